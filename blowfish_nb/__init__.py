@@ -1,0 +1,32 @@
+"""blowfish_nb: policy-aware differential privacy (Blowfish privacy) for Jupyter.
+
+Importing the package registers the ``df.blowfish`` accessor; it does not
+import any widget library (those live in :mod:`blowfish_nb.widgets`).
+"""
+
+from . import accessor as _accessor  # noqa: F401  (registers df.blowfish)
+from . import analysis, datasets, mechanisms, policy, workload
+from .domain import CategoricalAttribute, Domain, OrderedAttribute
+from .exceptions import BlowfishError, DomainError, InvalidParameterError, PolicyError, PrivacyLeakWarning
+from .policy import Policy
+from .release import Release
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Domain",
+    "OrderedAttribute",
+    "CategoricalAttribute",
+    "Policy",
+    "Release",
+    "BlowfishError",
+    "DomainError",
+    "InvalidParameterError",
+    "PolicyError",
+    "PrivacyLeakWarning",
+    "analysis",
+    "datasets",
+    "mechanisms",
+    "policy",
+    "workload",
+]

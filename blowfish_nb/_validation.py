@@ -1,0 +1,52 @@
+"""Checks done once, at the public boundary (style: inner code trusts its inputs)."""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+
+from .exceptions import InvalidParameterError
+
+__all__ = ["check_epsilon", "check_theta", "as_generator"]
+
+
+def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
+    """Return ``epsilon`` as a float, or raise if it is not a positive finite number."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or not (
+        math.isfinite(float(epsilon)) and float(epsilon) > 0
+    ):
+        raise InvalidParameterError(f"{name} must be a positive finite number, got {epsilon!r}")
+    return float(epsilon)
+
+
+def check_theta(theta: object, name: str = "theta") -> int:
+    """Return ``theta`` as an int, or raise unless it is a whole number ≥ 1."""
+    if isinstance(theta, bool):
+        raise InvalidParameterError(f"{name} must be a whole number >= 1, got {theta!r}")
+    if isinstance(theta, Integral):
+        value = int(theta)
+    elif isinstance(theta, Real) and math.isfinite(float(theta)) and float(theta).is_integer():
+        value = int(theta)
+    else:
+        raise InvalidParameterError(f"{name} must be a whole number >= 1, got {theta!r}")
+    if value < 1:
+        raise InvalidParameterError(f"{name} must be a whole number >= 1, got {theta!r}")
+    return value
+
+
+def as_generator(rng: None | int | np.random.Generator, name: str = "rng") -> np.random.Generator:
+    """Normalise ``rng`` (None, a seed, or a Generator) to a ``numpy.random.Generator``.
+
+    The global NumPy random state is never used.
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None:
+        return np.random.default_rng()
+    if isinstance(rng, Integral) and not isinstance(rng, bool) and int(rng) >= 0:
+        return np.random.default_rng(int(rng))
+    raise InvalidParameterError(
+        f"{name} must be None, a non-negative integer seed or a numpy.random.Generator, got {rng!r}"
+    )

@@ -1,0 +1,337 @@
+"""Domains: binning pandas columns into cells, and cell index <-> value labels.
+
+A :class:`Domain` is an ordered list of attributes; its cells are the cross
+product of the attributes' cells in C order (the last attribute varies
+fastest). The histogram ``x`` of a data set over a domain counts the rows that
+fall in each cell; every mechanism works on ``x``.
+
+Bins are part of the *public* description of the data. Bins computed from the
+data's own minimum and maximum reveal those values, so pass public
+``bounds=(lo, hi)`` or explicit edges; when the bounds have to be inferred from
+the data a :class:`~blowfish_nb.exceptions.PrivacyLeakWarning` says so.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import DomainError, InvalidParameterError, PrivacyLeakWarning
+
+__all__ = ["Domain", "OrderedAttribute", "CategoricalAttribute"]
+
+
+@dataclass(frozen=True, eq=False)
+class OrderedAttribute:
+    """A numeric attribute cut into ordered bins ``[e0, e1), [e1, e2), ..., [e_{m-1}, e_m]``.
+
+    The last bin includes its upper edge, so ``bounds=(0, 100)`` admits 100.
+
+    Parameters
+    ----------
+    name : str
+        Column name.
+    edges : array_like of float
+        Strictly increasing bin edges, at least two.
+
+    Examples
+    --------
+    >>> a = OrderedAttribute("age", [18, 30, 50, 80])
+    >>> a.size, a.encode(pd.Series([18, 29.5, 80], name="age")).tolist()
+    (3, [0, 0, 2])
+    """
+
+    name: str
+    edges: np.ndarray
+
+    def __post_init__(self) -> None:
+        edges = np.asarray(self.edges, dtype=float)
+        if edges.ndim != 1 or edges.size < 2:
+            raise InvalidParameterError(
+                f"bins for column {self.name!r} need at least two edges, got {self.edges!r}"
+            )
+        if not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
+            raise InvalidParameterError(
+                f"bin edges for column {self.name!r} must be finite and strictly increasing, "
+                f"got {self.edges!r}"
+            )
+        object.__setattr__(self, "edges", edges)
+
+    @property
+    def size(self) -> int:
+        """Number of bins."""
+        return self.edges.size - 1
+
+    @property
+    def labels(self) -> pd.IntervalIndex:
+        """Bin intervals (closed on the left; the last bin also holds its right edge)."""
+        return pd.IntervalIndex.from_breaks(self.edges, closed="left", name=self.name)
+
+    def encode(self, values: pd.Series) -> np.ndarray:
+        """Bin index of every value; raise :class:`DomainError` for NaN, text or out-of-range values."""
+        series = pd.Series(values)
+        if not (pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)):
+            bad = _first_non_numeric(series)
+            raise DomainError(
+                f"column {self.name!r} must be numeric, found {bad!r} (dtype {series.dtype})"
+            )
+        v = series.to_numpy(dtype=float, na_value=np.nan)
+        if v.size and not np.all(np.isfinite(v)):
+            bad = v[~np.isfinite(v)][0]
+            raise DomainError(f"column {self.name!r} contains {bad!r}; drop or impute it first")
+        lo, hi = self.edges[0], self.edges[-1]
+        outside = (v < lo) | (v > hi)
+        if outside.any():
+            raise DomainError(
+                f"column {self.name!r} has value {v[outside][0]!r} outside the domain "
+                f"[{lo:g}, {hi:g}] ({int(outside.sum())} rows); widen bounds or filter the rows"
+            )
+        codes = np.searchsorted(self.edges, v, side="right") - 1
+        return np.minimum(codes, self.size - 1).astype(np.intp)
+
+
+@dataclass(frozen=True, eq=False)
+class CategoricalAttribute:
+    """An attribute whose cells are a fixed, public list of categories.
+
+    Examples
+    --------
+    >>> a = CategoricalAttribute("sex", ["F", "M"])
+    >>> a.encode(pd.Series(["M", "F", "M"])).tolist()
+    [1, 0, 1]
+    """
+
+    name: str
+    categories: tuple
+
+    def __post_init__(self) -> None:
+        cats = tuple(self.categories)
+        if not cats or len(set(cats)) != len(cats):
+            raise InvalidParameterError(
+                f"categories for column {self.name!r} must be non-empty and distinct, got {self.categories!r}"
+            )
+        object.__setattr__(self, "categories", cats)
+
+    @property
+    def size(self) -> int:
+        """Number of categories."""
+        return len(self.categories)
+
+    @property
+    def labels(self) -> pd.Index:
+        """The categories, in cell order."""
+        return pd.Index(self.categories, name=self.name)
+
+    def encode(self, values: pd.Series) -> np.ndarray:
+        """Cell index of every value; raise :class:`DomainError` for unknown categories or NaN."""
+        codes = pd.Categorical(pd.Series(values), categories=list(self.categories)).codes
+        if (codes < 0).any():
+            bad = pd.Series(values).to_numpy()[codes < 0][0]
+            raise DomainError(
+                f"column {self.name!r} has value {bad!r} that is not one of the categories "
+                f"{list(self.categories)!r}"
+            )
+        return codes.astype(np.intp)
+
+
+Attribute = OrderedAttribute | CategoricalAttribute
+
+
+class Domain:
+    """The cells a histogram counts: the cross product of attributes in C order.
+
+    Parameters
+    ----------
+    attributes : sequence of OrderedAttribute or CategoricalAttribute
+        Distinct names; the last attribute varies fastest in cell order.
+
+    Examples
+    --------
+    >>> s = pd.Series([1, 2, 2, 9], name="v")
+    >>> d = Domain.from_column(s, bins=3, bounds=(0, 9))
+    >>> d.size, d.histogram(s).tolist()
+    (3, [3, 0, 1])
+    """
+
+    def __init__(self, attributes: Sequence[Attribute]):
+        attributes = tuple(attributes)
+        if not attributes:
+            raise InvalidParameterError("attributes must not be empty, got ()")
+        names = [a.name for a in attributes]
+        if len(set(names)) != len(names):
+            raise InvalidParameterError(f"attribute names must be distinct, got {names!r}")
+        self.attributes = attributes
+
+    # -- construction -------------------------------------------------------
+    @classmethod
+    def from_column(
+        cls,
+        series: pd.Series,
+        bins: int | Sequence[float] | None = None,
+        *,
+        width: float | None = None,
+        bounds: tuple[float, float] | None = None,
+        name: str | None = None,
+    ) -> "Domain":
+        """A one-attribute ordered domain for a numeric column.
+
+        Parameters
+        ----------
+        series : pandas.Series
+            The column (its ``name`` names the attribute unless ``name`` is given).
+        bins : int or sequence of float, optional
+            Number of equal-width bins over ``bounds``, or explicit edges.
+        width : float, optional
+            Bin width over ``bounds`` (instead of ``bins``); the last bin is
+            widened to reach the upper bound if needed.
+        bounds : (float, float), optional
+            Public lower and upper bounds of the column. When omitted (and
+            ``bins`` is not a list of edges) they are taken from the data with
+            a :class:`PrivacyLeakWarning`.
+
+        Raises
+        ------
+        InvalidParameterError
+            Bad ``bins``, ``width`` or ``bounds``.
+        PrivacyLeakWarning
+            (a warning) when bounds are inferred from the data.
+
+        Examples
+        --------
+        >>> s = pd.Series([20, 35, 61], name="age")
+        >>> Domain.from_column(s, width=10, bounds=(20, 70)).attributes[0].edges.tolist()
+        [20.0, 30.0, 40.0, 50.0, 60.0, 70.0]
+        """
+        name = name if name is not None else series.name
+        if name is None:
+            raise InvalidParameterError("series has no name; pass name=... to label the attribute")
+        return cls([_ordered_attribute(series, str(name), bins, width, bounds)])
+
+    # -- structure ----------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Number of cells of each attribute."""
+        return tuple(a.size for a in self.attributes)
+
+    @property
+    def size(self) -> int:
+        """Total number of cells."""
+        return math.prod(self.shape)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Attribute names, in order."""
+        return tuple(a.name for a in self.attributes)
+
+    @property
+    def labels(self) -> pd.Index:
+        """One label per cell: the bin interval (one attribute) or a MultiIndex of them."""
+        if len(self.attributes) == 1:
+            return self.attributes[0].labels
+        return pd.MultiIndex.from_product([a.labels for a in self.attributes], names=self.names)
+
+    def cell(self, index: int) -> tuple[int, ...]:
+        """Per-attribute bin indices of cell ``index``."""
+        if not (0 <= int(index) < self.size):
+            raise InvalidParameterError(f"index must lie in [0, {self.size}), got {index!r}")
+        return tuple(int(i) for i in np.unravel_index(int(index), self.shape))
+
+    def index(self, cell: Sequence[int]) -> int:
+        """Cell index of per-attribute bin indices ``cell``."""
+        cell = tuple(int(c) for c in cell)
+        if len(cell) != len(self.shape) or any(not 0 <= c < s for c, s in zip(cell, self.shape)):
+            raise InvalidParameterError(f"cell must be a tuple of bin indices within {self.shape}, got {cell!r}")
+        return int(np.ravel_multi_index(cell, self.shape))
+
+    # -- data ---------------------------------------------------------------
+    def encode(self, data: pd.DataFrame | pd.Series) -> np.ndarray:
+        """Cell index of every row of ``data``."""
+        columns = self._columns(data)
+        codes = [a.encode(columns[a.name]) for a in self.attributes]
+        if len(codes) == 1:
+            return codes[0]
+        return np.ravel_multi_index(codes, self.shape).astype(np.intp)
+
+    def histogram(self, data: pd.DataFrame | pd.Series) -> np.ndarray:
+        """Counts of rows per cell (``np.bincount`` of :meth:`encode`), as int64."""
+        return np.bincount(self.encode(data), minlength=self.size).astype(np.int64)
+
+    def _columns(self, data: pd.DataFrame | pd.Series) -> dict[str, pd.Series]:
+        if isinstance(data, pd.Series):
+            if len(self.attributes) != 1:
+                raise DomainError(
+                    f"a Series holds one column but the domain has attributes {list(self.names)!r}"
+                )
+            return {self.attributes[0].name: data}
+        if not isinstance(data, pd.DataFrame):
+            raise DomainError(f"data must be a pandas DataFrame or Series, got {type(data).__name__}")
+        missing = [n for n in self.names if n not in data.columns]
+        if missing:
+            raise DomainError(
+                f"column {missing[0]!r} is not in the data; available columns: {list(data.columns)!r}"
+            )
+        return {n: data[n] for n in self.names}
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{a.name}: {a.size}" for a in self.attributes)
+        return f"Domain({parts}; {self.size} cells)"
+
+
+def _ordered_attribute(series, name, bins, width, bounds) -> OrderedAttribute:
+    if bins is not None and width is not None:
+        raise InvalidParameterError(f"give bins or width, not both (got bins={bins!r}, width={width!r})")
+    if bins is not None and not isinstance(bins, Integral | Real):
+        return OrderedAttribute(name, np.asarray(bins, dtype=float))  # explicit, public edges
+    if bins is None and width is None:
+        raise InvalidParameterError(f"column {name!r} needs bins=<count or edges> or width=<bin width>")
+    lo, hi = _public_bounds(series, name, bounds)
+    if bins is not None:
+        if isinstance(bins, bool) or not isinstance(bins, Integral) or bins < 1:
+            raise InvalidParameterError(f"bins must be a positive integer or a list of edges, got {bins!r}")
+        return OrderedAttribute(name, np.linspace(lo, hi, int(bins) + 1))
+    if isinstance(width, bool) or not isinstance(width, Real) or not (math.isfinite(width) and width > 0):
+        raise InvalidParameterError(f"width must be a positive finite number, got {width!r}")
+    count = max(1, math.ceil((hi - lo) / width - 1e-9))
+    edges = lo + width * np.arange(count + 1, dtype=float)
+    edges[-1] = max(edges[-1], hi)
+    return OrderedAttribute(name, edges)
+
+
+def _public_bounds(series, name, bounds) -> tuple[float, float]:
+    if bounds is not None:
+        try:
+            lo, hi = (float(b) for b in bounds)
+        except (TypeError, ValueError):
+            raise InvalidParameterError(f"bounds must be a pair (lo, hi), got {bounds!r}") from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise InvalidParameterError(f"bounds must be finite with lo < hi, got {bounds!r}")
+        return lo, hi
+    if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+        raise DomainError(
+            f"column {name!r} must be numeric, found {_first_non_numeric(series)!r} (dtype {series.dtype})"
+        )
+    values = series.to_numpy(dtype=float, na_value=np.nan)
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        raise DomainError(f"column {name!r} has no finite values to infer bounds from; pass bounds=(lo, hi)")
+    warnings.warn(
+        f"bins for column {name!r} use the data's own min and max ({finite.min():g}, {finite.max():g}), "
+        "which are not protected; pass public bounds=(lo, hi) instead",
+        PrivacyLeakWarning,
+        stacklevel=4,
+    )
+    lo, hi = float(finite.min()), float(finite.max())
+    return (lo, hi) if lo < hi else (lo, lo + 1.0)
+
+
+def _first_non_numeric(series: pd.Series) -> object:
+    for value in series:
+        if isinstance(value, bool) or not isinstance(value, Real):
+            return value
+    return series.iloc[0] if len(series) else None

@@ -1,0 +1,33 @@
+"""Exceptions and warnings of blowfish_nb.
+
+Every error names the parameter (or column) at fault and the value that was
+refused, so a notebook user can fix the call without reading our source.
+"""
+
+__all__ = [
+    "BlowfishError",
+    "InvalidParameterError",
+    "DomainError",
+    "PolicyError",
+    "PrivacyLeakWarning",
+]
+
+
+class BlowfishError(Exception):
+    """Base class of every error blowfish_nb raises on purpose."""
+
+
+class InvalidParameterError(BlowfishError, ValueError):
+    """A parameter has a value outside what it accepts (ε ≤ 0, θ < 1, ...)."""
+
+
+class DomainError(BlowfishError, ValueError):
+    """Data do not fit the domain: NaN, out-of-range values, wrong dtype, unknown column."""
+
+
+class PolicyError(BlowfishError, ValueError):
+    """A policy is unknown, malformed, or does not fit the domain it is used with."""
+
+
+class PrivacyLeakWarning(UserWarning):
+    """Something public was derived from the private data (e.g. bins from its min/max)."""

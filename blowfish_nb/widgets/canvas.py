@@ -1,0 +1,102 @@
+"""The policy-graph canvas: an anywidget drawing a Policy with cytoscape.js.
+
+State has one definition, the synced traits below; ``js/canvas.js`` reads
+exactly these names. Lists are always replaced whole (in-place mutation does
+not sync).
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import anywidget
+import numpy as np
+import traitlets
+
+from ..exceptions import BlowfishError
+from ..policy import BOTTOM, Policy
+
+__all__ = ["PolicyCanvas", "MAX_DRAWN_NODES"]
+
+ESM = pathlib.Path(__file__).parent / "static" / "canvas.js"
+MAX_DRAWN_NODES = 64
+BOTTOM_ID = "bottom"
+
+
+class PolicyCanvas(anywidget.AnyWidget):
+    """Draws a policy graph; large domains are drawn as blocks of consecutive cells.
+
+    Parameters
+    ----------
+    policy : Policy, optional
+        The policy to draw (see :meth:`show`).
+    height : int
+        Canvas height in pixels.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from blowfish_nb import Domain, policy
+    >>> d = Domain.from_column(pd.Series([1.0], name="v"), bins=6, bounds=(0, 6))
+    >>> c = PolicyCanvas(policy.threshold(d, 2))
+    >>> len(c.nodes), len(c.edges)
+    (6, 9)
+    """
+
+    _esm = ESM
+
+    nodes = traitlets.List(traitlets.Dict(), help="[{id, label, bottom?, row?, col?}]").tag(sync=True)
+    edges = traitlets.List(traitlets.List(), help="[[source id, target id], ...]").tag(sync=True)
+    layout = traitlets.Unicode("line", help="line | grid | circle").tag(sync=True)
+    height = traitlets.Int(220).tag(sync=True)
+    title = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, policy: Policy | None = None, **kwargs):
+        if not ESM.exists():
+            raise BlowfishError(
+                f"the canvas front end is not built ({ESM} is missing); "
+                "reinstall with `pip install -e .` or run `npm install && npm run build`"
+            )
+        super().__init__(**kwargs)
+        self._policy: Policy | None = None
+        if policy is not None:
+            self.show(policy)
+
+    @property
+    def policy(self) -> Policy | None:
+        """The policy currently drawn."""
+        return self._policy
+
+    def show(self, policy: Policy) -> None:
+        """Draw ``policy``; more than 64 cells are merged into 64 blocks of consecutive cells."""
+        k = policy.domain.size
+        labels = [str(label) for label in policy.domain.labels]
+        edges = policy.edges()
+        if k <= MAX_DRAWN_NODES:
+            block = np.arange(k)
+            names = labels
+            title = f"{policy.summary()}: {len(edges)} edges"
+        else:
+            block = np.arange(k) * MAX_DRAWN_NODES // k
+            starts = np.flatnonzero(np.diff(block, prepend=-1))
+            names = [labels[s].split(",")[0] + "…" for s in starts]
+            title = (
+                f"{policy.summary()}: {len(edges)} edges, drawn as {MAX_DRAWN_NODES} blocks of "
+                f"≈{k / MAX_DRAWN_NODES:.0f} cells (an edge between blocks when any cells are joined)"
+            )
+        nodes = [{"id": f"c{i}", "label": name} for i, name in enumerate(names)]
+        if policy.has_bottom:
+            nodes.append({"id": BOTTOM_ID, "label": "⊥", "bottom": True})
+        pairs = set()
+        for u, v in edges:
+            a = f"c{block[u]}"
+            b = BOTTOM_ID if v == BOTTOM else f"c{block[v]}"
+            if a != b:
+                pairs.add((a, b))
+        order = {node["id"]: i for i, node in enumerate(nodes)}
+        with self.hold_sync():
+            self.nodes = nodes
+            self.edges = [list(p) for p in sorted(pairs, key=lambda p: (order[p[0]], order[p[1]]))]
+            self.layout = "line"
+            self.title = title
+        self._policy = policy
