@@ -2,10 +2,13 @@
 // the Python side describes. It holds no privacy logic: the synced traits
 // (see blowfish_nb/widgets/canvas.py) are read here, never computed.
 //
-// Synced traits read here: nodes, edges, layout, height, title.
 import cytoscape from "cytoscape";
 
 import { layoutPositions } from "./layout.js";
+
+// The synced traits this view reads: exactly the Python PolicyCanvas traits
+// (a test compares the two lists).
+export const TRAITS = ["nodes", "edges", "arrangement", "height", "title"];
 
 const STYLE = [
   {
@@ -54,7 +57,7 @@ const STYLE = [
 function elementsFrom(model, width, height) {
   const nodes = model.get("nodes");
   const edges = model.get("edges");
-  const pos = layoutPositions(nodes, model.get("layout"), width, height);
+  const pos = layoutPositions(nodes, model.get("arrangement"), width, height);
   const index = new Map(nodes.map((n, i) => [n.id, i]));
   const els = nodes.map((n) => ({
     group: "nodes",
@@ -127,13 +130,12 @@ function render({ model, el }) {
     box.dataset.ready = "0";
     if (!frame) frame = requestAnimationFrame(draw);
   };
-  for (const name of ["nodes", "edges", "layout", "title"]) {
-    model.on(`change:${name}`, schedule);
+  for (const name of TRAITS) {
+    model.on(`change:${name}`, () => {
+      box.style.height = `${model.get("height")}px`;
+      schedule();
+    });
   }
-  model.on("change:height", () => {
-    box.style.height = `${model.get("height")}px`;
-    schedule();
-  });
   schedule();
   return () => {
     if (frame) cancelAnimationFrame(frame);

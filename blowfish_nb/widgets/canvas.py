@@ -47,7 +47,7 @@ class PolicyCanvas(anywidget.AnyWidget):
 
     nodes = traitlets.List(traitlets.Dict(), help="[{id, label, bottom?, row?, col?}]").tag(sync=True)
     edges = traitlets.List(traitlets.List(), help="[[source id, target id], ...]").tag(sync=True)
-    layout = traitlets.Unicode("line", help="line | grid | circle").tag(sync=True)
+    arrangement = traitlets.Unicode("line", help="node placement: line | grid | circle").tag(sync=True)
     height = traitlets.Int(220).tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
 
@@ -97,6 +97,6 @@ class PolicyCanvas(anywidget.AnyWidget):
         with self.hold_sync():
             self.nodes = nodes
             self.edges = [list(p) for p in sorted(pairs, key=lambda p: (order[p[0]], order[p[1]]))]
-            self.layout = "line"
+            self.arrangement = "line"
             self.title = title
         self._policy = policy

@@ -1,0 +1,43 @@
+# blowfish_nb task runner. Two commands matter to a newcomer (see README.md):
+#   make lab    set up everything and open the quickstart explorer in JupyterLab
+#   make test   set up everything (venv, pip, npm build, Chromium) and run the whole suite
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.blowfish-installed
+BUNDLE := blowfish_nb/widgets/static/canvas.js
+PIP_QUIET := --quiet --disable-pip-version-check
+
+.PHONY: lab test test-fast browser-deps js bench clean
+
+# The editable install runs the package build hook: `npm install && npm run build`
+# bundles js/ into $(BUNDLE). Re-run when the project's metadata or front end changes.
+$(STAMP): pyproject.toml package.json package-lock.json $(wildcard js/*.js)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install $(PIP_QUIET) --upgrade pip
+	$(PY) -m pip install $(PIP_QUIET) -e ".[dev]"
+	@test -f $(BUNDLE) || { echo "the JS bundle $(BUNDLE) was not built" >&2; exit 1; }
+	@touch $(STAMP)
+
+# Debian's Chromium for the browser tests (never a downloaded browser build).
+browser-deps:
+	@test -x /usr/bin/chromium || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y chromium; \
+	  else sudo apt-get update && sudo apt-get install -y chromium; fi; }
+
+js: $(STAMP)
+	npm run build
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/quickstart.ipynb
+
+test: $(STAMP) browser-deps
+	$(PY) -m pytest
+
+# Unit and notebook tests only (no browser).
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not browser"
+
+clean:
+	rm -rf $(VENV) node_modules blowfish_nb/widgets/static test-artifacts .pytest_cache

@@ -1,0 +1,74 @@
+"""Policy-specific sensitivity by edge differences equals brute force over neighbouring databases."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+from blowfish_nb import Domain, policy, workload
+from tests.brute import brute_sensitivity
+
+
+def domain(k):
+    return Domain.from_column(pd.Series([0.0], name="v"), bins=k, bounds=(0, k))
+
+
+def build(family, d, theta):
+    return {"dp": lambda: policy.dp(d), "line": lambda: policy.line(d),
+            "threshold": lambda: policy.threshold(d, theta)}[family]()
+
+
+CASES = [(family, k, theta) for k in range(2, 13) for family, theta in
+         [("dp", None), ("line", None), ("threshold", 2), ("threshold", 3), ("threshold", 5), ("threshold", 20)]]
+
+
+@pytest.mark.parametrize("family,k,theta", CASES)
+def test_structured_and_random_strategies_match_brute_force(family, k, theta):
+    rng = np.random.default_rng(1000 * k + (theta or 0) + len(family))
+    pol = build(family, domain(k), theta)
+    strategies = {
+        "identity": workload.identity(k),
+        "prefix": workload.prefix(k),
+        "dense": rng.normal(size=(k + 3, k)),
+        "sparse": sp.random(2 * k, k, density=0.3, random_state=rng, format="csr"),
+        "integer 0/1": rng.integers(0, 2, size=(k, k)).astype(float),
+    }
+    for name, A in strategies.items():
+        dense = A.dense() if hasattr(A, "dense") else (A.toarray() if sp.issparse(A) else A)
+        expected = brute_sensitivity(dense, k, family, theta, rng=k)
+        assert pol.sensitivity(A) == pytest.approx(expected, rel=1e-12, abs=1e-12), name
+
+
+def test_known_values_of_the_papers():
+    d = domain(100)
+    # He et al. 2014 §7.1: cumulative histogram has sensitivity 1 under the line graph,
+    # θ under G^θ, and k under unbounded DP.
+    assert policy.line(d).sensitivity(workload.prefix(100)) == 1
+    assert policy.threshold(d, 7).sensitivity(workload.prefix(100)) == 7
+    assert policy.dp(d).sensitivity(workload.prefix(100)) == 100
+    # The histogram: 2 when a record moves between two cells, 1 when it appears or vanishes.
+    assert policy.line(d).sensitivity(workload.identity(100)) == 2
+    assert policy.dp(d).sensitivity(workload.identity(100)) == 1
+    # θ beyond the domain saturates at the longest possible move.
+    assert policy.threshold(domain(5), 50).sensitivity(workload.prefix(5)) == 4
+
+
+def test_edges_follow_the_definition():
+    d = domain(6)
+    edges = {tuple(e) for e in policy.threshold(d, 2).edges().tolist()}
+    assert edges == {(a, b) for a in range(6) for b in range(a + 1, 6) if b - a <= 2}
+    assert policy.threshold(d, 2).edge_count() == 9
+    dp_edges = policy.dp(d).edges()
+    assert (dp_edges[:, 1] == policy.BOTTOM).all() and sorted(dp_edges[:, 0]) == list(range(6))
+
+
+def test_strategy_with_wrong_number_of_columns_is_refused():
+    from blowfish_nb import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="one column per cell"):
+        policy.line(domain(5)).sensitivity(np.ones((3, 4)))
+
+
+def test_networkx_view_has_the_same_edges():
+    g = policy.dp(domain(4)).to_networkx()
+    assert set(g.nodes) == {0, 1, 2, 3, "⊥"} and g.number_of_edges() == 4

@@ -1,0 +1,76 @@
+"""df.blowfish.release: the one-call path from a DataFrame to a Release."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import blowfish_nb as bf
+from blowfish_nb import datasets
+
+
+@pytest.fixture(scope="module")
+def df():
+    return datasets.salaries(n=2000, seed=11)
+
+
+def test_release_fields_and_index(df):
+    r = df.blowfish.release("histogram", column="salary", bins=25, policy="threshold", theta=3, epsilon=0.5, rng=4)
+    assert isinstance(r, bf.Release)
+    assert isinstance(r.answers.index, pd.IntervalIndex) and len(r.answers) == 25
+    assert r.answers.index[0].left == 0 and r.answers.index[-1].right == 250_000
+    assert r.epsilon == 0.5 and r.policy.family == "threshold" and r.policy.params == {"theta": 3}
+    assert r.mechanism == "Laplace" and r.expected_error == pytest.approx(2 * (2 / 0.5) ** 2)
+    assert r.provenance["seed"] == 4 and r.provenance["sensitivity"] == 2
+    html = r._repr_html_()
+    assert "Blowfish private" in html and "threshold θ=3 on salary" in html and "<table" in html
+
+
+def test_same_seed_same_answers_and_noise_is_real(df):
+    kw = dict(column="age", bins=31, policy="line", epsilon=1.0)
+    a = df.blowfish.release("histogram", rng=1, **kw)
+    b = df.blowfish.release("histogram", rng=1, **kw)
+    c = df.blowfish.release("histogram", rng=2, **kw)
+    pd.testing.assert_series_equal(a.answers, b.answers)
+    assert not np.allclose(a.answers, c.answers)
+    truth = bf.Domain.from_column(df["age"], bins=31, bounds=(18, 80)).histogram(df)
+    assert not np.allclose(a.answers.to_numpy(), truth)  # it is noisy ...
+    assert np.abs(a.answers.to_numpy() - truth).max() < 40  # ... with Lap(2) noise, not garbage
+
+
+def test_auto_picks_the_lower_analytic_error(df):
+    kw = dict(column="age", bins=62, epsilon=1.0, rng=0)
+    assert df.blowfish.release("cumulative", policy="line", **kw).mechanism == "Ordered"
+    assert df.blowfish.release("cumulative", policy="dp", **kw).mechanism == "Laplace"
+    r = df.blowfish.release("cumulative", policy="threshold", theta=5, **kw)
+    table = r.provenance["candidates"]
+    assert r.expected_error == table["expected_error"].min()
+
+
+def test_release_never_carries_the_true_answers(df):
+    r = df.blowfish.release("histogram", column="age", bins=62, policy="dp", epsilon=1000.0, rng=0)
+    truth = bf.Domain.from_column(df["age"], bins=62, bounds=(18, 80)).histogram(df)
+    for value in vars(r).values():
+        if isinstance(value, (np.ndarray, pd.Series)):
+            assert not np.array_equal(np.asarray(value), truth)
+    assert np.allclose(r.answers.to_numpy(), truth, atol=0.1)  # and yet ε=1000 is accurate
+
+
+def test_policy_object_and_mechanism_by_name(df):
+    d = bf.Domain.from_column(df["age"], bins=62, bounds=(18, 80))
+    r = df.blowfish.release("cumulative", column="age", bins=d, policy=bf.policy.threshold(d, 2),
+                            mechanism="ordered-consistent", epsilon=1.0, rng=0)
+    assert r.mechanism == "Ordered" and np.all(np.diff(r.answers.to_numpy()) >= 0)
+
+
+def test_importing_the_package_imports_no_widget_library():
+    code = (
+        "import sys, blowfish_nb, pandas as pd; "
+        "blowfish_nb.datasets.salaries(10).blowfish.release('histogram', column='age', bins=5, epsilon=1.0); "
+        "bad = [m for m in ('ipywidgets', 'bqplot', 'anywidget', 'traitlets') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
