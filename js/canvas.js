@@ -15,7 +15,7 @@ const STYLE = [
     selector: "node",
     style: {
       "background-color": "#4c72b0",
-      label: "data(label)",
+      label: (ele) => (ele.data("show") ? ele.data("label") : ""),
       "font-size": 9,
       "text-valign": "bottom",
       "text-margin-y": 3,
@@ -59,9 +59,11 @@ function elementsFrom(model, width, height) {
   const edges = model.get("edges");
   const pos = layoutPositions(nodes, model.get("arrangement"), width, height);
   const index = new Map(nodes.map((n, i) => [n.id, i]));
-  const els = nodes.map((n) => ({
+  // Label at most ~12 cells so that labels never overlap; ⊥ is always labelled.
+  const stride = Math.max(1, Math.ceil(nodes.length / 12));
+  const els = nodes.map((n, i) => ({
     group: "nodes",
-    data: { id: n.id, label: n.label },
+    data: { id: n.id, label: n.label, show: n.bottom || i % stride === 0 || i === nodes.length - 1 },
     position: pos.get(n.id),
     classes: n.bottom ? "bottom" : "",
     locked: true,

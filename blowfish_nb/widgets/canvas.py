@@ -70,7 +70,7 @@ class PolicyCanvas(anywidget.AnyWidget):
     def show(self, policy: Policy) -> None:
         """Draw ``policy``; more than 64 cells are merged into 64 blocks of consecutive cells."""
         k = policy.domain.size
-        labels = [str(label) for label in policy.domain.labels]
+        labels = [_short_label(label) for label in policy.domain.labels]
         edges = policy.edges()
         if k <= MAX_DRAWN_NODES:
             block = np.arange(k)
@@ -79,7 +79,7 @@ class PolicyCanvas(anywidget.AnyWidget):
         else:
             block = np.arange(k) * MAX_DRAWN_NODES // k
             starts = np.flatnonzero(np.diff(block, prepend=-1))
-            names = [labels[s].split(",")[0] + "…" for s in starts]
+            names = [f"{labels[s]}…" for s in starts]
             title = (
                 f"{policy.summary()}: {len(edges)} edges, drawn as {MAX_DRAWN_NODES} blocks of "
                 f"≈{k / MAX_DRAWN_NODES:.0f} cells (an edge between blocks when any cells are joined)"
@@ -100,3 +100,9 @@ class PolicyCanvas(anywidget.AnyWidget):
             self.arrangement = "line"
             self.title = title
         self._policy = policy
+
+
+def _short_label(label) -> str:
+    """A bin's left edge (``5000``), or the category itself."""
+    left = getattr(label, "left", None)
+    return f"{left:g}" if left is not None else str(label)

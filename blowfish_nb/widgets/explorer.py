@@ -118,13 +118,13 @@ class Explorer(w.VBox):
             marks=[self.true_bars, self.band, self.noisy_bars],
             axes=[
                 bqplot.Axis(scale=xs, label=column, tick_rotate=-45, num_ticks=min(k, 16)),
-                bqplot.Axis(scale=ys, orientation="vertical", label="count", tick_format=".3s"),
+                bqplot.Axis(scale=ys, orientation="vertical", label="count", tick_format=".3s", label_offset="50px"),
             ],
-            fig_margin={"top": 30, "bottom": 60, "left": 60, "right": 20},
+            fig_margin={"top": 30, "bottom": 60, "left": 70, "right": 20},
             layout=w.Layout(width="100%", height="340px"),
         )
         self.figure.add_class("blowfish-bars")
-        self.canvas = PolicyCanvas(height=200)
+        self.canvas = PolicyCanvas(height=160)
         self.canvas.add_class("blowfish-policy-canvas")
 
         super().__init__(

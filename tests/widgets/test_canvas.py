@@ -24,7 +24,7 @@ def test_threshold_policy_is_drawn_edge_for_edge():
     assert ids == [f"c{i}" for i in range(10)]
     drawn = {(int(a[1:]), int(b[1:])) for a, b in c.edges}
     assert drawn == {(a, b) for a in range(10) for b in range(a + 1, 10) if b - a <= 3}
-    assert c.nodes[0]["label"] == "[0.0, 1.0)" and "threshold θ=3" in c.title
+    assert c.nodes[0]["label"] == "0" and c.nodes[9]["label"] == "9" and "threshold θ=3" in c.title
 
 
 def test_dp_policy_draws_bottom_as_its_own_node():

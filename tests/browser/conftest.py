@@ -1,0 +1,144 @@
+"""A real JupyterLab on loopback and Debian's Chromium driven by Playwright (docs/browser-testing.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = os.environ.get("BLOWFISH_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    """A running JupyterLab server holding copies of the project's notebooks."""
+
+    def __init__(self, workdir: Path):
+        self.root = workdir / "root"
+        shutil.copytree(ROOT / "notebooks", self.root)
+        settings = workdir / "settings"
+        notify = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+        notify.parent.mkdir(parents=True)
+        notify.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        self.token = secrets.token_hex(16)
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = (workdir / "jupyterlab.log").open("w")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+                f"--IdentityProvider.token={self.token}", "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+                f"--ServerApp.root_dir={self.root}", "--LabApp.expose_app_in_browser=True",
+                "--LabApp.news_url=None", f"--LabApp.user_settings_dir={settings}",
+                f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
+            ],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1"},
+        )
+        self._wait_ready()
+
+    def _wait_ready(self, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with {self.proc.returncode}; see {self.log.name}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/status?token={self.token}", timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"JupyterLab did not answer within {timeout}s; see {self.log.name}")
+
+    def notebook_url(self, name: str) -> str:
+        return f"{self.url}/lab/tree/{name}?token={self.token}"
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.log.close()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    server = Lab(tmp_path)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(request):
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `make test` (it installs Debian's chromium) or set BLOWFISH_CHROMIUM")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        pg = browser.new_page(viewport={"width": 1400, "height": 1100})
+        pg.set_default_timeout(60_000)
+        yield pg
+        outcome = "failed" if getattr(request.node, "rep_call", None) and request.node.rep_call.failed else "passed"
+        pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}-{outcome}.png"), full_page=True)
+        browser.close()
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+def open_notebook(page, lab: Lab, name: str) -> None:
+    """Open a notebook and wait until its kernel is really connected (pitfall 1)."""
+    page.goto(lab.notebook_url(name))
+    page.wait_for_function(
+        """() => {
+            const app = window.jupyterapp;
+            const w = app && app.shell.currentWidget;
+            const ctx = w && w.sessionContext;
+            const kernel = ctx && ctx.session && ctx.session.kernel;
+            return !!(ctx && ctx.isReady && kernel && kernel.status === 'idle'
+                      && kernel.connectionStatus === 'connected');
+        }""",
+        timeout=90_000,
+    )
+
+
+def run_all(page) -> None:
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+
+def run_last_cell(page) -> None:
+    page.evaluate(
+        """async () => {
+            const panel = window.jupyterapp.shell.currentWidget;
+            panel.content.activeCellIndex = panel.content.widgets.length - 1;
+            await window.jupyterapp.commands.execute('notebook:run-cell');
+        }"""
+    )
