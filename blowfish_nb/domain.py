@@ -213,6 +213,96 @@ class Domain:
             raise InvalidParameterError("series has no name; pass name=... to label the attribute")
         return cls([_ordered_attribute(series, str(name), bins, width, bounds)])
 
+    @classmethod
+    def from_frame(
+        cls,
+        df: pd.DataFrame,
+        bins: dict[str, object],
+        *,
+        bounds: dict[str, tuple[float, float]] | None = None,
+    ) -> "Domain":
+        """A multi-attribute domain: one attribute per key of ``bins``, in that order.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            The data (only dtypes, and — with a warning — bounds or categories, are read).
+        bins : dict
+            Column → number of bins, list of numeric edges, ``"categorical"``
+            (categories from a pandas Categorical dtype, otherwise inferred from
+            the data with a :class:`PrivacyLeakWarning`), or a list of category strings.
+        bounds : dict, optional
+            Column → public (lo, hi) for numeric columns binned by count; falls
+            back to ``df.attrs["public_bounds"]``.
+
+        Examples
+        --------
+        >>> df = pd.DataFrame({"age": [20, 40], "sex": pd.Categorical(["F", "M"])})
+        >>> d = Domain.from_frame(df, {"age": 3, "sex": "categorical"}, bounds={"age": (18, 78)})
+        >>> d.shape, d.histogram(df).tolist()
+        ((3, 2), [1, 0, 0, 1, 0, 0])
+        """
+        if not isinstance(bins, dict) or not bins:
+            raise InvalidParameterError(f"bins must be a non-empty dict column -> binning, got {bins!r}")
+        public = {**df.attrs.get("public_bounds", {}), **(bounds or {})}
+        attributes = []
+        for name, spec in bins.items():
+            if name not in df.columns:
+                raise DomainError(f"column {name!r} is not in the data; available columns: {list(df.columns)!r}")
+            if isinstance(spec, str) and spec == "categorical":
+                attributes.append(_categorical_attribute(df[name], name))
+            elif isinstance(spec, (list, tuple)) and spec and all(isinstance(c, str) for c in spec):
+                attributes.append(CategoricalAttribute(name, tuple(spec)))
+            else:
+                attributes.append(_ordered_attribute(df[name], name, spec, None, public.get(name)))
+        return cls(attributes)
+
+    @classmethod
+    def grid(cls, shape: Sequence[int] | int, names: Sequence[str] | None = None) -> "Domain":
+        """Ordered attributes with unit bins 0..n−1 — a k^d grid for tests and teaching.
+
+        Examples
+        --------
+        >>> Domain.grid((2, 3)).shape
+        (2, 3)
+        """
+        shape = (shape,) if isinstance(shape, Integral) else tuple(shape)
+        if not shape or any(isinstance(n, bool) or not isinstance(n, Integral) or n < 1 for n in shape):
+            raise InvalidParameterError(f"shape must hold positive integers, got {shape!r}")
+        names = tuple(names) if names is not None else tuple(f"x{i}" for i in range(len(shape)))
+        return cls([OrderedAttribute(n, np.arange(s + 1, dtype=float)) for n, s in zip(names, shape)])
+
+    def to_dict(self) -> dict:
+        """A JSON-ready description (see :meth:`from_dict`)."""
+        return {
+            "attributes": [
+                {"name": a.name, "edges": a.edges.tolist()}
+                if isinstance(a, OrderedAttribute)
+                else {"name": a.name, "categories": list(a.categories)}
+                for a in self.attributes
+            ]
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Domain":
+        """The inverse of :meth:`to_dict`."""
+        try:
+            return cls(
+                [
+                    OrderedAttribute(a["name"], a["edges"]) if "edges" in a
+                    else CategoricalAttribute(a["name"], tuple(a["categories"]))
+                    for a in data["attributes"]
+                ]
+            )
+        except (KeyError, TypeError) as err:
+            raise InvalidParameterError(f"not a domain description: {data!r} ({err})") from None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Domain) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(repr(self.to_dict()))
+
     # -- structure ----------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
@@ -301,6 +391,21 @@ def _ordered_attribute(series, name, bins, width, bounds) -> OrderedAttribute:
     edges = lo + width * np.arange(count + 1, dtype=float)
     edges[-1] = max(edges[-1], hi)
     return OrderedAttribute(name, edges)
+
+
+def _categorical_attribute(series: pd.Series, name: str) -> CategoricalAttribute:
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return CategoricalAttribute(name, tuple(series.cat.categories))
+    values = pd.unique(series.dropna())
+    if len(values) == 0:
+        raise DomainError(f"column {name!r} has no values to take categories from; pass a list of categories")
+    warnings.warn(
+        f"categories for column {name!r} are the values present in the data, which reveals which "
+        "values occur; pass the public list of categories instead",
+        PrivacyLeakWarning,
+        stacklevel=4,
+    )
+    return CategoricalAttribute(name, tuple(sorted(values, key=str)))
 
 
 def _public_bounds(series, name, bounds) -> tuple[float, float]:

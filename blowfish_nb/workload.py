@@ -18,7 +18,10 @@ from scipy.sparse.linalg import LinearOperator
 
 from .exceptions import InvalidParameterError
 
-__all__ = ["Workload", "Identity", "Prefix", "identity", "prefix"]
+__all__ = [
+    "Workload", "Identity", "Prefix", "Hierarchical", "Kron",
+    "identity", "prefix", "hierarchical", "kron",
+]
 
 DENSE_LIMIT = 4096
 
@@ -27,6 +30,8 @@ class Workload(LinearOperator):
     """A structured linear operator over a k-cell histogram."""
 
     name: str = "workload"
+    #: all entries are 0 or 1 and ``column_overlaps`` is available (Kronecker products need it)
+    binary: bool = False
 
     def __init__(self, shape: tuple[int, int]):
         super().__init__(dtype=np.float64, shape=shape)
@@ -37,6 +42,10 @@ class Workload(LinearOperator):
 
     def column_norms(self, u: np.ndarray) -> np.ndarray:
         """‖A e_u‖₁ for each cell (vectorised)."""
+        raise NotImplementedError
+
+    def column_overlaps(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """⟨A e_u, A e_v⟩ for each pair of cells (binary operators only)."""
         raise NotImplementedError
 
     def solve(self, y: np.ndarray) -> np.ndarray:
@@ -65,6 +74,8 @@ class Identity(Workload):
     """
 
     name = "histogram"
+    binary = True
+    diameter_at_extremes = True
 
     def __init__(self, k: int):
         super().__init__((k, k))
@@ -80,6 +91,9 @@ class Identity(Workload):
 
     def column_norms(self, u):
         return np.ones(np.shape(u), dtype=float)
+
+    def column_overlaps(self, u, v):
+        return (np.asarray(u) == np.asarray(v)).astype(float)
 
     def solve(self, y):
         return np.asarray(y, dtype=float).copy()
@@ -102,6 +116,8 @@ class Prefix(Workload):
     """
 
     name = "cumulative"
+    binary = True
+    diameter_at_extremes = True
 
     def __init__(self, k: int):
         super().__init__((k, k))
@@ -119,12 +135,170 @@ class Prefix(Workload):
     def column_norms(self, u):
         return (self.shape[0] - np.asarray(u)).astype(float)
 
+    def column_overlaps(self, u, v):
+        return (self.shape[0] - np.maximum(u, v)).astype(float)
+
     def solve(self, y):
         return np.diff(np.asarray(y, dtype=float), prepend=0.0)
 
     def dense(self):
         self._check_dense()
         return np.tril(np.ones(self.shape))
+
+
+class Hierarchical(Workload):
+    """The hierarchical strategy: one count per node of a b-ary tree over the cells (Hay et al.).
+
+    Level 0 holds the k cells, level l the blocks ``u // b**l``, up to a
+    single root; every node is a row. A cell lies in one node per level, so
+    ‖A e_u‖₁ = levels and ‖A e_u − A e_v‖₁ = 2·(levels where u, v are apart).
+
+    Examples
+    --------
+    >>> H = Hierarchical(4, 2)
+    >>> H.shape, (H @ np.array([1.0, 2.0, 3.0, 4.0])).tolist()
+    ((7, 4), [1.0, 2.0, 3.0, 4.0, 3.0, 7.0, 10.0])
+    >>> H.column_differences(np.array([0, 1]), np.array([1, 2])).tolist()
+    [2.0, 4.0]
+    """
+
+    name = "hierarchical"
+    binary = True
+    diameter_at_extremes = True
+
+    def __init__(self, k: int, branching: int = 2):
+        self.k, self.branching = k, branching
+        sizes = [k]
+        while sizes[-1] > 1:
+            sizes.append(-(-sizes[-1] // branching))
+        self.level_sizes = tuple(sizes)
+        super().__init__((sum(sizes), k))
+
+    @property
+    def levels(self) -> int:
+        """Number of levels, leaves and root included."""
+        return len(self.level_sizes)
+
+    def _matvec(self, x):
+        level = np.asarray(x, dtype=float).reshape(-1)
+        out = [level]
+        for _ in self.level_sizes[1:]:
+            level = np.add.reduceat(level, np.arange(0, level.size, self.branching))
+            out.append(level)
+        return np.concatenate(out)
+
+    def _rmatvec(self, y):
+        y = np.asarray(y, dtype=float).reshape(-1)
+        cells = np.arange(self.k)
+        out = np.zeros(self.k)
+        offset = 0
+        for level, size in enumerate(self.level_sizes):
+            out += y[offset + cells // self.branching**level]
+            offset += size
+        return out
+
+    def apart_levels(self, u, v) -> np.ndarray:
+        """Number of levels at which cells u and v lie in different nodes."""
+        u, v = np.asarray(u, dtype=np.int64), np.asarray(v, dtype=np.int64)
+        b = self.branching
+        if b & (b - 1) == 0:  # b = 2^m: levels apart = ceil(bit_length(u XOR v) / m)
+            bits = np.frexp((u ^ v).astype(float))[1]
+            m = b.bit_length() - 1
+            return -(-bits // m)
+        count = np.zeros(u.shape, dtype=np.int64)
+        for level in range(self.levels):
+            count += (u // b**level) != (v // b**level)
+        return count
+
+    def column_differences(self, u, v):
+        return 2.0 * self.apart_levels(u, v)
+
+    def column_norms(self, u):
+        return np.full(np.shape(u), float(self.levels))
+
+    def column_overlaps(self, u, v):
+        return (self.levels - self.apart_levels(u, v)).astype(float)
+
+    def dense(self):
+        self._check_dense()
+        rows = []
+        for level in range(self.levels):
+            blocks = np.arange(self.k) // self.branching**level
+            rows.append((blocks[None, :] == np.arange(self.level_sizes[level])[:, None]).astype(float))
+        return np.vstack(rows)
+
+
+class Kron(Workload):
+    """Kronecker product A₁ ⊗ A₂ ⊗ … of binary strategies over a C-ordered multi-attribute domain.
+
+    For 0/1 matrices ‖A e_u − A e_v‖₁ = ‖A e_u‖₁ + ‖A e_v‖₁ − 2⟨A e_u, A e_v⟩, and both
+    terms factor over the attributes, so sensitivities stay O(1) per edge.
+
+    Examples
+    --------
+    >>> K = Kron([Prefix(2), Prefix(3)])
+    >>> K.shape, K.column_differences(np.array([0]), np.array([4])).tolist()
+    ((6, 6), [4.0])
+    """
+
+    name = "kron"
+
+    def __init__(self, factors):
+        self.factors = tuple(factors)
+        self.binary = all(f.binary for f in self.factors)
+        self.cell_shape = tuple(f.shape[1] for f in self.factors)
+        rows = int(np.prod([f.shape[0] for f in self.factors]))
+        super().__init__((rows, int(np.prod(self.cell_shape))))
+
+    def _apply(self, x, transpose):
+        t = np.asarray(x, dtype=float).reshape(
+            tuple(f.shape[0] for f in self.factors) if transpose else self.cell_shape
+        )
+        for axis, f in enumerate(self.factors):
+            t = np.moveaxis(t, axis, -1)
+            flat = t.reshape(-1, t.shape[-1])
+            res = np.stack([(f.rmatvec(r) if transpose else f.matvec(r)) for r in flat]) if flat.size else flat
+            t = np.moveaxis(res.reshape(t.shape[:-1] + (res.shape[-1],)), -1, axis)
+        return t.reshape(-1)
+
+    def _matvec(self, x):
+        return self._apply(x, transpose=False)
+
+    def _rmatvec(self, y):
+        return self._apply(y, transpose=True)
+
+    def _coords(self, u):
+        return np.unravel_index(np.asarray(u, dtype=np.int64), self.cell_shape)
+
+    def column_norms(self, u):
+        out = np.ones(np.shape(u))
+        for f, c in zip(self.factors, self._coords(u)):
+            out = out * f.column_norms(c)
+        return out
+
+    def column_overlaps(self, u, v):
+        out = np.ones(np.shape(u))
+        for f, a, b in zip(self.factors, self._coords(u), self._coords(v)):
+            out = out * f.column_overlaps(a, b)
+        return out
+
+    def column_differences(self, u, v):
+        if not self.binary:
+            raise NotImplementedError("column differences of a Kronecker product need binary factors")
+        return self.column_norms(u) + self.column_norms(v) - 2.0 * self.column_overlaps(u, v)
+
+    def solve(self, y):
+        t = np.asarray(y, dtype=float).reshape(self.cell_shape)
+        for axis, f in enumerate(self.factors):
+            t = np.apply_along_axis(f.solve, axis, t)
+        return t.reshape(-1)
+
+    def dense(self):
+        self._check_dense()
+        out = np.ones((1, 1))
+        for f in self.factors:
+            out = np.kron(out, f.dense())
+        return out
 
 
 def identity(k: int) -> Identity:
@@ -141,3 +315,17 @@ def _check_k(k: object) -> int:
     if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
         raise InvalidParameterError(f"k must be a positive integer, got {k!r}")
     return int(k)
+
+
+def hierarchical(k: int, branching: int = 2) -> Hierarchical:
+    """The b-ary hierarchical strategy over ``k`` cells."""
+    if isinstance(branching, bool) or not isinstance(branching, Integral) or branching < 2:
+        raise InvalidParameterError(f"branching must be an integer >= 2, got {branching!r}")
+    return Hierarchical(_check_k(k), int(branching))
+
+
+def kron(*factors: Workload) -> Kron:
+    """The Kronecker product of per-attribute operators (C order: the last factor varies fastest)."""
+    if not factors or not all(isinstance(f, Workload) for f in factors):
+        raise InvalidParameterError(f"kron needs one or more Workload factors, got {factors!r}")
+    return Kron(factors)

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from ..exceptions import InvalidParameterError
 
-__all__ = ["edge_sensitivity"]
+__all__ = ["edge_sensitivity", "clique_sensitivity"]
 
 
 def edge_sensitivity(strategy, edge_chunks: Iterable[tuple[np.ndarray, np.ndarray]], k: int) -> float:
@@ -67,3 +67,25 @@ def _sparse_column_l1(A: sp.csc_array, u, v, to_bottom) -> np.ndarray:
     if pair.any():
         out[pair] = abs(A[:, u[pair]] - A[:, v[pair]]).sum(axis=0)
     return out
+
+
+def clique_sensitivity(strategy, lows: np.ndarray, highs: np.ndarray, edge_chunks, k: int) -> float:
+    """Δ_A over a union of cliques, each given by its smallest and largest cell.
+
+    For strategies whose column distance over any set of cells is largest at
+    the set's two extreme cells (``diameter_at_extremes``: identity, prefix
+    sums, hierarchical trees — their rows are intervals of cells), the answer
+    is a closed form over the cliques; otherwise the cliques' edges are
+    enumerated.
+    """
+    if getattr(strategy, "diameter_at_extremes", False):
+        if strategy.shape[1] != k:
+            raise InvalidParameterError(
+                f"strategy must have one column per cell ({k}), got shape {strategy.shape}"
+            )
+        lows, highs = np.asarray(lows), np.asarray(highs)
+        keep = lows != highs
+        if not keep.any():
+            return 0.0
+        return float(np.max(strategy.column_differences(lows[keep], highs[keep])))
+    return edge_sensitivity(strategy, edge_chunks, k)

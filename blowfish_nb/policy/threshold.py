@@ -1,67 +1,134 @@
-"""Distance-threshold policies on one ordered attribute (He et al. 2014, §3.1).
+"""Distance-threshold policies over ordered attributes (He et al. 2014, §3.1; Haney et al. 2015, §5).
 
-G^θ joins two bins whose indices differ by at most θ: an adversary must not
-tell apart values within θ bins of each other. ``line`` is G^1.
+G^θ joins two cells whose bin coordinates are at most θ apart: |u − v| ≤ θ on
+one attribute (``line`` is G^1), ‖u − v‖₁ ≤ θ on a k^d grid (G^θ_{k^d},
+``grid``), or ‖u − v‖∞ ≤ θ with ``metric="linf"``. Edges come in one chunk per
+offset vector δ (θ^d of them, each at most k edges), so sensitivities cost
+O(|E|) and never a k×k matrix.
 """
 
 from __future__ import annotations
+
+import itertools
+import math
 
 import numpy as np
 
 from .._validation import check_theta
 from ..domain import Domain, OrderedAttribute
-from ..exceptions import PolicyError
+from ..exceptions import InvalidParameterError, PolicyError
 from .base import Policy
 
-__all__ = ["Threshold", "threshold", "line"]
+__all__ = ["Threshold", "threshold", "line", "grid"]
+
+METRICS = ("l1", "linf")
 
 
 class Threshold(Policy):
-    """G^θ on a one-attribute ordered domain: edges (u, v) with 1 ≤ v − u ≤ θ."""
+    """G^θ on ordered attributes: edges between cells at distance 1..θ in the chosen metric."""
 
-    def __init__(self, domain: Domain, theta: int):
+    kind = "threshold"
+
+    def __init__(self, domain: Domain, theta: int, metric: str = "l1"):
         super().__init__(domain)
-        self.theta = theta
+        _check_all_ordered(domain)
+        self.theta = check_theta(theta)
+        if metric not in METRICS:
+            raise InvalidParameterError(f"metric must be one of {METRICS}, got {metric!r}")
+        self.metric = metric
 
     @property
     def family(self) -> str:  # type: ignore[override]
+        if len(self.domain.shape) > 1:
+            return "grid"
         return "line" if self.theta == 1 else "threshold"
 
     @property
     def params(self):
-        return {} if self.theta == 1 else {"theta": self.theta}
+        return {"theta": self.theta, "metric": self.metric}
+
+    def _display_params(self):
+        shown = {} if self.family == "line" else {"theta": self.theta}
+        if self.metric != "l1" and len(self.domain.shape) > 1:
+            shown["metric"] = self.metric
+        return shown
+
+    def offsets(self) -> list[tuple[int, ...]]:
+        """Offset vectors δ (lexicographically positive) with 0 < ‖δ‖ ≤ θ that fit in the domain."""
+        shape = self.domain.shape
+        ranges = [range(-min(self.theta, n - 1), min(self.theta, n - 1) + 1) for n in shape]
+        out = []
+        for delta in itertools.product(*ranges):
+            norm = sum(map(abs, delta)) if self.metric == "l1" else max(map(abs, delta))
+            first = next((c for c in delta if c != 0), 0)
+            if 0 < norm <= self.theta and first > 0:
+                out.append(delta)
+        return out
 
     def edge_chunks(self):
-        k = self.domain.size
-        for d in range(1, min(self.theta, k - 1) + 1):
-            u = np.arange(k - d, dtype=np.intp)
-            yield u, u + d
+        shape = self.domain.shape
+        strides = np.array([math.prod(shape[i + 1 :]) for i in range(len(shape))])
+        for delta in self.offsets():
+            # cells c with 0 <= c + δ < shape, as flat indices
+            axes = [np.arange(max(0, -d), n - max(0, d)) for d, n in zip(delta, shape)]
+            grid = np.ix_(*axes)
+            flat = sum(a * s for a, s in zip(grid, strides))
+            u = np.asarray(flat, dtype=np.intp).reshape(-1)
+            yield u, u + int(np.dot(delta, strides))
+
+    def edge_count(self) -> int:
+        shape = self.domain.shape
+        return int(sum(math.prod(n - abs(d) for d, n in zip(delta, shape)) for delta in self.offsets()))
+
+    def component_labels(self) -> np.ndarray:
+        return np.zeros(self.domain.size, dtype=np.intp)  # unit steps along each axis are edges
+
+    def distance(self, u, v) -> float:
+        a, b = self._vertex(u, "u"), self._vertex(v, "v")
+        diff = np.abs(np.subtract(self.domain.cell(a), self.domain.cell(b)))
+        norm = diff.sum() if self.metric == "l1" else diff.max(initial=0)
+        return int(math.ceil(norm / self.theta))
 
 
-def threshold(domain: Domain, theta: int) -> Threshold:
-    """Distance-threshold policy G^θ on one ordered attribute, θ in bins.
+def threshold(domain: Domain, theta: int, metric: str = "l1") -> Threshold:
+    """Distance-threshold policy G^θ (θ in bins) on one or more ordered attributes.
 
     Examples
     --------
-    >>> import pandas as pd
     >>> from blowfish_nb import Domain, workload
-    >>> d = Domain.from_column(pd.Series([1.0], name="v"), bins=10, bounds=(0, 10))
-    >>> threshold(d, 3).sensitivity(workload.prefix(10))
+    >>> threshold(Domain.grid(10), 3).sensitivity(workload.prefix(10))
     3.0
     """
-    theta = check_theta(theta)
-    _check_one_ordered(domain)
-    return Threshold(domain, theta)
+    return Threshold(domain, theta, metric)
 
 
 def line(domain: Domain) -> Threshold:
-    """The line graph G^1: only adjacent bins must stay indistinguishable."""
-    _check_one_ordered(domain)
+    """The line graph G^1 on one ordered attribute: only adjacent bins must stay indistinguishable."""
+    if len(domain.shape) != 1:
+        raise PolicyError(f"line needs one ordered attribute, got domain {domain!r}; use grid for several")
     return Threshold(domain, 1)
 
 
-def _check_one_ordered(domain: Domain) -> None:
-    if len(domain.attributes) != 1 or not isinstance(domain.attributes[0], OrderedAttribute):
+def grid(domain: Domain | tuple[int, ...], theta: int = 1, metric: str = "l1") -> Threshold:
+    """G^θ_{k^d}: cells of a grid of ordered attributes within L1 distance θ.
+
+    ``domain`` may be a shape such as ``(16, 16)`` (unit bins, see :meth:`Domain.grid`).
+
+    Examples
+    --------
+    >>> g = grid((4, 4), theta=1)
+    >>> g.edge_count(), g.distance(0, 15)
+    (24, 6)
+    """
+    if not isinstance(domain, Domain):
+        domain = Domain.grid(domain)
+    return Threshold(domain, theta, metric)
+
+
+def _check_all_ordered(domain: Domain) -> None:
+    bad = [a.name for a in domain.attributes if not isinstance(a, OrderedAttribute)]
+    if bad:
         raise PolicyError(
-            f"line and threshold policies need one ordered attribute, got domain {domain!r}"
+            f"distance-threshold policies need ordered attributes; {bad[0]!r} is categorical "
+            "(use attribute, categorical or compose for it)"
         )

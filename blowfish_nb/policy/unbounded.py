@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 import numpy as np
 
 from ..domain import Domain
@@ -14,6 +15,7 @@ class UnboundedDP(Policy):
     """Standard (unbounded) differential privacy as a policy graph: a star to ⊥."""
 
     family = "dp"
+    kind = "dp"
 
     @property
     def has_bottom(self) -> bool:
@@ -22,6 +24,18 @@ class UnboundedDP(Policy):
     def edge_chunks(self):
         k = self.domain.size
         yield np.arange(k, dtype=np.intp), np.full(k, BOTTOM, dtype=np.intp)
+
+    def edge_count(self) -> int:
+        return self.domain.size
+
+    def component_labels(self) -> np.ndarray:
+        return np.zeros(self.domain.size, dtype=np.intp)
+
+    def distance(self, u, v) -> float:
+        a, b = self._vertex(u, "u"), self._vertex(v, "v")
+        if a == b:
+            return 0
+        return 1 if self.domain.size in (a, b) else 2
 
     def summary(self) -> str:
         return f"differential privacy (unbounded) on {', '.join(self.domain.names)} ({self.domain.size} cells)"
@@ -32,10 +46,10 @@ def dp(domain: Domain) -> UnboundedDP:
 
     Examples
     --------
-    >>> import pandas as pd
     >>> from blowfish_nb import Domain, workload
-    >>> d = Domain.from_column(pd.Series([0.5], name="v"), bins=4, bounds=(0, 4))
-    >>> dp(d).sensitivity(workload.prefix(4))
+    >>> dp(Domain.grid(4)).sensitivity(workload.prefix(4))
     4.0
     """
     return UnboundedDP(domain)
+
+

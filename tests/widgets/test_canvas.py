@@ -49,7 +49,7 @@ def test_show_replaces_whole_lists_and_notifies():
     before = c.edges
     c.show(policy.threshold(domain(6), 2))
     assert "edges" in seen and c.edges is not before and len(c.edges) == 9
-    assert c.policy.params == {"theta": 2}
+    assert c.policy.params["theta"] == 2
 
 
 def test_state_round_trip():

@@ -1,0 +1,115 @@
+"""Policies given edge by edge, and networkx graphs as policies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from ..domain import Domain
+from ..exceptions import PolicyError
+from .base import BOTTOM, Policy
+
+__all__ = ["Custom", "custom", "from_networkx"]
+
+_BOTTOM_NAMES = ("⊥", "bottom", None)
+
+
+class Custom(Policy):
+    """An explicit edge list over the cells (``BOTTOM`` / ``"⊥"`` for the null vertex)."""
+
+    family = "custom"
+    kind = "custom"
+
+    def __init__(self, domain: Domain, edges: Iterable, bottom: bool | None = None):
+        super().__init__(domain)
+        k = domain.size
+        pairs = []
+        for edge in edges:
+            try:
+                a, b = edge
+            except (TypeError, ValueError):
+                raise PolicyError(f"edges must be pairs (u, v), got {edge!r}") from None
+            a, b = _node(a, k, edge), _node(b, k, edge)
+            if a == b:
+                raise PolicyError(f"self-loops are not edges: {edge!r}")
+            if a == BOTTOM:
+                a, b = b, a
+            pairs.append((a, b) if b == BOTTOM or a < b else (b, a))
+        unique = sorted(set(pairs))
+        self._edges = np.array(unique, dtype=np.intp).reshape(-1, 2)
+        has_bottom_edge = bool((self._edges[:, 1] == BOTTOM).any())
+        self._bottom = has_bottom_edge if bottom is None else bool(bottom)
+        if has_bottom_edge and not self._bottom:
+            raise PolicyError("edges to ⊥ given but bottom=False")
+
+    @property
+    def has_bottom(self) -> bool:
+        return self._bottom
+
+    @property
+    def params(self):
+        return {"edges": self._edges.tolist(), "bottom": self._bottom}
+
+    def _display_params(self):
+        return {"edges": len(self._edges)}
+
+    def edge_chunks(self):
+        if len(self._edges):
+            yield self._edges[:, 0], self._edges[:, 1]
+
+    def edge_count(self) -> int:
+        return len(self._edges)
+
+
+def custom(domain: Domain, edges: Iterable, bottom: bool | None = None) -> Custom:
+    """A policy from an explicit list of edges ``(u, v)`` between cell indices (``"⊥"`` for ⊥).
+
+    Cells that appear in no edge are privacy-agnostic: nothing protects them.
+
+    Examples
+    --------
+    >>> p = custom(Domain.grid(4), [(0, 1), (1, 2), (3, "⊥")])
+    >>> p.edge_count(), p.has_bottom, len(p.components())
+    (3, True, 2)
+    """
+    return Custom(domain, edges, bottom)
+
+
+def from_networkx(graph, domain: Domain | None = None) -> Policy:
+    """A policy from a networkx graph whose nodes are cell indices 0..k−1 (and ``"⊥"``).
+
+    A graph made by :meth:`Policy.to_networkx` carries its policy description
+    and comes back as the same family (checked edge for edge); any other graph
+    becomes a :class:`Custom` policy over ``domain`` (default: ``Domain.grid(k)``).
+
+    Examples
+    --------
+    >>> from blowfish_nb import policy
+    >>> p = policy.threshold(Domain.grid(8), 2)
+    >>> from_networkx(p.to_networkx()) == p
+    True
+    """
+    stored = graph.graph.get("policy")
+    if stored is not None:
+        pol = Policy.from_dict(stored)
+        if domain is None or domain == pol.domain:
+            rebuilt = Custom(pol.domain, graph.edges(), bottom="⊥" in graph)
+            if rebuilt.same_graph(pol):
+                return pol
+    cells = [n for n in graph.nodes if n not in _BOTTOM_NAMES]
+    if domain is None:
+        domain = Domain.grid(len(cells))
+    return Custom(domain, graph.edges(), bottom="⊥" in graph)
+
+
+def _node(x, k: int, edge) -> int:
+    if isinstance(x, str) and x in ("⊥", "bottom") or x is None:
+        return BOTTOM
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise PolicyError(f"edge {edge!r} names an unknown node {x!r}: nodes are cell indices or '⊥'")
+    if int(x) == BOTTOM:
+        return BOTTOM
+    if not 0 <= int(x) < k:
+        raise PolicyError(f"edge {edge!r} names node {x!r}, outside the domain's cells [0, {k})")
+    return int(x)

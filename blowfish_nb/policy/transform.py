@@ -1,0 +1,175 @@
+"""The transformational equivalence x ↦ x_G, W ↦ W_G (Haney et al. 2015, §4.4, App. D and E).
+
+P_G is the k×|E| incidence matrix: the column of edge (u, v) is e_u − e_v, and
+e_u for an edge (u, ⊥). Each component of G is *grounded*: at ⊥ when it
+contains ⊥ (Case I), otherwise at a root cell r that plays ⊥'s part (Case II,
+and Case III one root per component). With P' = P_G without the root rows,
+
+    x_G = P'ᵀ φ,   L φ = x' ,   L = P' P'ᵀ (the grounded Laplacian, sparse SPD),
+
+so P' x_G = x' and, for every workload, W x = W_G x_G + c with W_G = W P_G and
+c = Σ_components n_c · W e_{r_c}: the component totals n_c are the same in all
+neighbouring databases (a record never leaves its component), so c reveals
+nothing the policy protects.
+
+On a forest the system is triangular: x_G on the edge from v to its parent is
+±(the sum of x over v's subtree), one sparse triangular solve in BFS order,
+O(k). Other graphs factorise L once (SuperLU). No dense pseudo-inverse.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+from scipy.sparse.linalg import LinearOperator, aslinearoperator, spsolve_triangular, splu
+
+from ..exceptions import InvalidParameterError
+from .base import BOTTOM, Policy
+
+__all__ = ["Transform", "transform"]
+
+
+class Transform:
+    """x_G and W_G for one policy; the graph work is done once, in the constructor.
+
+    Attributes
+    ----------
+    edges : (m, 2) int array
+        The edges, in the order of x_G's entries (``BOTTOM`` = ⊥).
+    roots : int array
+        The root cells grounding the components without ⊥ (empty in Case I).
+    is_forest : bool
+        Whether the triangular fast path is used.
+    """
+
+    def __init__(self, policy: Policy):
+        self.policy = policy
+        k = self.k = policy.domain.size
+        self.edges = policy.edges()
+        u, v = self.edges[:, 0], self.edges[:, 1]
+        m = len(u)
+        to_bottom = v == BOTTOM
+        self.incidence = sp.csc_array(
+            (np.r_[np.ones(m), -np.ones(int((~to_bottom).sum()))],
+             (np.r_[u, v[~to_bottom]], np.r_[np.arange(m), np.flatnonzero(~to_bottom)])),
+            shape=(k, m),
+        )
+        # components over cells + ⊥ (vertex k); ground each at ⊥ or at its smallest cell
+        n = k + 1
+        vv = np.where(to_bottom, k, v)
+        adj = sp.csr_array((np.ones(2 * m), (np.r_[u, vv], np.r_[vv, u])), shape=(n, n))
+        ncomp, labels = csgraph.connected_components(adj, directed=False)
+        grounded = np.zeros(ncomp, dtype=bool)
+        grounded[labels[k]] = policy.has_bottom and bool(to_bottom.any())
+        cell_labels = labels[:k]
+        first = np.full(ncomp, -1)
+        first[cell_labels[::-1]] = np.arange(k)[::-1]
+        self.roots = np.sort(first[(first >= 0) & ~grounded])
+        self.component_of_cell = cell_labels
+        self._keep = np.ones(k, dtype=bool)
+        self._keep[self.roots] = False
+        vertices_in_use = k + (1 if grounded.any() else 0)
+        grounds = len(self.roots) + (1 if grounded.any() else 0)
+        self.is_forest = m == vertices_in_use - grounds
+        if self.is_forest:
+            self._prepare_forest(u, vv, adj, grounded.any())
+        else:
+            reduced = self.incidence[self._keep, :]
+            self._lu = splu(sp.csc_array(reduced @ reduced.T), permc_spec="COLAMD")
+            self._reduced = reduced
+
+    # -- forests: subtree sums -----------------------------------------------------------
+    def _prepare_forest(self, u, vv, adj, has_ground_bottom) -> None:
+        k = self.k
+        n = k + 2  # cells, ⊥ (k), and a super-root (k + 1) joined to every ground
+        grounds = list(self.roots) + ([k] if has_ground_bottom else [])
+        adj = sp.csr_array(
+            (np.r_[adj.data, np.ones(2 * len(grounds))],
+             (np.r_[adj.nonzero()[0], np.full(len(grounds), k + 1), grounds],
+              np.r_[adj.nonzero()[1], grounds, np.full(len(grounds), k + 1)])),
+            shape=(n, n),
+        )
+        order, pred = csgraph.breadth_first_order(adj, k + 1, directed=False)
+        pos = np.empty(n, dtype=np.intp)
+        pos[order] = np.arange(order.size)
+        cells = order[(order < k)]  # cells in BFS order (⊥ and the super-root carry no count)
+        self._order = cells
+        # (I − C) S = x with C[parent, child] = 1, rows/cols in BFS order: upper triangular
+        rank = np.empty(k, dtype=np.intp)
+        rank[cells] = np.arange(k)
+        child = cells
+        parent = pred[child]
+        real = parent < k
+        rows = np.r_[np.arange(k), rank[parent[real]]]
+        cols = np.r_[np.arange(k), rank[child[real]]]
+        data = np.r_[np.ones(k), -np.ones(int(real.sum()))]
+        self._tri = sp.csr_array((data, (rows, cols)), shape=(k, k))
+        self._rank = rank
+        # x_G[e] = S[child] if the edge is stored as (child, parent), −S[child] if as (parent, child)
+        child_is_u = pred[u] == vv
+        self._edge_child = np.where(child_is_u, u, vv)
+        self._edge_sign = np.where(child_is_u, 1.0, -1.0)
+
+    # -- the transform ---------------------------------------------------------------------
+    def data(self, x) -> np.ndarray:
+        """x_G: a weight per edge with P_G x_G = x off the roots.
+
+        Examples
+        --------
+        >>> from blowfish_nb import Domain, policy
+        >>> t = transform(policy.line(Domain.grid(4)))
+        >>> t.data([1.0, 2.0, 3.0, 4.0]).tolist()  # root 0; edges (0,1), (1,2), (2,3)
+        [-9.0, -7.0, -4.0]
+        """
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.k,):
+            raise InvalidParameterError(f"x must be a histogram of {self.k} cells, got shape {x.shape}")
+        if self.is_forest:
+            subtree = np.empty(self.k)
+            subtree[self._order] = spsolve_triangular(
+                self._tri, x[self._order], lower=False, unit_diagonal=True
+            )
+            return self._edge_sign * subtree[self._edge_child]
+        phi = self._lu.solve(x[self._keep])
+        return self._reduced.T @ phi
+
+    def workload(self, W) -> LinearOperator:
+        """W_G = W P_G as an operator over the edges (q × |E|)."""
+        W = aslinearoperator(W)
+        if W.shape[1] != self.k:
+            raise InvalidParameterError(f"workload must have {self.k} columns, got shape {W.shape}")
+        P = self.incidence
+        return LinearOperator(
+            (W.shape[0], P.shape[1]),
+            matvec=lambda y: W.matvec(P @ np.asarray(y, dtype=float).reshape(-1)),
+            rmatvec=lambda z: P.T @ W.rmatvec(np.asarray(z, dtype=float).reshape(-1)),
+            dtype=float,
+        )
+
+    def component_totals(self, x) -> np.ndarray:
+        """n_c for the root of each ungrounded component (public: neighbours share them)."""
+        totals = np.bincount(self.component_of_cell, weights=np.asarray(x, dtype=float))
+        return totals[self.component_of_cell[self.roots]]
+
+    def offset(self, W, x) -> np.ndarray:
+        """c = Σ_c n_c W e_{r_c}, so that W x = W_G x_G + c."""
+        e = np.zeros(self.k)
+        e[self.roots] = self.component_totals(x)
+        return aslinearoperator(W).matvec(e)
+
+
+def transform(policy: Policy) -> Transform:
+    """The transform of ``policy`` (Case I, II or III chosen from its graph).
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, policy, workload
+    >>> pol = policy.threshold(Domain.grid(6), 2)
+    >>> t = transform(pol)
+    >>> x = np.arange(6.0)
+    >>> W = workload.prefix(6)
+    >>> np.allclose(t.workload(W) @ t.data(x) + t.offset(W, x), W @ x)
+    True
+    """
+    return Transform(policy)
