@@ -130,7 +130,7 @@ class CategoricalAttribute:
 
     def encode(self, values: pd.Series) -> np.ndarray:
         """Cell index of every value; raise :class:`DomainError` for unknown categories or NaN."""
-        codes = pd.Categorical(pd.Series(values), categories=list(self.categories)).codes
+        codes = pd.Index(self.categories).get_indexer(pd.Series(values).astype(object))
         if (codes < 0).any():
             bad = pd.Series(values).to_numpy()[codes < 0][0]
             raise DomainError(

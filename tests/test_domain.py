@@ -1,0 +1,62 @@
+"""Domains: binning, multi-attribute C order, cell <-> index, labels, round trips."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from blowfish_nb import CategoricalAttribute, Domain, DomainError, InvalidParameterError, PrivacyLeakWarning
+
+
+def test_from_frame_cross_product_in_c_order():
+    df = pd.DataFrame({"age": [19, 25, 61, 61], "sex": pd.Categorical(["M", "F", "M", "M"], categories=["F", "M"])})
+    d = Domain.from_frame(df, {"age": [18, 30, 50, 80], "sex": "categorical"})
+    assert d.shape == (3, 2) and d.size == 6 and d.names == ("age", "sex")
+    assert d.encode(df).tolist() == [1, 0, 5, 5]
+    assert d.histogram(df).tolist() == [1, 1, 0, 0, 0, 2]
+    assert d.cell(5) == (2, 1) and d.index((2, 1)) == 5
+    assert all(d.index(d.cell(i)) == i for i in range(d.size))
+    labels = d.labels
+    assert isinstance(labels, pd.MultiIndex) and labels[0][1] == "F" and labels[1][1] == "M" and labels[1][0].left == 18
+
+
+def test_categories_from_data_warn_and_explicit_lists_do_not():
+    df = pd.DataFrame({"c": ["b", "a", "b"]})
+    with pytest.warns(PrivacyLeakWarning, match="categories"):
+        d = Domain.from_frame(df, {"c": "categorical"})
+    assert d.attributes[0].categories == ("a", "b")
+    d = Domain.from_frame(df, {"c": ["a", "b", "z"]})
+    assert d.histogram(df).tolist() == [1, 2, 0]
+    with pytest.raises(DomainError, match="'q'"):
+        CategoricalAttribute("c", ("a", "b")).encode(pd.Series(["a", "q"]))
+
+
+def test_bounds_and_widths():
+    s = pd.Series([0.0, 99.9, 100.0], name="v")
+    d = Domain.from_column(s, width=25, bounds=(0, 100))
+    assert d.attributes[0].edges.tolist() == [0, 25, 50, 75, 100]
+    assert d.histogram(s).tolist() == [1, 0, 0, 2]  # the upper bound falls in the last bin
+    d = Domain.from_column(s, width=30, bounds=(0, 100))
+    assert d.attributes[0].edges.tolist() == [0, 30, 60, 90, 120]
+    with pytest.warns(PrivacyLeakWarning):
+        Domain.from_column(s, bins=4)
+
+
+def test_json_round_trip_and_equality():
+    d = Domain([*Domain.grid((2, 3)).attributes, CategoricalAttribute("c", ("x", "y"))])
+    assert Domain.from_dict(d.to_dict()) == d and d.shape == (2, 3, 2)
+    with pytest.raises(InvalidParameterError, match="not a domain"):
+        Domain.from_dict({"nope": 1})
+
+
+@pytest.mark.parametrize("bad", [(0,), (2, -1), (), (2.5,)])
+def test_grid_shapes_are_checked(bad):
+    with pytest.raises(InvalidParameterError, match="shape"):
+        Domain.grid(bad)
+
+
+def test_cell_and_index_validation():
+    d = Domain.grid((2, 2))
+    with pytest.raises(InvalidParameterError, match="index"):
+        d.cell(4)
+    with pytest.raises(InvalidParameterError, match="cell"):
+        d.index((2, 0))
