@@ -29,8 +29,10 @@ browser-deps:
 js: $(STAMP)
 	npm run build
 
+# Serve the repository and open the quickstart (a file argument would re-root the server at notebooks/).
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/quickstart.ipynb
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=. \
+	  --LabApp.default_url=/lab/tree/notebooks/quickstart.ipynb
 
 test: $(STAMP) browser-deps
 	$(PY) -m pytest

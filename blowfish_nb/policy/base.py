@@ -181,6 +181,38 @@ class Policy:
         """
         return edge_sensitivity(strategy, self.edge_chunks(), self.domain.size)
 
+    # -- the module functions as methods (DESIGN §4) ------------------------------
+    def project(self, partition):
+        """The projected policy G* on a partition; see :func:`blowfish_nb.policy.project`."""
+        from .project import project
+
+        return project(self, partition)
+
+    def transform(self):
+        """x_G and W_G for this policy; see :func:`blowfish_nb.policy.transform`."""
+        from .transform import transform
+
+        return transform(self)
+
+    def spanning_tree(self, method: str = "auto") -> "Policy":
+        """A spanning tree (forest) of this policy; see :func:`blowfish_nb.policy.spanning_tree`."""
+        from .spanning import spanning_tree
+
+        return spanning_tree(self, method)
+
+    def stretch(self, tree: "Policy") -> float:
+        """Max tree distance over this policy's edges; see :func:`blowfish_nb.policy.stretch`."""
+        from .spanning import stretch
+
+        return stretch(self, tree)
+
+    @staticmethod
+    def from_networkx(graph, domain: Domain | None = None) -> "Policy":
+        """A policy from a networkx graph; see :func:`blowfish_nb.policy.from_networkx`."""
+        from .custom import from_networkx
+
+        return from_networkx(graph, domain)
+
     # -- description and I/O -----------------------------------------------------
     def summary(self) -> str:
         """One line for humans, e.g. ``"threshold θ=5 on salary (20 cells)"``."""

@@ -163,29 +163,25 @@ def _red_values(shape, is_red):
 
 def _red_grid_edges(shape, is_red) -> np.ndarray:
     values = _red_values(shape, is_red)
-    edges = []
-    for axis in range(len(shape)):
-        grid = np.meshgrid(*values, indexing="ij")
-        for j in range(len(values[axis]) - 1):
-            a = [g.take(j, axis=axis) for g in grid]
-            b = [g.take(j + 1, axis=axis) for g in grid]
-            edges.append(np.column_stack([np.ravel_multi_index([x.ravel() for x in a], shape),
-                                          np.ravel_multi_index([x.ravel() for x in b], shape)]))
-    return np.vstack(edges) if edges else np.empty((0, 2), dtype=np.intp)
+    return _steps(shape, [(axis, values) for axis in range(len(shape))])
 
 
 def _comb_edges(shape, is_red) -> np.ndarray:
+    # along each axis, join consecutive red values where every later axis sits at its first red value
     values = _red_values(shape, is_red)
+    return _steps(shape, [(axis, [v if i <= axis else v[:1] for i, v in enumerate(values)])
+                          for axis in range(len(shape))])
+
+
+def _steps(shape, plan) -> np.ndarray:
+    """Edges joining consecutive values along ``axis`` on the grid of per-axis ``values``, per (axis, values)."""
     edges = []
-    for axis in range(len(shape)):
-        # join consecutive red values along `axis` where every later axis sits at its first red value
-        fixed = [v if i < axis else (v if i == axis else v[:1]) for i, v in enumerate(values)]
-        grid = np.meshgrid(*fixed, indexing="ij")
+    for axis, values in plan:
+        grid = np.meshgrid(*values, indexing="ij")
         for j in range(len(values[axis]) - 1):
-            a = [g.take(j, axis=axis) for g in grid]
-            b = [g.take(j + 1, axis=axis) for g in grid]
-            edges.append(np.column_stack([np.ravel_multi_index([x.ravel() for x in a], shape),
-                                          np.ravel_multi_index([x.ravel() for x in b], shape)]))
+            a = [g.take(j, axis=axis).ravel() for g in grid]
+            b = [g.take(j + 1, axis=axis).ravel() for g in grid]
+            edges.append(np.column_stack([np.ravel_multi_index(a, shape), np.ravel_multi_index(b, shape)]))
     return np.vstack(edges) if edges else np.empty((0, 2), dtype=np.intp)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import traitlets
 
 from ..exceptions import BlowfishError
-from ..policy import BOTTOM, Policy
+from ..policy import BOTTOM, Policy, project
 
 __all__ = ["PolicyCanvas", "MAX_DRAWN_NODES"]
 
@@ -68,35 +68,23 @@ class PolicyCanvas(anywidget.AnyWidget):
         return self._policy
 
     def show(self, policy: Policy) -> None:
-        """Draw ``policy``; more than 64 cells are merged into 64 blocks of consecutive cells."""
+        """Draw ``policy``; above 64 cells, its projection onto 64 runs of consecutive cells (BlowfishDB Def. 3.1)."""
         k = policy.domain.size
-        labels = [_short_label(label) for label in policy.domain.labels]
-        edges = policy.edges()
-        if k <= MAX_DRAWN_NODES:
-            block = np.arange(k)
-            names = labels
-            title = f"{policy.summary()}: {len(edges)} edges"
-        else:
-            block = np.arange(k) * MAX_DRAWN_NODES // k
-            starts = np.flatnonzero(np.diff(block, prepend=-1))
-            names = [f"{labels[s]}…" for s in starts]
-            title = (
-                f"{policy.summary()}: {len(edges)} edges, drawn as {MAX_DRAWN_NODES} blocks of "
-                f"≈{k / MAX_DRAWN_NODES:.0f} cells (an edge between blocks when any cells are joined)"
+        drawn = policy
+        title = f"{policy.summary()}: {policy.edge_count():,} edges"
+        if k > MAX_DRAWN_NODES:
+            drawn = project(policy, np.arange(k) * MAX_DRAWN_NODES // k).policy
+            title += (
+                f", drawn projected onto {MAX_DRAWN_NODES} blocks of ≈{k / MAX_DRAWN_NODES:.0f} cells "
+                "(blocks joined when any of their cells are)"
             )
-        nodes = [{"id": f"c{i}", "label": name} for i, name in enumerate(names)]
-        if policy.has_bottom:
+        nodes = [{"id": f"c{i}", "label": _short_label(label)} for i, label in enumerate(drawn.domain.labels)]
+        if drawn.has_bottom:
             nodes.append({"id": BOTTOM_ID, "label": "⊥", "bottom": True})
-        pairs = set()
-        for u, v in edges:
-            a = f"c{block[u]}"
-            b = BOTTOM_ID if v == BOTTOM else f"c{block[v]}"
-            if a != b:
-                pairs.add((a, b))
-        order = {node["id"]: i for i, node in enumerate(nodes)}
+        edges = [[f"c{u}", BOTTOM_ID if v == BOTTOM else f"c{v}"] for u, v in drawn.edges().tolist()]
         with self.hold_sync():
             self.nodes = nodes
-            self.edges = [list(p) for p in sorted(pairs, key=lambda p: (order[p[0]], order[p[1]]))]
+            self.edges = edges
             self.arrangement = "line"
             self.title = title
         self._policy = policy

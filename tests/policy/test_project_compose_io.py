@@ -105,3 +105,12 @@ def test_composed_and_mixed_domains_round_trip():
     comp = policy.compose({"age": policy.threshold(a, 2), "sex": policy.bounded(s)})
     again = Policy.from_json(comp.to_json())
     assert again == comp and again.same_graph(comp) and again.domain.names == ("age", "sex")
+
+
+def test_methods_delegate_to_the_module_functions():
+    g = policy.threshold(Domain.grid(9), 3)
+    t = g.spanning_tree("htheta")
+    assert t == policy.spanning_tree(g, "htheta") and g.stretch(t) == 3
+    assert g.project([0] * 4 + [1] * 5).policy.edge_count() == 1
+    assert Policy.from_networkx(g.to_networkx()) == g
+    assert g.transform().is_forest is False

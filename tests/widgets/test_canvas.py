@@ -39,7 +39,7 @@ def test_large_domain_is_drawn_as_blocks():
     # blocks hold ~15.6 cells, so θ=40 joins each block to the next 2 or 3 blocks
     spans = {int(b[1:]) - int(a[1:]) for a, b in c.edges}
     assert spans == {1, 2, 3}
-    assert "drawn as 64 blocks" in c.title
+    assert "projected onto 64 blocks" in c.title
 
 
 def test_show_replaces_whole_lists_and_notifies():
