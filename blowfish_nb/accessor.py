@@ -121,7 +121,7 @@ def release_counts(
         expected_error=mech.expected_error(W, policy, epsilon),
         provenance={
             "seed": int(rng) if isinstance(rng, Integral) else None,
-            "sensitivity": policy.sensitivity(mech.strategy(domain.size)),
+            "sensitivity": mech.sensitivity(policy),
             "noise_scale": mech.noise_scale(policy, epsilon),
             "candidates": table,
         },

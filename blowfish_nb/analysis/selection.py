@@ -38,7 +38,7 @@ def choose_mechanism(
         rows.append(
             {
                 "mechanism": mech.name,
-                "sensitivity": policy.sensitivity(mech.strategy(policy.domain.size)),
+                "sensitivity": mech.sensitivity(policy),
                 "expected_error": mech.expected_error(workload, policy, epsilon),
             }
         )

@@ -1,7 +1,9 @@
 """Mechanisms: one per module, one common interface."""
 
-from .base import MatrixMechanism, Mechanism
+from .base import ColumnSlice, MatrixMechanism, Mechanism
+from .hierarchical import Hierarchical
 from .laplace import Laplace
 from .ordered import Ordered
+from .privelet import Privelet
 
-__all__ = ["Mechanism", "MatrixMechanism", "Laplace", "Ordered"]
+__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "Laplace", "Ordered", "Hierarchical", "Privelet"]

@@ -1,9 +1,10 @@
-"""The common interface of mechanisms, and the matrix mechanism under a policy.
+"""The common interface of mechanisms, and the matrix mechanism under any policy.
 
 Haney et al. 2015, Thm 4.1: for a data-independent strategy A, releasing
 A x + Lap(Δ_A(G)/ε) and reconstructing W x̂ by least squares is
-(ε, G)-Blowfish private, with expected total squared error
-2 (Δ_A(G)/ε)² ‖W A⁻¹‖_F² (for an invertible A).
+(ε, G)-Blowfish private, with expected squared error 2 (Δ_A(G)/ε)² w (AᵀA)⁻¹ wᵀ
+for each query w. Δ_A(G) comes from the policy (edge differences), so one
+strategy serves every policy: no transform and no spanning tree is needed.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import numpy as np
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
 from ..policy import Policy
-from ..workload import Workload
-from ._frobenius import reconstruction_frobenius_sq
+from ..ranges import Boxes, as_ranges
+from ..workload import DENSE_LIMIT, Kron, Workload
+from .factors import Factor
 
-__all__ = ["Mechanism", "MatrixMechanism"]
+__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice"]
 
 
 class Mechanism(ABC):
@@ -37,37 +39,137 @@ class Mechanism(ABC):
 
 
 class MatrixMechanism(Mechanism):
-    """Measure an invertible strategy A with Laplace noise scaled to Δ_A(G)/ε, then solve."""
+    """Measure a strategy (a Kronecker product of 1-D factors on grids) with Laplace noise, then least squares."""
 
-    def strategy(self, k: int) -> Workload:
-        """The strategy matrix measured on a k-cell domain."""
-        raise NotImplementedError
+    factor: Factor
+
+    # -- the strategy ------------------------------------------------------------------
+    def _sizes(self, policy: Policy) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        shape = policy.domain.shape
+        return shape, tuple(self.factor.padded(k) for k in shape)
+
+    def measured(self, policy: Policy) -> list[Workload]:
+        """The per-axis strategies over the padded sizes."""
+        return [self.factor.operator(K) for K in self._sizes(policy)[1]]
+
+    def strategy(self, policy_or_k) -> Workload:
+        """The strategy restricted to the real cells (what the sensitivity is computed on)."""
+        if isinstance(policy_or_k, Policy):
+            shape, padded = self._sizes(policy_or_k)
+        else:
+            shape = (int(policy_or_k),)
+            padded = (self.factor.padded(shape[0]),)
+        parts = [ColumnSlice(self.factor.operator(K), k) if K != k else self.factor.operator(K)
+                 for k, K in zip(shape, padded)]
+        return parts[0] if len(parts) == 1 else Kron(parts)
+
+    def sensitivity(self, policy: Policy) -> float:
+        """Δ_A(G) of this mechanism's strategy under ``policy``."""
+        return policy.sensitivity(self.strategy(policy))
 
     def noise_scale(self, policy: Policy, epsilon: float) -> float:
         """Laplace scale b = Δ_A(G)/ε."""
-        return policy.sensitivity(self.strategy(policy.domain.size)) / epsilon
+        return self.sensitivity(policy) / epsilon
 
+    # -- release -----------------------------------------------------------------------
     def release(self, x, workload, policy, epsilon, rng=None) -> np.ndarray:
         epsilon = check_epsilon(epsilon)
         rng = as_generator(rng)
         x = _check_histogram(x, policy.domain.size)
         _check_workload(workload, x.size)
-        strategy = self.strategy(x.size)
-        scale = self.noise_scale(policy, epsilon)
-        y = strategy @ x + rng.laplace(0.0, scale, size=strategy.shape[0]) if scale > 0 else strategy @ x
-        return np.asarray(workload @ self.reconstruct(strategy, y), dtype=float)
+        return np.asarray(workload @ self.estimate(x, policy, epsilon, rng), dtype=float)
 
-    def reconstruct(self, strategy: Workload, y: np.ndarray) -> np.ndarray:
-        """The histogram estimate x̂ from the noisy measurements (post-processing)."""
-        return strategy.solve(y)
+    def estimate(self, x: np.ndarray, policy: Policy, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+        """The least-squares histogram estimate x̂ (post-processing of the noisy measurements)."""
+        shape, padded = self._sizes(policy)
+        ops = self.measured(policy)
+        X = np.zeros(padded)
+        X[tuple(slice(0, k) for k in shape)] = x.reshape(shape)
+        A = ops[0] if len(ops) == 1 else Kron(ops)
+        scale = self.noise_scale(policy, epsilon)
+        y = A @ X.reshape(-1)
+        if scale > 0:
+            y = y + rng.laplace(0.0, scale, size=y.size)
+        y = self._postprocess(y, len(ops))
+        Y = y.reshape(tuple(op.shape[0] for op in ops))
+        for axis, op in enumerate(ops):
+            Y = np.apply_along_axis(lambda v: self._solve_axis(op, v), axis, Y)
+        return Y[tuple(slice(0, k) for k in shape)].reshape(-1)
+
+    def _postprocess(self, y: np.ndarray, ndim: int) -> np.ndarray:
+        """Hook for constraints on the noisy measurements (identity by default)."""
+        return y
+
+    def _solve_axis(self, op: Workload, y: np.ndarray) -> np.ndarray:
+        return self.factor.lstsq(op, y)
+
+    # -- error -------------------------------------------------------------------------
+    def query_variances(self, workload: Workload, policy: Policy) -> np.ndarray:
+        """w (AᵀA)⁻¹ wᵀ for every query (ranges and boxes in closed form; dense only when tiny)."""
+        ops = self.measured(policy)
+        if len(ops) == 1 and (r := as_ranges(workload)) is not None:
+            return self.factor.range_variances(ops[0], r.lo, r.hi)
+        if isinstance(workload, Boxes) and len(ops) == workload.lo.shape[1]:
+            out = np.ones(workload.shape[0])
+            for axis, op in enumerate(ops):
+                out *= self.factor.range_variances(op, workload.lo[:, axis], workload.hi[:, axis])
+            return out
+        return self._dense_variances(workload, policy, ops)
+
+    def _dense_variances(self, workload, policy, ops) -> np.ndarray:
+        shape, padded = self._sizes(policy)
+        if int(np.prod(padded)) > DENSE_LIMIT:
+            raise InvalidParameterError(
+                f"no closed-form error for {type(workload).__name__} with {self.name} on {padded} cells; "
+                "use ranges/boxes workloads or a domain of at most 4096 cells"
+            )
+        A = ops[0].dense() if len(ops) == 1 else Kron(ops).dense()
+        cells = np.zeros(padded, dtype=bool)
+        cells[tuple(slice(0, k) for k in shape)] = True
+        W = np.zeros((workload.shape[0], cells.size))
+        W[:, cells.reshape(-1)] = workload.dense() if hasattr(workload, "dense") else np.asarray(workload)
+        Z = np.linalg.lstsq(A.T, W.T, rcond=None)[0]  # rows of W A⁺ as columns
+        return np.sum(Z**2, axis=0)
 
     def expected_error(self, workload: Workload, policy: Policy, epsilon: float) -> float:
-        """Expected squared error per query: 2 (Δ/ε)² ‖W A⁻¹‖_F² / q."""
+        """Expected squared error per query: 2 (Δ/ε)² · mean of w (AᵀA)⁻¹ wᵀ."""
         epsilon = check_epsilon(epsilon)
         _check_workload(workload, policy.domain.size)
-        strategy = self.strategy(policy.domain.size)
         scale = self.noise_scale(policy, epsilon)
-        return 2.0 * scale**2 * reconstruction_frobenius_sq(workload, strategy) / workload.shape[0]
+        return float(2.0 * scale**2 * np.mean(self.query_variances(workload, policy)))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class ColumnSlice(Workload):
+    """The first k columns of a strategy over K ≥ k cells (the real cells of a padded domain)."""
+
+    def __init__(self, base: Workload, k: int):
+        self.base = base
+        self.binary = getattr(base, "binary", False)
+        self.diameter_at_extremes = getattr(base, "diameter_at_extremes", False)
+        super().__init__((base.shape[0], k))
+
+    def _matvec(self, x):
+        full = np.zeros(self.base.shape[1])
+        full[: self.shape[1]] = np.asarray(x, dtype=float).reshape(-1)
+        return self.base.matvec(full)
+
+    def _rmatvec(self, y):
+        return self.base.rmatvec(y)[: self.shape[1]]
+
+    def column_differences(self, u, v):
+        return self.base.column_differences(u, v)
+
+    def column_norms(self, u):
+        return self.base.column_norms(u)
+
+    def column_overlaps(self, u, v):
+        return self.base.column_overlaps(u, v)
+
+    def dense(self):
+        return self.base.dense()[:, : self.shape[1]]
 
 
 def _check_histogram(x, k: int) -> np.ndarray:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..workload import Identity
 from .base import MatrixMechanism
+from .factors import IdentityFactor
 
 __all__ = ["Laplace"]
 
@@ -16,17 +16,10 @@ class Laplace(MatrixMechanism):
 
     Examples
     --------
-    >>> import numpy as np, pandas as pd
     >>> from blowfish_nb import Domain, policy, workload
-    >>> d = Domain.from_column(pd.Series([1.0], name="v"), bins=8, bounds=(0, 8))
-    >>> Laplace().expected_error(workload.identity(8), policy.line(d), epsilon=1.0)
+    >>> Laplace().expected_error(workload.identity(8), policy.line(Domain.grid(8)), epsilon=1.0)
     8.0
     """
 
     name = "Laplace"
-
-    def strategy(self, k: int) -> Identity:
-        return Identity(k)
-
-    def __repr__(self) -> str:
-        return "Laplace()"
+    factor = IdentityFactor()

@@ -1,4 +1,4 @@
-"""The Ordered mechanism: noisy prefix sums (He et al. 2014, §7.1)."""
+"""The Ordered mechanism: noisy prefix sums (He et al. 2014, §7.1; Haney et al. 2015, Alg. 1)."""
 
 from __future__ import annotations
 
@@ -7,47 +7,49 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import isotonic_regression
 
-from ..workload import Prefix, Workload
 from .base import MatrixMechanism
+from .factors import PrefixFactor
 
 __all__ = ["Ordered"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Ordered(MatrixMechanism):
     """Measure the cumulative histogram with Lap(Δ_P(G)/ε) noise.
 
     Δ_P(G) is 1 under the line graph, θ under G^θ (for θ < k) and k under
-    unbounded DP, so the mechanism shines for small θ.
+    unbounded DP, so the mechanism shines for small θ. Under G^1 it is Haney
+    et al.'s Algorithm 1 (x_G of the line graph is the prefix sums), optimal
+    for range queries up to constants (Lemma 5.4). On a grid it measures the
+    d-dimensional prefix sums.
 
     Parameters
     ----------
     consistent : bool
         Project the noisy prefix sums onto non-decreasing, non-negative
         sequences (constrained inference of Hay et al.;
-        ``scipy.optimize.isotonic_regression``, then clipping at 0). The true
-        prefix sums lie in that convex set and projection onto it is
+        ``scipy.optimize.isotonic_regression``, then clipping at 0; 1-D only).
+        The true prefix sums lie in that convex set and projection onto it is
         non-expansive, so consistency never increases the total squared
         error; :meth:`expected_error` then is an upper bound, exact when
         ``consistent=False``.
 
     Examples
     --------
-    >>> import pandas as pd
     >>> from blowfish_nb import Domain, policy, workload
-    >>> d = Domain.from_column(pd.Series([1.0], name="v"), bins=8, bounds=(0, 8))
-    >>> Ordered().expected_error(workload.prefix(8), policy.threshold(d, 2), epsilon=1.0)
+    >>> Ordered().expected_error(workload.prefix(8), policy.threshold(Domain.grid(8), 2), epsilon=1.0)
     8.0
     """
 
     consistent: bool = False
 
     name = "Ordered"
+    factor = PrefixFactor()
 
-    def strategy(self, k: int) -> Prefix:
-        return Prefix(k)
+    def _postprocess(self, y, ndim):
+        if self.consistent and ndim == 1:
+            return np.maximum(isotonic_regression(y, increasing=True).x, 0.0)
+        return y
 
-    def reconstruct(self, strategy: Workload, y: np.ndarray) -> np.ndarray:
-        if self.consistent:
-            y = np.maximum(isotonic_regression(y, increasing=True).x, 0.0)
-        return strategy.solve(y)
+    def __repr__(self) -> str:
+        return f"Ordered(consistent={self.consistent})"
