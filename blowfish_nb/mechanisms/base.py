@@ -42,6 +42,8 @@ class MatrixMechanism(Mechanism):
     """Measure a strategy (a Kronecker product of 1-D factors on grids) with Laplace noise, then least squares."""
 
     factor: Factor
+    #: answers are a fixed linear map of the noise (no non-linear post-processing)
+    linear: bool = True
 
     # -- the strategy ------------------------------------------------------------------
     def _sizes(self, policy: Policy) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -91,10 +93,40 @@ class MatrixMechanism(Mechanism):
         if scale > 0:
             y = y + rng.laplace(0.0, scale, size=y.size)
         y = self._postprocess(y, len(ops))
+        X = self._solve_all(ops, y).reshape(padded)
+        return X[tuple(slice(0, k) for k in shape)].reshape(-1)
+
+    def sample(self, x, workload, policy, epsilon, size: int, rng=None) -> np.ndarray:
+        """``size`` independent releases as rows of an array (vectorised for linear mechanisms).
+
+        For small domains (tests, audits, Monte-Carlo): the least-squares map is
+        formed densely once, then every release is one row of a matrix product.
+        """
+        epsilon = check_epsilon(epsilon)
+        rng = as_generator(rng)
+        x = _check_histogram(x, policy.domain.size)
+        if not self.linear:
+            return np.stack([self.release(x, workload, policy, epsilon, rng=rng) for _ in range(size)])
+        shape, padded = self._sizes(policy)
+        ops = self.measured(policy)
+        A = ops[0] if len(ops) == 1 else Kron(ops)
+        if A.shape[0] * A.shape[1] > DENSE_LIMIT**2 // 16:
+            raise InvalidParameterError(f"sample() is for small domains; {padded} cells is too many")
+        X = np.zeros(padded)
+        X[tuple(slice(0, k) for k in shape)] = x.reshape(shape)
+        keep = np.zeros(padded, dtype=bool)
+        keep[tuple(slice(0, k) for k in shape)] = True
+        solve = np.stack([self._solve_all(ops, e) for e in np.eye(A.shape[0])], axis=1)[keep.reshape(-1)]
+        W = workload.dense() if hasattr(workload, "dense") else np.asarray(workload)
+        M = W @ solve  # answers = M y
+        noise = rng.laplace(0.0, self.noise_scale(policy, epsilon), size=(size, A.shape[0]))
+        return (M @ (A @ X.reshape(-1)))[None, :] + noise @ M.T
+
+    def _solve_all(self, ops, y):
         Y = y.reshape(tuple(op.shape[0] for op in ops))
         for axis, op in enumerate(ops):
             Y = np.apply_along_axis(lambda v: self._solve_axis(op, v), axis, Y)
-        return Y[tuple(slice(0, k) for k in shape)].reshape(-1)
+        return Y.reshape(-1)
 
     def _postprocess(self, y: np.ndarray, ndim: int) -> np.ndarray:
         """Hook for constraints on the noisy measurements (identity by default)."""

@@ -46,6 +46,10 @@ class Ordered(MatrixMechanism):
     name = "Ordered"
     factor = PrefixFactor()
 
+    @property
+    def linear(self) -> bool:  # type: ignore[override]
+        return not self.consistent
+
     def _postprocess(self, y, ndim):
         if self.consistent and ndim == 1:
             return np.maximum(isotonic_regression(y, increasing=True).x, 0.0)
