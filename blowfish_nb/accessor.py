@@ -121,6 +121,7 @@ def release_counts(
         expected_error=mech.expected_error(W, policy, epsilon),
         provenance={
             "seed": int(rng) if isinstance(rng, Integral) else None,
+            "mechanism": repr(mech),
             "sensitivity": mech.sensitivity(policy),
             "noise_scale": mech.noise_scale(policy, epsilon),
             "candidates": table,

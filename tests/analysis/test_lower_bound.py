@@ -1,0 +1,37 @@
+"""The SVD lower bound against a direct SVD of W P_G, and never beaten by any mechanism."""
+
+import numpy as np
+import pytest
+
+from blowfish_nb import Domain, policy, workload
+from blowfish_nb.analysis import choose_mechanism, lower_bound
+from blowfish_nb.policy import BOTTOM
+from blowfish_nb.ranges import all_ranges, random_ranges
+
+
+def direct(W, pol, eps):
+    e = pol.edges()
+    P = np.zeros((pol.domain.size, len(e)))
+    for j, (u, v) in enumerate(e):
+        P[u, j] = 1
+        if v != BOTTOM:
+            P[v, j] = -1
+    s = np.linalg.svd(W.dense() @ P, compute_uv=False)
+    return 2 / eps**2 * s.sum() ** 2 / len(e) / W.shape[0]
+
+
+POLS = [policy.dp(Domain.grid(12)), policy.line(Domain.grid(12)), policy.threshold(Domain.grid(12), 4),
+        policy.bounded(Domain.grid(12)), policy.grid((4, 3), 1)]
+
+
+@pytest.mark.parametrize("pol", POLS, ids=lambda p: p.summary())
+def test_eigen_formulation_equals_direct_svd(pol):
+    for W in [workload.identity(12), workload.prefix(12), all_ranges(12)]:
+        assert lower_bound(W, pol, 0.5) == pytest.approx(direct(W, pol, 0.5), rel=1e-8)
+
+
+@pytest.mark.parametrize("pol", POLS[:4], ids=lambda p: p.summary())
+def test_no_mechanism_beats_the_bound(pol):
+    for W in [workload.identity(12), workload.prefix(12), random_ranges(12, 50, rng=0)]:
+        _, table = choose_mechanism(W, pol, 1.0)
+        assert (table["ratio_to_lower_bound"] >= 1 - 1e-9).all(), table
