@@ -64,10 +64,14 @@ class Release:
             what = f"moving one person's value by up to {p.params['theta']} bins"
         else:
             what = "moving one person's value along one edge of the policy graph"
+        public_n = (
+            "" if p.has_bottom else
+            " Under this policy records never appear or vanish, so the number of records is treated as public."
+        )
         return (
             f"({self.epsilon:g}, G)-Blowfish private, G = {p.summary()}: {what} changes the "
             f"probability of any output by a factor of at most e^{self.epsilon:g} ≈ {math.exp(self.epsilon):.3g}; "
-            f"values d edges apart are protected at e^({self.epsilon:g}·d)."
+            f"values d edges apart are protected at e^({self.epsilon:g}·d).{public_n}"
         )
 
     def _repr_html_(self) -> str:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from .._validation import check_epsilon
 from ..exceptions import BlowfishError, InvalidParameterError
-from ..mechanisms import Hierarchical, Laplace, MatrixMechanism, Ordered, Privelet
+from ..mechanisms import Hierarchical, Laplace, MatrixMechanism, Ordered, Privelet, Transformed
 from ..policy import Policy
 from ..workload import Workload
 from .lower_bound import LOWER_BOUND_LIMIT, lower_bound
@@ -19,7 +19,7 @@ __all__ = ["choose_mechanism", "expected_error", "default_candidates"]
 
 def default_candidates(policy: Policy) -> tuple[MatrixMechanism, ...]:
     """The data-independent mechanisms considered by ``mechanism="auto"``."""
-    return (Laplace(), Ordered(), Hierarchical(2), Hierarchical(4), Privelet())
+    return (Laplace(), Ordered(), Hierarchical(2), Hierarchical(4), Privelet(), Transformed())
 
 
 def expected_error(mechanism, workload: Workload, policy: Policy, epsilon: float) -> float:
@@ -56,7 +56,7 @@ def choose_mechanism(
     >>> from blowfish_nb import Domain, policy, workload
     >>> best, table = choose_mechanism(workload.prefix(64), policy.line(Domain.grid(64)), 1.0)
     >>> best.name, float(table.loc["Laplace", "expected_error"] / table.loc["Ordered", "expected_error"])
-    ('Ordered', 130.0)
+    ('Transformed+Laplace', 130.0)
     """
     epsilon = check_epsilon(epsilon)
     candidates = tuple(candidates) if candidates is not None else default_candidates(policy)

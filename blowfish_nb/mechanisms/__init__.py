@@ -5,5 +5,6 @@ from .hierarchical import Hierarchical
 from .laplace import Laplace
 from .ordered import Ordered
 from .privelet import Privelet
+from .transformed import Transformed
 
-__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "Laplace", "Ordered", "Hierarchical", "Privelet"]
+__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "Laplace", "Ordered", "Hierarchical", "Privelet", "Transformed"]

@@ -30,9 +30,10 @@ class Ordered(MatrixMechanism):
         sequences (constrained inference of Hay et al.;
         ``scipy.optimize.isotonic_regression``, then clipping at 0; 1-D only).
         The true prefix sums lie in that convex set and projection onto it is
-        non-expansive, so consistency never increases the total squared
-        error; :meth:`expected_error` then is an upper bound, exact when
-        ``consistent=False``.
+        non-expansive, so consistency never increases the total squared error
+        of the prefix sums (for the cumulative workload :meth:`expected_error`
+        is then an upper bound); other workloads derived from them usually
+        gain too, without a pointwise guarantee. Exact when ``consistent=False``.
 
     Examples
     --------

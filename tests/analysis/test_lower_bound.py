@@ -34,4 +34,4 @@ def test_eigen_formulation_equals_direct_svd(pol):
 def test_no_mechanism_beats_the_bound(pol):
     for W in [workload.identity(12), workload.prefix(12), random_ranges(12, 50, rng=0)]:
         _, table = choose_mechanism(W, pol, 1.0)
-        assert (table["ratio_to_lower_bound"] >= 1 - 1e-9).all(), table
+        assert (table["ratio_to_lower_bound"] >= 1 - 1e-6).all(), table  # eigen route precision

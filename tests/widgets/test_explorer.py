@@ -39,4 +39,5 @@ def test_theta_and_family_redraw_the_canvas(ex):
     ex.query_dropdown.value = "cumulative"
     assert ex.release.query == "cumulative" and ex.release.mechanism == "Laplace"
     ex.family_dropdown.value = "line"
-    assert ex.release.mechanism == "Ordered" and ex.release.expected_error == pytest.approx(2.0)
+    # noisy prefix sums with the public total: at most the Ordered mechanism's 2/ε²
+    assert ex.release.mechanism == "Transformed+Laplace" and ex.release.expected_error <= 2.0
