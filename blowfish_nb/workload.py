@@ -19,7 +19,7 @@ from scipy.sparse.linalg import LinearOperator
 from .exceptions import InvalidParameterError
 
 __all__ = [
-    "Workload", "Identity", "Prefix", "Hierarchical", "Haar", "Kron",
+    "Workload", "Identity", "Prefix", "Hierarchical", "Haar", "Kron", "BlockTrees", "Stack",
     "identity", "prefix", "hierarchical", "haar", "kron",
 ]
 
@@ -299,6 +299,90 @@ class Haar(Workload):
     def dense(self):
         self._check_dense()
         return np.stack([self._matvec(e) for e in np.eye(self.shape[1])], axis=1)
+
+
+class BlockTrees(Workload):
+    """A complete f-ary tree over every block of θ consecutive cells (padded to f^h), block-diagonal.
+
+    The H nodes of He et al.'s Ordered Hierarchical structure (§7.2).
+
+    Examples
+    --------
+    >>> H = BlockTrees(6, 3, 2)  # two blocks of 3 cells, each a binary tree over 4 (padded) cells
+    >>> H.shape, H.column_differences(np.array([0, 2]), np.array([1, 3])).tolist()
+    ((14, 6), [2.0, 6.0])
+    """
+
+    binary = True
+    diameter_at_extremes = True
+
+    def __init__(self, k: int, theta: int, branching: int):
+        self.k, self.theta = k, theta
+        size = 1
+        while size < theta:
+            size *= branching
+        self.tree = Hierarchical(size, branching)
+        self.blocks = -(-k // theta)
+        super().__init__((self.blocks * self.tree.shape[0], k))
+
+    def _matvec(self, x):
+        X = np.zeros((self.blocks, self.tree.shape[1]))
+        x = np.asarray(x, dtype=float).reshape(-1)
+        cells = np.arange(self.k)
+        X[cells // self.theta, cells % self.theta] = x
+        return np.concatenate([self.tree.matvec(row) for row in X])
+
+    def _rmatvec(self, y):
+        Y = np.asarray(y, dtype=float).reshape(self.blocks, -1)
+        cells = np.arange(self.k)
+        back = np.stack([self.tree.rmatvec(row) for row in Y])
+        return back[cells // self.theta, cells % self.theta]
+
+    def column_differences(self, u, v):
+        u, v = np.asarray(u), np.asarray(v)
+        same = u // self.theta == v // self.theta
+        inside = self.tree.column_differences(u % self.theta, v % self.theta)
+        return np.where(same, inside, 2.0 * self.tree.levels)
+
+    def column_norms(self, u):
+        return np.full(np.shape(u), float(self.tree.levels))
+
+    def column_overlaps(self, u, v):
+        u, v = np.asarray(u), np.asarray(v)
+        same = u // self.theta == v // self.theta
+        return np.where(same, self.tree.column_overlaps(u % self.theta, v % self.theta), 0.0)
+
+    def dense(self):
+        self._check_dense()
+        return np.stack([self._matvec(e) for e in np.eye(self.k)], axis=1)
+
+
+class Stack(Workload):
+    """Weighted row blocks [w₁A₁; w₂A₂; …]: column L1 norms and differences add up with the weights."""
+
+    def __init__(self, parts, weights):
+        self.parts, self.weights = tuple(parts), tuple(float(w) for w in weights)
+        self.diameter_at_extremes = all(getattr(p, "diameter_at_extremes", False) for p in self.parts)
+        super().__init__((sum(p.shape[0] for p in self.parts), self.parts[0].shape[1]))
+
+    def _matvec(self, x):
+        return np.concatenate([w * p.matvec(x) for p, w in zip(self.parts, self.weights)])
+
+    def _rmatvec(self, y):
+        out, start = 0.0, 0
+        for p, w in zip(self.parts, self.weights):
+            out = out + w * p.rmatvec(y[start : start + p.shape[0]])
+            start += p.shape[0]
+        return out
+
+    def column_differences(self, u, v):
+        return sum(w * p.column_differences(u, v) for p, w in zip(self.parts, self.weights))
+
+    def column_norms(self, u):
+        return sum(w * p.column_norms(u) for p, w in zip(self.parts, self.weights))
+
+    def dense(self):
+        return np.vstack([w * p.dense() for p, w in zip(self.parts, self.weights)])
 
 
 class Kron(Workload):

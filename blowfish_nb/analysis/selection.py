@@ -9,7 +9,7 @@ import pandas as pd
 
 from .._validation import check_epsilon
 from ..exceptions import BlowfishError, InvalidParameterError
-from ..mechanisms import Hierarchical, Laplace, MatrixMechanism, Ordered, Privelet, Transformed
+from ..mechanisms import Hierarchical, Laplace, MatrixMechanism, Ordered, OrderedHierarchical, Privelet, Transformed
 from ..policy import Policy
 from ..workload import Workload
 from .lower_bound import LOWER_BOUND_LIMIT, lower_bound
@@ -19,7 +19,9 @@ __all__ = ["choose_mechanism", "expected_error", "default_candidates"]
 
 def default_candidates(policy: Policy) -> tuple[MatrixMechanism, ...]:
     """The data-independent mechanisms considered by ``mechanism="auto"``."""
-    return (Laplace(), Ordered(), Hierarchical(2), Hierarchical(4), Privelet(), Transformed())
+    one_d = len(policy.domain.shape) == 1
+    extra = (OrderedHierarchical(),) if one_d else ()
+    return (Laplace(), Ordered(), Hierarchical(2), Hierarchical(4), Privelet(), Transformed(), *extra)
 
 
 def expected_error(mechanism, workload: Workload, policy: Policy, epsilon: float) -> float:

@@ -4,7 +4,8 @@ from .base import ColumnSlice, MatrixMechanism, Mechanism
 from .hierarchical import Hierarchical
 from .laplace import Laplace
 from .ordered import Ordered
+from .ordered_hierarchical import OrderedHierarchical
 from .privelet import Privelet
 from .transformed import Transformed
 
-__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "Laplace", "Ordered", "Hierarchical", "Privelet", "Transformed"]
+__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "Laplace", "Ordered", "OrderedHierarchical", "Hierarchical", "Privelet", "Transformed"]
