@@ -330,7 +330,9 @@ class BlockTrees(Workload):
         x = np.asarray(x, dtype=float).reshape(-1)
         cells = np.arange(self.k)
         X[cells // self.theta, cells % self.theta] = x
-        return np.concatenate([self.tree.matvec(row) for row in X])
+        b = self.tree.branching
+        levels = [X.reshape(self.blocks, -1, b**l).sum(axis=2) for l in range(self.tree.levels)]
+        return np.concatenate(levels, axis=1).reshape(-1)
 
     def _rmatvec(self, y):
         Y = np.asarray(y, dtype=float).reshape(self.blocks, -1)

@@ -78,13 +78,23 @@ class TreeFactor(Factor):
         return block_inverse(np.ones(A.levels), self.branching)
 
     def lstsq(self, A, y):
+        return self.lstsq_rows(A, np.asarray(y, dtype=float)[None, :])[0]
+
+    def lstsq_rows(self, A: Hierarchical, Y: np.ndarray) -> np.ndarray:
+        """Least squares for every row of Y (one measured tree per row), vectorised."""
+        b, K = self.branching, A.shape[1]
         c = self._coefficients(A)
-        v = A.rmatvec(y)
+        cells = np.arange(K)
+        v = np.zeros((Y.shape[0], K))
+        offset = 0
+        for level, size in enumerate(A.level_sizes):  # v = Aᵀ y, row by row
+            v += Y[:, offset + cells // b**level]
+            offset += size
         out = np.zeros_like(v)
         for level, coef in enumerate(c):
-            size = self.branching**level
-            sums = v.reshape(-1, size).sum(axis=1)
-            out += coef * np.repeat(sums, size)
+            size = b**level
+            sums = v.reshape(v.shape[0], -1, size).sum(axis=2)
+            out += coef * np.repeat(sums, size, axis=1)
         return out
 
     def range_variances(self, A, lo, hi):

@@ -102,16 +102,31 @@ class OrderedHierarchical(Mechanism):
             raise InvalidParameterError("split gives the S nodes no budget, but there are several blocks")
         if fraction >= 1 and theta > 1:
             raise InvalidParameterError("split gives the trees no budget, but blocks have more than one cell")
-        parts, weights = [], []
+        d_s, d_h, combined = self._sensitivities(policy, S, H, fraction)
+        w = {}
         if fraction > 0:
-            parts.append(S)
-            weights.append(fraction / max(policy.sensitivity(S), 1e-300))
+            w["S"] = fraction / max(d_s, 1e-300)
         if fraction < 1:
-            parts.append(H)
-            weights.append((1 - fraction) / max(policy.sensitivity(H), 1e-300))
-        b = policy.sensitivity(Stack(parts, weights)) / epsilon
-        w = dict(zip(("S", "H") if fraction > 0 else ("H",), weights))
+            w["H"] = (1 - fraction) / max(d_h, 1e-300)
+        b = combined(w.get("S", 0.0), w.get("H", 0.0)) / epsilon
         return (b / w["S"] if "S" in w else math.inf), (b / w["H"] if "H" in w else math.inf)
+
+    @staticmethod
+    def _sensitivities(policy: Policy, S, H, fraction):
+        """Δ_S, Δ_H and Δ of w_S·S stacked on w_H·H as a function of the weights.
+
+        Distance-threshold policies are scanned once, edge chunk by edge chunk,
+        keeping the column differences of both parts; Δ of the stack is then the
+        max over those edges of w_S·d_S + w_H·d_H. Other families use their own
+        (closed-form) sensitivities on the stacked operator.
+        """
+        if not isinstance(policy, Threshold):
+            return (policy.sensitivity(S), policy.sensitivity(H),
+                    lambda ws, wh: policy.sensitivity(Stack([S, H], [ws, wh])))
+        pairs = [(S.column_differences(u, v), H.column_differences(u, v)) for u, v in policy.edge_chunks()]
+        d_s = max((float(a.max()) for a, _ in pairs if a.size), default=0.0)
+        d_h = max((float(b.max()) for _, b in pairs if b.size), default=0.0)
+        return d_s, d_h, lambda ws, wh: max((float((ws * a + wh * b).max()) for a, b in pairs if a.size), default=0.0)
 
     def fraction(self, workload: Workload, policy: Policy, epsilon: float) -> float:
         """The ε_S/ε used (Eq. 15, the exact optimum, or the given number)."""
@@ -148,7 +163,7 @@ class OrderedHierarchical(Mechanism):
         if math.isfinite(b_h):
             tree, factor = H.tree, TreeFactor(self.branching)
             y = H @ x + rng.laplace(0.0, b_h, size=H.shape[0])
-            est = np.stack([factor.lstsq(tree, row) for row in y.reshape(H.blocks, -1)])
+            est = factor.lstsq_rows(tree, y.reshape(H.blocks, -1))
             cells = np.arange(k)
             inside = np.cumsum(est, axis=1)[cells // theta, cells % theta]  # prefix within each block
         # c_j: the S node at a block end, else the previous block's S node plus the in-block prefix
