@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._validation import check_theta
+from ..exceptions import InvalidParameterError
 from .base import MatrixMechanism
 from .factors import TreeFactor
 
@@ -38,10 +38,7 @@ class Hierarchical(MatrixMechanism):
     name = "Hierarchical"
 
     def __post_init__(self):
-        check_theta(self.branching, "branching")
-        if self.branching < 2:
-            from ..exceptions import InvalidParameterError
-
+        if isinstance(self.branching, bool) or not isinstance(self.branching, int) or self.branching < 2:
             raise InvalidParameterError(f"branching must be an integer >= 2, got {self.branching!r}")
 
     @property

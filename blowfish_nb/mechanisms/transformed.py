@@ -68,7 +68,7 @@ class Transformed(Mechanism):
 
     def plan(self, policy: Policy) -> tuple[Policy, int]:
         """The tree T used and its stretch ℓ over the policy (1 when the policy is a forest)."""
-        if _is_forest(policy):
+        if policy.is_forest():
             return policy, 1
         tree = spanning_tree(policy, self.tree)
         return tree, stretch(policy, tree)
@@ -102,16 +102,6 @@ class Transformed(Mechanism):
 
     def __repr__(self) -> str:
         return f"Transformed(inner={self.inner!r})"
-
-
-def _is_forest(policy: Policy) -> bool:
-    vertices = policy.domain.size + (1 if policy.has_bottom else 0)
-    return policy.edge_count() == vertices - len(np.unique(_labels_with_bottom(policy)))
-
-
-def _labels_with_bottom(policy: Policy) -> np.ndarray:
-    labels = policy.component_labels()
-    return np.r_[labels, labels.max() + 1] if policy.has_bottom and not (policy.edges()[:, 1] == BOTTOM).any() else labels
 
 
 def _check_path(tree: Policy) -> None:

@@ -141,3 +141,9 @@ def test_malformed_policies_are_refused(call, message):
 
     with pytest.raises(BlowfishError, match=message):
         call()
+
+
+@pytest.mark.parametrize("pol,spec,domain", CASES, ids=IDS)
+def test_is_forest_matches_networkx(pol, spec, domain):
+    g = brute_graph(brute_edges(spec, domain, pol.has_bottom), domain.size, pol.has_bottom)
+    assert pol.is_forest() == nx.is_forest(g)
