@@ -54,13 +54,9 @@ class MatrixMechanism(Mechanism):
         """The per-axis strategies over the padded sizes."""
         return [self.factor.operator(K) for K in self._sizes(policy)[1]]
 
-    def strategy(self, policy_or_k) -> Workload:
+    def strategy(self, policy: Policy) -> Workload:
         """The strategy restricted to the real cells (what the sensitivity is computed on)."""
-        if isinstance(policy_or_k, Policy):
-            shape, padded = self._sizes(policy_or_k)
-        else:
-            shape = (int(policy_or_k),)
-            padded = (self.factor.padded(shape[0]),)
+        shape, padded = self._sizes(policy)
         parts = [ColumnSlice(self.factor.operator(K), k) if K != k else self.factor.operator(K)
                  for k, K in zip(shape, padded)]
         return parts[0] if len(parts) == 1 else Kron(parts)

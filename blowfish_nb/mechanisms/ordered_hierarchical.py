@@ -93,8 +93,12 @@ class OrderedHierarchical(Mechanism):
         c2 = 8 * (f - 1) * math.log(theta, f) ** 3 * k / (k + 1) if theta > 1 else 0.0
         return 1.0 if c2 == 0 else c1 ** (1 / 3) / (c1 ** (1 / 3) + c2 ** (1 / 3))
 
-    def _scales(self, policy: Policy, epsilon: float, fraction: float):
-        """Laplace scales (b_S, b_H) on S and H rows; inf for an unmeasured part."""
+    def _scales(self, policy: Policy, epsilon: float, fraction: float, sens=None):
+        """Laplace scales (b_S, b_H) on S and H rows; inf for an unmeasured part.
+
+        ``sens`` is :meth:`_sensitivities`' result, passed in when several
+        fractions are tried on one policy (they do not depend on the split).
+        """
         k, theta = policy.domain.size, self._theta(policy)
         S, H = self._parts(k, theta)
         blocks = S.shape[0]
@@ -102,7 +106,7 @@ class OrderedHierarchical(Mechanism):
             raise InvalidParameterError("split gives the S nodes no budget, but there are several blocks")
         if fraction >= 1 and theta > 1:
             raise InvalidParameterError("split gives the trees no budget, but blocks have more than one cell")
-        d_s, d_h, combined = self._sensitivities(policy, S, H, fraction)
+        d_s, d_h, combined = sens if sens is not None else self._sensitivities(policy, S, H)
         w = {}
         if fraction > 0:
             w["S"] = fraction / max(d_s, 1e-300)
@@ -112,7 +116,7 @@ class OrderedHierarchical(Mechanism):
         return (b / w["S"] if "S" in w else math.inf), (b / w["H"] if "H" in w else math.inf)
 
     @staticmethod
-    def _sensitivities(policy: Policy, S, H, fraction):
+    def _sensitivities(policy: Policy, S, H):
         """Δ_S, Δ_H and Δ of w_S·S stacked on w_H·H as a function of the weights.
 
         Distance-threshold policies are scanned once, edge chunk by edge chunk,
@@ -138,7 +142,8 @@ class OrderedHierarchical(Mechanism):
         if self.split == "eq15":
             return self.eq15_fraction(k, theta)
         if self.split == "optimal":
-            res = minimize_scalar(lambda f: self._error(workload, policy, epsilon, f), bounds=(1e-4, 1 - 1e-4),
+            sens = self._sensitivities(policy, *self._parts(k, theta))
+            res = minimize_scalar(lambda f: self._error(workload, policy, epsilon, f, sens), bounds=(1e-4, 1 - 1e-4),
                                   method="bounded", options={"xatol": 1e-4})
             return float(res.x)
         return float(self.split)
@@ -181,12 +186,12 @@ class OrderedHierarchical(Mechanism):
         _check_workload(workload, policy.domain.size)
         return self._error(workload, policy, epsilon, self.fraction(workload, policy, epsilon))
 
-    def _error(self, workload, policy, epsilon, fraction) -> float:
+    def _error(self, workload, policy, epsilon, fraction, sens=None) -> float:
         r = as_ranges(workload)
         if r is None:
             raise InvalidParameterError("OrderedHierarchical reports expected error for range workloads")
         k, theta = policy.domain.size, self._theta(policy)
-        b_s, b_h = self._scales(policy, epsilon, fraction)
+        b_s, b_h = self._scales(policy, epsilon, fraction, sens)
         return float(np.mean(self._variances(r.lo, r.hi, k, theta, b_s, b_h)))
 
     def _variances(self, lo, hi, k, theta, b_s, b_h) -> np.ndarray:

@@ -137,8 +137,9 @@ class Policy:
 
     def is_forest(self) -> bool:
         """Whether G (with ⊥ when present) has no cycle: |E| = |V| − number of components."""
-        n_comp, _ = csgraph.connected_components(self.adjacency(), directed=False)
-        return self.edge_count() == self.adjacency().shape[0] - n_comp
+        adj = self.adjacency()
+        n_comp, _ = csgraph.connected_components(adj, directed=False)
+        return self.edge_count() == adj.shape[0] - n_comp
 
     def distance(self, u: int, v: int) -> float:
         """Shortest-path distance d_G(u, v) in edges (an int); ``math.inf`` across components.
