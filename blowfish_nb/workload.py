@@ -20,7 +20,8 @@ from .exceptions import InvalidParameterError
 
 __all__ = [
     "Workload", "Identity", "Prefix", "Hierarchical", "Haar", "Kron", "BlockTrees", "Stack",
-    "identity", "prefix", "hierarchical", "haar", "kron",
+    "Total", "identity", "prefix", "hierarchical", "haar", "kron", "marginal",
+    "all_ranges", "random_ranges", "ranges_2d",
 ]
 
 DENSE_LIMIT = 4096
@@ -101,6 +102,41 @@ class Identity(Workload):
     def dense(self):
         self._check_dense()
         return np.eye(self.shape[1])
+
+
+class Total(Workload):
+    """One query: the sum of all cells (the factor a marginal uses for the attributes it drops).
+
+    Examples
+    --------
+    >>> (Total(3) @ np.array([1.0, 2.0, 3.0])).tolist()
+    [6.0]
+    """
+
+    name = "total"
+    binary = True
+
+    def __init__(self, k: int):
+        super().__init__((1, k))
+
+    def _matvec(self, x):
+        return np.array([np.sum(x)], dtype=float)
+
+    def _rmatvec(self, y):
+        return np.full(self.shape[1], float(np.asarray(y).reshape(-1)[0]))
+
+    def column_differences(self, u, v):
+        return np.zeros(np.shape(u), dtype=float)
+
+    def column_norms(self, u):
+        return np.ones(np.shape(u), dtype=float)
+
+    def column_overlaps(self, u, v):
+        return np.ones(np.shape(u), dtype=float)
+
+    def dense(self):
+        self._check_dense()
+        return np.ones((1, self.shape[1]))
 
 
 class Prefix(Workload):
@@ -507,3 +543,62 @@ def kron(*factors: Workload) -> Kron:
 def haar(k: int) -> Haar:
     """Privelet's Haar strategy over ``k = 2^L`` cells."""
     return Haar(_check_k(k))
+
+
+def marginal(shape, keep) -> Kron:
+    """The marginal over the attributes ``keep`` of a multi-attribute domain.
+
+    Parameters
+    ----------
+    shape : Domain or tuple of int
+        The domain (or its per-attribute sizes, C order).
+    keep : int, str or sequence of them
+        Attributes kept (positions, or names when a Domain is given); the
+        others are summed out.
+
+    Returns
+    -------
+    Kron
+        Identity on kept attributes ⊗ Total on the others: one query per
+        combination of kept values.
+
+    Examples
+    --------
+    >>> M = marginal((2, 3), [0])  # row sums of a 2×3 table
+    >>> (M @ np.arange(6.0)).tolist()
+    [3.0, 12.0]
+    """
+    names = None
+    if hasattr(shape, "shape") and hasattr(shape, "names"):
+        names = list(shape.names)
+        shape = shape.shape
+    if isinstance(shape, Integral):
+        shape = (shape,)
+    try:
+        shape = tuple(_check_k(s) for s in shape)
+    except TypeError:
+        raise InvalidParameterError(f"shape must be a Domain or a tuple of sizes, got {shape!r}") from None
+    if isinstance(keep, (str, Integral)):
+        keep = [keep]
+    axes = set()
+    for a in keep:
+        if isinstance(a, str):
+            if names is None or a not in names:
+                raise InvalidParameterError(f"keep names an unknown attribute {a!r}; attributes: {names}")
+            a = names.index(a)
+        if isinstance(a, bool) or not isinstance(a, Integral) or not 0 <= a < len(shape):
+            raise InvalidParameterError(f"keep must name attributes 0..{len(shape) - 1}, got {a!r}")
+        axes.add(int(a))
+    return Kron([Identity(k) if a in axes else Total(k) for a, k in enumerate(shape)])
+
+
+_RANGE_BUILDERS = ("all_ranges", "random_ranges", "ranges_2d")
+
+
+def __getattr__(name):
+    # range workloads live in blowfish_nb.ranges (which builds on this module); offered here too
+    if name in _RANGE_BUILDERS:
+        from . import ranges
+
+        return getattr(ranges, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

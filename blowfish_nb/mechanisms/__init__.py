@@ -1,6 +1,8 @@
 """Mechanisms: one per module, one common interface."""
 
 from .base import ColumnSlice, MatrixMechanism, Mechanism
+from .dawa import DAWA
+from .htheta import HThetaRanges
 from .hierarchical import Hierarchical
 from .laplace import Laplace
 from .ordered import Ordered
@@ -8,4 +10,4 @@ from .ordered_hierarchical import OrderedHierarchical
 from .privelet import Privelet
 from .transformed import Transformed
 
-__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "Laplace", "Ordered", "OrderedHierarchical", "Hierarchical", "Privelet", "Transformed"]
+__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "DAWA", "HThetaRanges", "Laplace", "Ordered", "OrderedHierarchical", "Hierarchical", "Privelet", "Transformed"]

@@ -7,6 +7,11 @@ every edge of G is joined in T by at most ℓ edges (the stretch, computed
 exactly), so the mechanism run with ε/ℓ is (ε, G)-Blowfish (Lemma 4.3).
 
 * ``inner="laplace"`` — Transformed + Laplace (§5.4.2): Lap(ℓ/ε) on every x_T entry.
+* ``inner="dawa"`` — Transformed + DAWA (§5.4.1): DAWA's partition and
+  workload-aware measurement run on x_T for the transformed workload W_T,
+  with ε/ℓ (one policy edge changes ℓ entries of x_T by 1).
+* ``inner="dawa-consistent"`` — Transformed + DAWA + Cons: the same, then the
+  line graph's monotonicity projection below.
 * ``inner="consistent"`` — Transformed + ConsistentEst (§5.4.2): on the line
   graph x_T is a monotone sequence (prefix sums, in this package's orientation
   minus suffix sums: non-decreasing), so the noisy x_T is projected onto
@@ -22,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import isotonic_regression
 
 from .._validation import as_generator, check_epsilon
@@ -30,10 +36,14 @@ from ..policy import BOTTOM, Policy, spanning_tree, stretch, transform
 from ..ranges import as_ranges
 from ..workload import DENSE_LIMIT, Workload
 from .base import Mechanism, _check_histogram, _check_workload
+from .dawa import dawa_estimate
+from .gram import as_sparse
 
 __all__ = ["Transformed"]
 
-INNERS = ("laplace", "consistent")
+INNERS = ("laplace", "consistent", "dawa", "dawa-consistent")
+NAMES = {"laplace": "Transformed+Laplace", "consistent": "Transformed+ConsistentEst",
+         "dawa": "Transformed+DAWA", "dawa-consistent": "Transformed+DAWA+Cons"}
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,7 @@ class Transformed(Mechanism):
 
     Parameters
     ----------
-    inner : {"laplace", "consistent"}
+    inner : {"laplace", "consistent", "dawa", "dawa-consistent"}
         The differentially private mechanism applied to x_T.
     tree : str
         ``spanning_tree`` method used when the policy is not already a forest.
@@ -64,7 +74,12 @@ class Transformed(Mechanism):
 
     @property
     def name(self) -> str:  # type: ignore[override]
-        return "Transformed+Laplace" if self.inner == "laplace" else "Transformed+ConsistentEst"
+        return NAMES[self.inner]
+
+    @property
+    def linear(self) -> bool:
+        """Whether answers are a fixed linear map of the noise (Laplace only)."""
+        return self.inner == "laplace"
 
     def plan(self, policy: Policy) -> tuple[Policy, int]:
         """The tree T used and its stretch ℓ over the policy (1 when the policy is a forest)."""
@@ -86,16 +101,23 @@ class Transformed(Mechanism):
         x = _check_histogram(x, policy.domain.size)
         _check_workload(workload, x.size)
         tree, ell = self.plan(policy)
-        t = transform(tree)
-        noisy = t.data(x) + rng.laplace(0.0, ell / epsilon, size=len(t.edges))
-        if self.inner == "consistent":
+        if self.inner.endswith("consistent"):
             _check_path(tree)
+        t = transform(tree)
+        if self.inner.startswith("dawa"):
+            W_T = _sparse_transformed(workload, t)
+            noisy = dawa_estimate(t.data(x), W_T, epsilon / ell, rng)
+        else:
+            noisy = t.data(x) + rng.laplace(0.0, ell / epsilon, size=len(t.edges))
+        if self.inner.endswith("consistent"):
             noisy = isotonic_regression(noisy, increasing=True).x
         return np.asarray(t.workload(workload) @ noisy + t.offset(workload, x), dtype=float)
 
     def expected_error(self, workload: Workload, policy: Policy, epsilon: float) -> float:
         """2 (ℓ/ε)² · mean over queries of ‖w P_T‖² (the figure without consistency)."""
         epsilon = check_epsilon(epsilon)
+        if self.inner.startswith("dawa"):
+            raise InvalidParameterError(f"{self.name} is data-dependent: it has no analytic expected error; measure it")
         _check_workload(workload, policy.domain.size)
         tree, ell = self.plan(policy)
         return float(2 * (ell / epsilon) ** 2 * np.mean(_row_norms_sq(workload, tree)))
@@ -112,6 +134,22 @@ def _check_path(tree: Policy) -> None:
             "inner='consistent' needs the line graph (x_T is then monotone); "
             f"the tree used here is {tree.summary()}"
         )
+
+
+def _sparse_transformed(workload: Workload, t) -> sp.csr_array:
+    """W_T = W P_T as a sparse matrix: for ranges, ±1 on the edges with exactly one end inside."""
+    ranges = as_ranges(workload)
+    if ranges is None:
+        return sp.csr_array(as_sparse(workload) @ t.incidence)
+    u, v = t.edges[:, 0], t.edges[:, 1]
+    parts = []
+    step = max(1, 2_000_000 // max(1, len(u)))
+    for s in range(0, ranges.shape[0], step):
+        lo, hi = ranges.lo[s : s + step, None], ranges.hi[s : s + step, None]
+        in_u = (u[None, :] >= lo) & (u[None, :] <= hi)
+        in_v = (v[None, :] >= lo) & (v[None, :] <= hi) & (v[None, :] != BOTTOM)
+        parts.append(sp.csr_array(in_u.astype(np.int8) - in_v.astype(np.int8), dtype=float))
+    return sp.csr_array(sp.vstack(parts))
 
 
 def _row_norms_sq(workload: Workload, tree: Policy) -> np.ndarray:

@@ -1,0 +1,187 @@
+"""DAWA: each step against a brute-force or dense form, and its privacy audited."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import beta
+
+from blowfish_nb import Domain, mechanisms, policy, workload
+from blowfish_nb.analysis import audit
+from blowfish_nb.exceptions import InvalidParameterError
+from blowfish_nb.mechanisms.dawa import _GreedyTree, dawa_estimate, hilbert_order, l1_partition
+from blowfish_nb.mechanisms.gram import as_sparse, bucket_gram
+from blowfish_nb.ranges import random_ranges, ranges_2d
+
+
+@pytest.mark.parametrize("W", [workload.identity(11), workload.prefix(11), random_ranges(11, 60, rng=0),
+                               workload.all_ranges(11), workload.hierarchical(8), ranges_2d((3, 4), 30, rng=1)],
+                         ids=lambda W: type(W).__name__)
+@pytest.mark.parametrize("starts", [[0], [0, 2, 3, 7], list(range(11)), [0, 5, 6]])
+def test_bucket_gram_equals_dense_expansion(W, starts):
+    k = W.shape[1]
+    starts = np.array([s for s in starts if s < k])
+    bounds = np.r_[starts, k]
+    E = np.zeros((k, len(starts)))
+    for b in range(len(starts)):
+        E[bounds[b]:bounds[b + 1], b] = 1.0 / (bounds[b + 1] - bounds[b])
+    D = W.dense() @ E
+    assert np.allclose(bucket_gram(W, starts), D.T @ D)
+    assert np.allclose(bucket_gram(as_sparse(W), starts), D.T @ D)
+
+
+def _dyadic_partitions(k):
+    """Every partition of 0..k-1 into intervals whose lengths are powers of two."""
+    if k == 0:
+        yield []
+        return
+    L = 1
+    while L <= k:
+        for rest in _dyadic_partitions(k - L):
+            yield [(0, L)] + [(a + L, b + L) for a, b in rest]
+        L *= 2
+
+
+def test_noiseless_partition_is_the_least_cost_one():
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        x = rng.integers(0, 6, size=7).astype(float)
+        cost = 2.5
+        best = min(_dyadic_partitions(7), key=lambda p: sum(np.abs(x[a:b] - x[a:b].mean()).sum() + cost for a, b in p))
+        best_cost = sum(np.abs(x[a:b] - x[a:b].mean()).sum() + cost for a, b in best)
+        got = l1_partition(x, 1e12, cost, np.random.default_rng(0))
+        bounds = list(zip(got, np.r_[got[1:], 7]))
+        got_cost = sum(np.abs(x[a:b] - x[a:b].mean()).sum() + cost for a, b in bounds)
+        assert all((b - a) & (b - a - 1) == 0 for a, b in bounds)  # power-of-two lengths
+        assert math.isclose(got_cost, best_cost, rel_tol=1e-9)
+
+
+class _FixedNoise:
+    def __init__(self, values):
+        self.values = np.asarray(values, dtype=float)
+
+    def laplace(self, loc, scale, size):
+        return self.values[:size] * scale
+
+
+@pytest.mark.parametrize("m", [1, 2, 5, 8])
+def test_greedy_tree_least_squares_equals_dense(m):
+    rng = np.random.default_rng(m)
+    Q = rng.random((6, m))
+    M = Q.T @ Q
+    tree = _GreedyTree(M, 20)
+    # the weighted strategy: one row per measured node; every root-to-leaf path sums to 1
+    rows = []
+    for v in range(len(tree.lo)):
+        if tree.weight[v] > 0:
+            row = np.zeros(m)
+            row[tree.lo[v]:tree.hi[v]] = tree.weight[v]
+            rows.append(row)
+    A = np.array(rows)
+    assert np.allclose(np.abs(A).sum(axis=0), 1.0)  # sensitivity 1 for a one-count change
+    assert math.isclose(tree.error, float(np.sum(np.linalg.inv(A.T @ A) * M)), rel_tol=1e-9)
+    totals = rng.random(m) * 50
+    noise = rng.normal(size=len(rows))
+    got = tree.least_squares(totals, 0.7, _FixedNoise(noise))
+    want = np.linalg.lstsq(A, A @ totals + 0.7 * noise, rcond=None)[0]
+    assert np.allclose(got, want)
+
+
+def test_greedy_weights_beat_the_plain_tree_on_their_workload():
+    # a workload of bucket totals only: the greedy tree puts (almost) all weight on the leaves
+    M = np.eye(8)
+    tree = _GreedyTree(M, 100)
+    assert tree.error <= 8.0 + 1e-9  # leaves alone give exactly 8; a uniform 4-level tree gives more
+    assert np.isclose(tree.weight[[k is None for k in tree.kids]].sum(), 8.0)
+
+
+def test_hilbert_order_walks_between_neighbours():
+    order = hilbert_order((16, 16))
+    assert sorted(order) == list(range(256))
+    r, c = np.unravel_index(order, (16, 16))
+    assert np.all(np.abs(np.diff(r)) + np.abs(np.diff(c)) == 1)
+    assert sorted(hilbert_order((5, 3))) == list(range(15))
+    assert hilbert_order((4,)).tolist() == [0, 1, 2, 3]
+
+
+def test_dawa_recovers_data_at_huge_epsilon():
+    x = np.r_[np.zeros(30), np.full(10, 7.0), np.arange(24.0)]
+    W = random_ranges(64, 200, rng=0)
+    got = mechanisms.DAWA().release(x, W, policy.dp(Domain.grid(64)), 1e7, rng=0)
+    assert np.allclose(got, W @ x, atol=1e-2)
+
+
+def test_dawa_beats_laplace_on_piecewise_constant_data():
+    # 3 flat pieces: DAWA measures ~3 buckets; Laplace pays noise on every one of 256 cells
+    x = np.r_[np.zeros(128), np.full(64, 20.0), np.full(64, 5.0)]
+    W = random_ranges(256, 2000, rng=1)
+    dp = policy.dp(Domain.grid(256))
+    truth = W @ x
+    errs = {m.name: [] for m in (mechanisms.DAWA(), mechanisms.Laplace())}
+    for seed in range(10):
+        for m in (mechanisms.DAWA(), mechanisms.Laplace()):
+            errs[m.name].append(np.mean((m.release(x, W, dp, 0.1, rng=seed) - truth) ** 2))
+    d, lap = np.array(errs["DAWA"]), np.array(errs["Laplace"])
+    # ratio of means, judged against 3 standard errors of the DAWA mean
+    assert d.mean() + 3 * d.std(ddof=1) / np.sqrt(len(d)) < lap.mean() / 5
+
+
+def test_dawa_rejects_bad_parameters():
+    with pytest.raises(InvalidParameterError, match="ratio"):
+        mechanisms.DAWA(ratio=1.0)
+    with pytest.raises(InvalidParameterError, match="granularity"):
+        mechanisms.DAWA(granularity=1)
+    with pytest.raises(InvalidParameterError, match="data-dependent"):
+        mechanisms.DAWA().expected_error(workload.identity(4), policy.dp(Domain.grid(4)), 1.0)
+
+
+def _partition_frequencies(x, epsilon, n, seed):
+    rng = np.random.default_rng(seed)
+    counts = {}
+    for _ in range(n):
+        key = tuple(l1_partition(x, epsilon, 1.0 / epsilon, rng))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def test_partition_step_is_epsilon_dp_empirically():
+    """Frequencies of each partition on x and x' (one record added) stay within e^ε (Clopper–Pearson, 99%)."""
+    eps, n = 1.0, 20_000
+    x = np.array([0.0, 3.0, 0.0, 1.0])
+    x1 = x.copy()
+    x1[1] += 1
+    f0, f1 = _partition_frequencies(x, eps, n, 0), _partition_frequencies(x1, eps, n, 1)
+    keys = set(f0) | set(f1)
+    a = 0.01 / (2 * len(keys))
+    worst = 0.0
+    for key in keys:
+        for c_num, c_den in ((f0.get(key, 0), f1.get(key, 0)), (f1.get(key, 0), f0.get(key, 0))):
+            if c_num == 0:
+                continue
+            lo = beta.ppf(a, c_num, n - c_num + 1)
+            hi = beta.ppf(1 - a, c_den + 1, n - c_den) if c_den < n else 1.0
+            worst = max(worst, math.log(lo / hi))
+    assert len(keys) > 3  # the test sees several partitions, not one
+    assert worst <= eps
+
+
+def test_dawa_passes_the_audit_under_dp():
+    result = audit(mechanisms.DAWA(), policy.dp(Domain.grid(4)), 1.0, workload=workload.prefix(4),
+                   samples=3_000, rng=4)
+    assert not result.violation, str(result)
+
+
+def test_dawa_pays_group_privacy_for_moves():
+    # under the line policy a neighbour moves a record (two counts change): the same run at ε/2 under dp
+    x = np.r_[np.zeros(8), np.full(8, 3.0)]
+    W = workload.identity(16)
+    a = mechanisms.DAWA().release(x, W, policy.line(Domain.grid(16)), 1.0, rng=5)
+    b = mechanisms.DAWA().release(x, W, policy.dp(Domain.grid(16)), 0.5, rng=5)
+    assert np.allclose(a, b)
+
+
+def test_dawa_estimate_is_exact_without_noise_on_flat_data():
+    x = np.full(16, 4.0)
+    est = dawa_estimate(x, workload.identity(16), 1e9, np.random.default_rng(0))
+    assert np.allclose(est, x)

@@ -1,0 +1,97 @@
+"""Haney's H^θ range strategy (Alg. 1, Thm 5.5): each part against dense brute force."""
+
+import numpy as np
+import pytest
+
+from blowfish_nb import Domain, mechanisms, policy
+from blowfish_nb.analysis import audit
+from blowfish_nb.exceptions import InvalidParameterError, PolicyError
+from blowfish_nb.mechanisms.htheta import _crossing_edges, _Plan
+from blowfish_nb.ranges import all_ranges, random_ranges
+
+CASES = [(12, 1), (12, 3), (13, 4), (16, 4), (21, 5)]
+
+
+def _dense_strategy(plan, k):
+    """S·T as a dense matrix over the cells: column c is the wavelet of x_H for one record at c."""
+    cols = []
+    for c in range(k):
+        e = np.zeros(k)
+        e[c] = 1.0
+        X = plan.to_groups(plan.t.data(e))
+        cols.append((X @ plan.A.T).reshape(-1))
+    return np.array(cols).T
+
+
+@pytest.mark.parametrize("k,theta", CASES)
+def test_crossing_edges_equal_the_dense_transformed_ranges(k, theta):
+    plan = _Plan(policy.threshold(Domain.grid(k), theta))
+    R = all_ranges(k)
+    got = _crossing_edges(R.lo, R.hi, plan.t.edges, k).toarray()
+    assert np.array_equal(got, R.dense() @ plan.t.incidence.toarray())
+
+
+@pytest.mark.parametrize("k,theta", CASES)
+def test_exact_sensitivity_equals_brute_force_and_never_exceeds_the_papers(k, theta):
+    g = policy.threshold(Domain.grid(k), theta)
+    plan = _Plan(g)
+    A = _dense_strategy(plan, k)
+    e = g.edges()
+    brute = max(np.abs(A[:, u] - A[:, v]).sum() for u, v in e)
+    assert np.isclose(mechanisms.HThetaRanges().sensitivity(g), brute)
+    assert brute <= mechanisms.HThetaRanges(budget="stretch").sensitivity(g) + 1e-9
+    assert plan.stretch == (1 if theta == 1 else 3)
+
+
+@pytest.mark.parametrize("k,theta", CASES)
+def test_query_variances_equal_dense_least_squares(k, theta):
+    g = policy.threshold(Domain.grid(k), theta)
+    plan = _Plan(g)
+    R = random_ranges(k, 50, rng=k)
+    WH = R.dense() @ plan.t.incidence.toarray()
+    # x_H in group layout: W_H = Wg · layout, least squares on the block-diagonal wavelet
+    layout = np.zeros((len(plan.t.edges), plan.n_groups * plan.K))
+    layout[np.arange(len(plan.t.edges)), plan.column] = plan.sign
+    Wg = WH @ layout
+    S = np.kron(np.eye(plan.n_groups), plan.A)
+    want = np.einsum("ij,jk,ik->i", Wg, np.linalg.pinv(S.T @ S), Wg)
+    assert np.allclose(mechanisms.HThetaRanges().query_variances(R, g), want)
+
+
+@pytest.mark.parametrize("k,theta", [(16, 1), (16, 4)])
+def test_monte_carlo_error_matches_the_analytic_figure(k, theta):
+    g = policy.threshold(Domain.grid(k), theta)
+    m = mechanisms.HThetaRanges()
+    R = random_ranges(k, 40, rng=1)
+    x = np.arange(k, dtype=float) % 5
+    draws = m.sample(x, R, g, 0.7, 20_000, rng=2)
+    sq = np.mean((draws - R @ x) ** 2, axis=1)
+    se = sq.std(ddof=1) / np.sqrt(sq.size)
+    assert abs(sq.mean() - m.expected_error(R, g, 0.7)) < 3 * se
+    # and release() draws from the same distribution as sample()
+    one = np.stack([m.release(x, R, g, 0.7, rng=s) for s in range(400)])
+    sq1 = np.mean((one - R @ x) ** 2, axis=1)
+    assert abs(sq1.mean() - sq.mean()) < 3 * np.sqrt(sq1.var(ddof=1) / sq1.size + se**2)
+
+
+@pytest.mark.parametrize("theta", [1, 4])
+def test_audit_finds_no_violation_on_any_edge(theta):
+    g = policy.threshold(Domain.grid(8), theta)
+    R = random_ranges(8, 12, rng=0)
+    result = audit(mechanisms.HThetaRanges(), g, 1.0, workload=R, samples=8_000, edges=len(g.edges()), rng=3)
+    assert not result.violation, str(result)
+
+
+def test_htheta_beats_dp_privelet_on_ranges():
+    k = 1024
+    R = random_ranges(k, 2000, rng=0)
+    blow = mechanisms.HThetaRanges().expected_error(R, policy.threshold(Domain.grid(k), 4), 1.0)
+    dp = mechanisms.Privelet().expected_error(R, policy.dp(Domain.grid(k)), 0.5)
+    assert blow * 5 < dp
+
+
+def test_rejects_other_policies_and_budgets():
+    with pytest.raises(PolicyError, match="G\\^θ"):
+        mechanisms.HThetaRanges().sensitivity(policy.dp(Domain.grid(8)))
+    with pytest.raises(InvalidParameterError, match="budget"):
+        mechanisms.HThetaRanges(budget="loose")
