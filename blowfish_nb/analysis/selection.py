@@ -9,8 +9,10 @@ import pandas as pd
 
 from .._validation import check_epsilon
 from ..exceptions import BlowfishError, InvalidParameterError
-from ..mechanisms import Hierarchical, Laplace, MatrixMechanism, Ordered, OrderedHierarchical, Privelet, Transformed
-from ..policy import Policy
+from ..mechanisms import (
+    Hierarchical, HThetaRanges, Laplace, MatrixMechanism, Ordered, OrderedHierarchical, Privelet, Transformed,
+)
+from ..policy import Policy, Threshold
 from ..workload import Workload
 from .lower_bound import LOWER_BOUND_LIMIT, lower_bound
 
@@ -21,6 +23,8 @@ def default_candidates(policy: Policy) -> tuple[MatrixMechanism, ...]:
     """The data-independent mechanisms considered by ``mechanism="auto"``."""
     one_d = len(policy.domain.shape) == 1
     extra = (OrderedHierarchical(),) if one_d else ()
+    if one_d and isinstance(policy, Threshold) and policy.metric == "l1":
+        extra += (HThetaRanges(),)
     return (Laplace(), Ordered(), Hierarchical(2), Hierarchical(4), Privelet(), Transformed(), *extra)
 
 
