@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from .._validation import check_epsilon
 from ..exceptions import InvalidParameterError
+from ..mechanisms.gram import as_sparse
 from ..policy import BOTTOM, Policy
 
 __all__ = ["lower_bound", "LOWER_BOUND_LIMIT"]
@@ -48,7 +49,7 @@ def lower_bound(workload, policy: Policy, epsilon: float, delta: float | None = 
     k = policy.domain.size
     if k > LOWER_BOUND_LIMIT:
         raise InvalidParameterError(f"lower_bound is dense; k={k} is above {LOWER_BOUND_LIMIT}")
-    W = workload.dense() if hasattr(workload, "dense") else np.asarray(workload, dtype=float)
+    G = _gram(workload)
     e = policy.edges()
     m = len(e)
     if m == 0:
@@ -60,7 +61,16 @@ def lower_bound(workload, policy: Policy, epsilon: float, delta: float | None = 
     L = (P @ P.T).toarray()
     vals, vecs = np.linalg.eigh(L)
     root = (vecs * np.sqrt(np.clip(vals, 0, None))) @ vecs.T
-    sing = np.sqrt(np.clip(np.linalg.eigvalsh(root @ (W.T @ W) @ root), 0, None))
+    sing = np.sqrt(np.clip(np.linalg.eigvalsh(root @ G @ root), 0, None))
     factor = 2 / epsilon**2 if delta is None else 2 * math.log(2 / delta) / epsilon**2
     total = factor * sing.sum() ** 2 / m
-    return float(total / W.shape[0])
+    return float(total / workload.shape[0])
+
+
+def _gram(workload) -> np.ndarray:
+    """WᵀW (k×k): through a sparse form, so many queries over a small domain stay cheap."""
+    if not hasattr(workload, "dense"):
+        W = np.asarray(workload, dtype=float)
+        return W.T @ W
+    S = as_sparse(workload)
+    return np.asarray((S.T @ S).todense())

@@ -104,6 +104,12 @@ def as_sparse(W) -> sp.csr_array:
             cols.append(block)
         r, c = np.concatenate(rows), np.concatenate(cols)
         return sp.csr_array((np.ones(r.size), (r, c)), shape=W.shape)
+    ranges = as_ranges(W) if isinstance(W, Workload) else None
+    if ranges is not None:
+        length = ranges.hi - ranges.lo + 1
+        rows = np.repeat(np.arange(length.size), length)
+        cols = np.arange(int(length.sum())) - np.repeat(np.cumsum(length) - length, length) + np.repeat(ranges.lo, length)
+        return sp.csr_array((np.ones(rows.size), (rows, cols)), shape=W.shape)
     if W.shape[0] * W.shape[1] > DENSE_LIMIT**2:
         raise InvalidParameterError(f"no sparse form for {type(W).__name__} of shape {W.shape}")
     return sp.csr_array(W.dense())

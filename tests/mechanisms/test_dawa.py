@@ -185,3 +185,41 @@ def test_dawa_estimate_is_exact_without_noise_on_flat_data():
     x = np.full(16, 4.0)
     est = dawa_estimate(x, workload.identity(16), 1e9, np.random.default_rng(0))
     assert np.allclose(est, x)
+
+
+def test_transformed_dawa_recovers_answers_at_huge_epsilon():
+    x = np.r_[np.zeros(20), np.full(12, 3.0)]
+    W = random_ranges(32, 100, rng=2)
+    for inner in ("dawa", "dawa-consistent"):
+        got = mechanisms.Transformed(inner=inner).release(x, W, policy.line(Domain.grid(32)), 1e8, rng=0)
+        assert np.allclose(got, W @ x, atol=1e-3)
+
+
+def test_transformed_dawa_on_h_theta_uses_the_stretch():
+    # under G^4 the H^4 tree has stretch 3: the run equals DAWA on x_T with ε/3
+    from blowfish_nb.mechanisms.dawa import dawa_estimate
+    from blowfish_nb.policy import spanning_tree, transform
+
+    g = policy.threshold(Domain.grid(32), 4)
+    x = np.arange(32.0) % 7
+    W = random_ranges(32, 50, rng=3)
+    got = mechanisms.Transformed(inner="dawa").release(x, W, g, 0.9, rng=11)
+    t = transform(spanning_tree(g, "htheta"))
+    WT = (as_sparse(W) @ t.incidence).tocsr()
+    xt = dawa_estimate(t.data(x), WT, 0.9 / 3, np.random.default_rng(11))
+    assert np.allclose(got, t.workload(W) @ xt + t.offset(W, x))
+
+
+def test_transformed_dawa_has_no_analytic_error_and_consistency_needs_the_line():
+    with pytest.raises(InvalidParameterError, match="data-dependent"):
+        mechanisms.Transformed(inner="dawa").expected_error(workload.identity(8), policy.line(Domain.grid(8)), 1.0)
+    with pytest.raises(InvalidParameterError, match="line graph"):
+        mechanisms.Transformed(inner="dawa-consistent").release(
+            np.ones(8), workload.identity(8), policy.threshold(Domain.grid(8), 2), 1.0, rng=0)
+
+
+def test_as_sparse_ranges_equal_dense():
+    R = random_ranges(40, 30, rng=4)
+    assert np.array_equal(as_sparse(R).toarray(), R.dense())
+    B = ranges_2d((4, 5), 20, rng=5)
+    assert np.array_equal(as_sparse(B).toarray(), B.dense())

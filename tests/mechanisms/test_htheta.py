@@ -58,7 +58,7 @@ def test_query_variances_equal_dense_least_squares(k, theta):
     assert np.allclose(mechanisms.HThetaRanges().query_variances(R, g), want)
 
 
-@pytest.mark.parametrize("k,theta", [(16, 1), (16, 4)])
+@pytest.mark.parametrize("k,theta", [(256, 1), (256, 4)])
 def test_monte_carlo_error_matches_the_analytic_figure(k, theta):
     g = policy.threshold(Domain.grid(k), theta)
     m = mechanisms.HThetaRanges()
