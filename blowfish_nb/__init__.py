@@ -7,9 +7,15 @@ import any widget library (those live in :mod:`blowfish_nb.widgets`).
 from . import accessor as _accessor  # noqa: F401  (registers df.blowfish)
 from . import analysis, datasets, mechanisms, policy, workload
 from .domain import CategoricalAttribute, Domain, OrderedAttribute
-from .exceptions import BlowfishError, DomainError, InvalidParameterError, PolicyError, PrivacyLeakWarning
+from .exceptions import (
+    BlowfishError, BudgetExceededError, DomainError, InvalidParameterError, PolicyError, PrivacyLeakWarning, SessionError,
+)
 from .policy import Policy
 from .release import Release
+from .accounting import Session
+from .dask import register as _register_dask
+
+_register_dask()  # ddf.blowfish, when Dask is installed
 
 __version__ = "0.1.0"
 
@@ -24,6 +30,9 @@ __all__ = [
     "InvalidParameterError",
     "PolicyError",
     "PrivacyLeakWarning",
+    "BudgetExceededError",
+    "SessionError",
+    "Session",
     "analysis",
     "datasets",
     "mechanisms",

@@ -1,67 +1,106 @@
-"""``df.blowfish``: one-call private releases from a pandas DataFrame.
+"""``df.blowfish``: one-call private releases and budgeted sessions from a DataFrame.
 
 The accessor keeps no state (pandas 3 makes a new accessor object on every
-attribute access); every call goes through :func:`release`.
+attribute access); every call goes through :func:`release` or
+:func:`blowfish_nb.accounting.session`. The rows are read once, to count the
+histogram; everything after works on the counts (:func:`release_counts`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from numbers import Integral
 
 import numpy as np
 import pandas as pd
 
 from . import policy as policies
-from ._validation import as_generator, check_epsilon
+from ._validation import as_generator, check_epsilon, check_theta
+from .accuracy import check_accuracy, epsilon_for_accuracy, error_draws
 from .analysis import choose_mechanism
+from .analysis.selection import default_candidates
 from .domain import Domain
 from .exceptions import DomainError, InvalidParameterError, PolicyError
-from .mechanisms import Laplace, MatrixMechanism, Ordered
-from .policy import Policy
+from .mechanisms import (
+    DAWA, Hierarchical, HThetaRanges, Laplace, Mechanism, Ordered, OrderedHierarchical, Privelet, Transformed,
+)
+from .policy import Policy, project
+from .queries import QUERIES, Query, build_query
 from .release import Release
-from .workload import Workload, identity, prefix
 
-__all__ = ["BlowfishAccessor", "release", "release_counts", "domain_for", "resolve_policy", "query_workload", "QUERIES", "POLICIES"]
+__all__ = ["BlowfishAccessor", "release", "release_counts", "prepare", "domain_for", "resolve_policy",
+           "QUERIES", "POLICIES", "MECHANISMS"]
 
-QUERIES = ("histogram", "cumulative")
-POLICIES = ("dp", "line", "threshold")
-MECHANISMS = {"laplace": Laplace(), "ordered": Ordered(), "ordered-consistent": Ordered(consistent=True)}
+POLICIES = ("dp", "bounded", "line", "threshold", "grid", "partition", "attribute", "sensitive_attributes")
+MECHANISMS = {
+    "laplace": Laplace, "ordered": Ordered, "ordered-consistent": lambda: Ordered(consistent=True),
+    "hierarchical": Hierarchical, "privelet": Privelet, "ordered-hierarchical": OrderedHierarchical,
+    "transformed": Transformed, "transformed-consistent": lambda: Transformed(inner="consistent"),
+    "h-theta": HThetaRanges, "dawa": DAWA,
+}
+#: domains larger than this are refused (the counts and the policy graph are materialised)
+CELL_LIMIT = 10**7
 
 
 def release(
     df: pd.DataFrame,
     query: str = "histogram",
+    columns: str | Sequence[str] | None = None,
     *,
-    column: str,
-    bins: int | list[float] | Domain | None = None,
+    column: str | None = None,
+    bins=None,
     width: float | None = None,
-    bounds: tuple[float, float] | None = None,
-    policy: str | Policy = "dp",
+    bounds=None,
+    ranges=None,
+    keep=None,
+    policy="dp",
     theta: int | None = None,
-    epsilon: float,
-    mechanism: str | MatrixMechanism = "auto",
+    blocks=None,
+    attributes=None,
+    epsilon: float | None = None,
+    accuracy: tuple[float, float] | None = None,
+    mechanism: str | Mechanism = "auto",
+    projection: bool = True,
     rng: None | int | np.random.Generator = None,
 ) -> Release:
-    """Release a histogram or cumulative histogram of one column under a Blowfish policy.
+    """Release a query over one or more columns under a Blowfish policy.
 
     Parameters
     ----------
     df : pandas.DataFrame
         Row-level data.
-    query : {"histogram", "cumulative"}
-        The query template.
-    column : str
-        The column to bin.
+    query : {"histogram", "cumulative", "range", "marginal"} or Workload
+        The query template (see :mod:`blowfish_nb.queries`).
+    columns : str or list of str
+        The columns binned into the domain (``column=`` is an alias for one).
     bins, width, bounds
-        Binning, as in :meth:`Domain.from_column`; ``bins`` may also be a
-        ready :class:`Domain`. Public bounds stored in
-        ``df.attrs["public_bounds"][column]`` are used when ``bounds`` is not given.
-    policy : {"dp", "line", "threshold"} or Policy
-        Which values must stay indistinguishable; ``"threshold"`` needs ``theta`` (in bins).
+        Binning: a count, a width, explicit edges, ``"categorical"`` or a
+        list of categories; per column as a dict when there are several; or a
+        ready :class:`Domain`. ``bounds`` are public (lo, hi) per column (a dict
+        for several); ``df.attrs["public_bounds"]`` is used when not given;
+        bounds taken from the data warn with :class:`PrivacyLeakWarning`.
+    ranges : list
+        For ``query="range"``: ``(lo, hi)`` per range in data units (one pair
+        per column on several columns); a range covers the bins holding lo … hi.
+    keep : str or list of str
+        For ``query="marginal"``: the columns kept.
+    policy : str, Policy or dict
+        ``"dp"``, ``"bounded"``, ``"line"``, ``"threshold"`` (+ ``theta``),
+        ``"grid"`` (+ ``theta``, default 1), ``"partition"`` (+ ``blocks``: lists
+        of bin indices), ``"attribute"``, ``"sensitive_attributes"`` (+
+        ``attributes``), a Policy over the domain, or a dict column → policy
+        (a name, ``(name, params)`` or a one-column Policy) composed as in
+        BlowfishDB Def. 3.2.
     epsilon : float
-        Privacy budget, > 0.
-    mechanism : "auto", "laplace", "ordered", "ordered-consistent" or a mechanism
-        ``"auto"`` picks the lowest analytic expected error.
+        The budget spent. Give exactly one of ``epsilon`` and ``accuracy``.
+    accuracy : (alpha, beta)
+        Spend the least ε such that, with probability ≥ 1 − β, *all* answers
+        are within α of the truth at once (see :mod:`blowfish_nb.accuracy`).
+    mechanism : "auto", a name of ``MECHANISMS`` or a Mechanism
+        ``"auto"`` picks the lowest analytic expected error (linear ones only
+        when ``accuracy`` is given).
+    projection : bool
+        Answer on the coarsest partition supporting the query (BlowfishDB §3).
     rng : None, int or numpy.random.Generator
         Source of randomness; an int seed is recorded in the provenance.
 
@@ -69,73 +108,174 @@ def release(
     -------
     Release
 
+    Raises
+    ------
+    InvalidParameterError, DomainError, PolicyError
+        Each naming the parameter and the value at fault; nothing is released.
+
     Examples
     --------
     >>> from blowfish_nb import datasets
     >>> df = datasets.salaries(n=1000, seed=1)
-    >>> r = df.blowfish.release("cumulative", column="age", bins=62, policy="line", epsilon=1.0, rng=0)
+    >>> r = df.blowfish.release("cumulative", "age", bins=62, policy="line", epsilon=1.0, rng=0)
     >>> r.mechanism, round(r.expected_error, 4)  # noisy prefix sums; n is public under G^1 (no ⊥)
     ('Transformed+Laplace', 1.9677)
     """
-    _check_query(query)
-    epsilon = check_epsilon(epsilon)
-    as_generator(rng)  # validate before the pass over the rows; the seed itself goes on
-    domain = domain_for(df, column, bins, width, bounds)
-    pol = resolve_policy(policy, domain, theta)
-    return release_counts(domain.histogram(df), domain, query, pol, epsilon, mechanism, rng)
+    plan = prepare(df, query, columns, column=column, bins=bins, width=width, bounds=bounds, ranges=ranges,
+                   keep=keep, policy=policy, theta=theta, blocks=blocks, attributes=attributes)
+    budgeted = plan_budget(plan, epsilon=epsilon, accuracy=accuracy, mechanism=mechanism, projection=projection)
+    as_generator(rng)  # a bad rng is refused before the pass over the rows
+    return execute(histogram(df, plan.domain), budgeted, rng=rng)
 
 
-def release_counts(
-    x: np.ndarray,
-    domain: Domain,
-    query: str,
-    policy: Policy,
-    epsilon: float,
-    mechanism: str | MatrixMechanism = "auto",
-    rng: None | int | np.random.Generator = None,
-) -> Release:
-    """Release ``query`` from a histogram ``x`` already counted over ``domain``.
+def histogram(data, domain: Domain) -> np.ndarray:
+    """The counts of ``data`` over ``domain``: the one pass over the rows (pandas, or Dask per partition)."""
+    if isinstance(data, pd.DataFrame):
+        return domain.histogram(data)
+    from .dask import dask_histogram
 
-    This is everything :func:`release` does after its one pass over the rows;
-    interactive views call it to re-release without re-binning.
+    return dask_histogram(data, domain)
+
+
+class Plan:
+    """Everything a release needs before the data are counted: domain, query, policy."""
+
+    def __init__(self, domain: Domain, query: Query, policy: Policy, columns: list[str]):
+        self.domain, self.query, self.policy, self.columns = domain, query, policy, columns
+
+
+def prepare(df, query="histogram", columns=None, *, column=None, bins=None, width=None, bounds=None, ranges=None,
+            keep=None, policy="dp", theta=None, blocks=None, attributes=None) -> Plan:
+    """Check every argument and build the domain, query and policy (no pass over the rows)."""
+    frame, lazy = _schema(df)
+    cols = _columns(frame, columns, column)
+    domain = domain_for(frame, cols, bins, width, bounds, lazy=lazy)
+    q = build_query(domain, query, ranges=ranges, keep=keep)
+    pol = resolve_policy(policy, domain, theta=theta, blocks=blocks, attributes=attributes)
+    return Plan(domain, q, pol, cols)
+
+
+def release_counts(x: np.ndarray, plan: Plan, *, epsilon=None, accuracy=None, mechanism="auto",
+                   projection: bool = True, rng=None) -> Release:
+    """Release ``plan``'s query from a histogram ``x`` already counted over ``plan.domain``.
+
+    Everything :func:`release` does after its one pass over the rows.
 
     Examples
     --------
-    >>> d = Domain.from_column(pd.Series([1.0], name="v"), bins=4, bounds=(0, 4))
-    >>> r = release_counts(np.array([5, 0, 2, 1]), d, "histogram", policies.dp(d), 1.0, rng=0)
+    >>> df = pd.DataFrame({"v": [0.5, 1.5, 1.7, 3.2]})
+    >>> p = prepare(df, "histogram", "v", bins=4, bounds=(0, 4))
+    >>> r = release_counts(p.domain.histogram(df), p, epsilon=1.0, rng=0)
     >>> r.mechanism, r.expected_error, len(r.answers)
     ('Laplace', 2.0, 4)
     """
-    _check_query(query)
-    epsilon = check_epsilon(epsilon)
+    return execute(x, plan_budget(plan, epsilon=epsilon, accuracy=accuracy, mechanism=mechanism,
+                                  projection=projection), rng=rng)
+
+
+class Budgeted:
+    """A plan with its mechanism and ε fixed, before any data are read (what a session charges)."""
+
+    def __init__(self, plan: Plan, run: "_Run", mechanism, table, epsilon: float, accuracy):
+        self.plan, self.run, self.mechanism, self.table = plan, run, mechanism, table
+        self.epsilon, self.accuracy = epsilon, accuracy
+
+
+def plan_budget(plan: Plan, *, epsilon=None, accuracy=None, mechanism="auto", projection: bool = True) -> Budgeted:
+    """Choose the mechanism and the ε (from ``epsilon`` or from ``accuracy``) without touching the data."""
+    eps, acc = resolve_budget(epsilon, accuracy)
+    if not isinstance(projection, bool):
+        raise InvalidParameterError(f"projection must be True or False, got {projection!r}")
+    run = _Run(plan, projection)
+    m, table = pick_mechanism(mechanism, run, accuracy=acc is not None)
+    if acc is not None:
+        eps = epsilon_for_accuracy(m, run.workload, run.policy, *acc)
+    return Budgeted(plan, run, m, table, eps, acc)
+
+
+def execute(x: np.ndarray, b: Budgeted, rng=None) -> Release:
+    """Run a budgeted plan on the counts ``x``."""
     generator = as_generator(rng)
-    W = query_workload(query, domain.size)
-    mech, table = _mechanism(mechanism, W, policy, epsilon)
-    answers = mech.release(x, W, policy, epsilon, rng=generator)
+    m, run, eps = b.mechanism, b.run, b.epsilon
+    answers = m.release(run.data(x), run.workload, run.policy, eps, rng=generator)
+    linear = getattr(m, "linear", False) or isinstance(m, HThetaRanges)
+    try:
+        expected = m.expected_error(run.workload, run.policy, eps)
+    except InvalidParameterError:  # data-dependent mechanisms have no analytic figure
+        expected = None
     return Release(
-        answers=pd.Series(answers, index=domain.labels, name=f"noisy {query}"),
-        query=query,
-        epsilon=epsilon,
-        policy=policy,
-        mechanism=mech.name,
-        expected_error=mech.expected_error(W, policy, epsilon),
+        answers=pd.Series(answers, index=b.plan.query.labels, name=f"noisy {b.plan.query.name}"),
+        query=b.plan.query.name,
+        epsilon=eps,
+        policy=b.plan.policy,
+        mechanism=m.name,
+        expected_error=expected,
+        columns=tuple(b.plan.columns),
+        accuracy=b.accuracy,
         provenance={
-            "seed": int(rng) if isinstance(rng, Integral) else None,
-            "mechanism": repr(mech),
-            "sensitivity": mech.sensitivity(policy),
-            "noise_scale": mech.noise_scale(policy, epsilon),
-            "candidates": table,
+            "seed": int(rng) if isinstance(rng, Integral) and not isinstance(rng, bool) else None,
+            "mechanism": repr(m),
+            "projected cells": run.cells if run.projected else None,
+            "sensitivity": m.sensitivity(run.policy) if hasattr(m, "sensitivity") else None,
+            "candidates": b.table,
         },
+        error_sampler=(lambda n, seed=0: error_draws(m, run.workload, run.policy, n, seed) / eps) if linear else None,
     )
 
 
-def _check_query(query) -> None:
-    if query not in QUERIES:
-        raise InvalidParameterError(f"query must be one of {QUERIES}, got {query!r}")
+def resolve_budget(epsilon, accuracy) -> tuple[float | None, tuple[float, float] | None]:
+    """Exactly one of ε and (α, β), validated."""
+    if (epsilon is None) == (accuracy is None):
+        raise InvalidParameterError(
+            f"give exactly one of epsilon= and accuracy=(alpha, beta); got epsilon={epsilon!r}, accuracy={accuracy!r}"
+        )
+    if epsilon is not None:
+        return check_epsilon(epsilon), None
+    return None, check_accuracy(accuracy)
 
 
-def resolve_policy(policy: str | Policy, domain: Domain, theta: int | None = None) -> Policy:
-    """A Policy from a shorthand name (``"dp"``, ``"line"``, ``"threshold"`` + θ) or a Policy.
+class _Run:
+    """The computation actually run: full domain, or the projected one."""
+
+    def __init__(self, plan: Plan, projection: bool):
+        q = plan.query
+        self.projected = bool(projection and q.blocks is not None and int(q.blocks.max()) + 1 < plan.domain.size)
+        if self.projected:
+            self._proj = project(plan.policy, q.blocks)
+            self.policy = self._proj.policy
+            self.workload = q.projected()
+        else:
+            self.policy, self.workload = plan.policy, q.workload
+        self.cells = self.policy.domain.size
+
+    def data(self, x) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        return self._proj.data(x) if self.projected else x
+
+
+def pick_mechanism(mechanism, run: _Run, accuracy: bool = False):
+    """(mechanism, comparison table or None) for ``"auto"``, a name, or an instance."""
+    if isinstance(mechanism, Mechanism):
+        if accuracy and not (getattr(mechanism, "linear", False) or isinstance(mechanism, HThetaRanges)):
+            raise InvalidParameterError(
+                f"accuracy= needs a linear mechanism; {mechanism.name} post-processes or adapts to the data "
+                "(use epsilon= instead, or mechanism='auto')"
+            )
+        return mechanism, None
+    if mechanism == "auto":
+        candidates = default_candidates(run.policy)
+        if accuracy:
+            candidates = tuple(c for c in candidates if getattr(c, "linear", False) or isinstance(c, HThetaRanges))
+        return choose_mechanism(run.workload, run.policy, 1.0, candidates=candidates)
+    if isinstance(mechanism, str) and mechanism.lower() in MECHANISMS:
+        return pick_mechanism(MECHANISMS[mechanism.lower()](), run, accuracy)
+    raise InvalidParameterError(
+        f"mechanism must be 'auto', one of {sorted(MECHANISMS)} or a mechanism object, got {mechanism!r}"
+    )
+
+
+def resolve_policy(policy, domain: Domain, *, theta=None, blocks=None, attributes=None) -> Policy:
+    """A Policy from a shorthand name, a dict column → policy, or a Policy.
 
     Examples
     --------
@@ -144,61 +284,162 @@ def resolve_policy(policy: str | Policy, domain: Domain, theta: int | None = Non
     'threshold θ=3 on v (10 cells)'
     """
     if isinstance(policy, Policy):
-        if policy.domain.size != domain.size:
+        if policy.domain.shape != domain.shape:
             raise PolicyError(
-                f"policy is over {policy.domain.size} cells but the query's domain has {domain.size}"
+                f"policy is over {policy.domain.size} cells {policy.domain.shape} but the query's domain has "
+                f"{domain.size} {domain.shape}"
             )
         return policy
+    if isinstance(policy, Mapping):
+        if set(policy) != set(domain.names):
+            raise PolicyError(f"a policy dict needs one entry per column {list(domain.names)}, got {list(policy)}")
+        parts = {}
+        for attr in domain.attributes:
+            spec = policy[attr.name]
+            sub = Domain([attr])
+            if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], Mapping):
+                parts[attr.name] = resolve_policy(spec[0], sub, **spec[1])
+            elif isinstance(spec, tuple) and len(spec) == 2:
+                parts[attr.name] = resolve_policy(spec[0], sub, theta=spec[1])
+            else:
+                parts[attr.name] = resolve_policy(spec, sub)
+        return parts[domain.names[0]] if len(parts) == 1 else policies.compose(domain, parts)
+    if not isinstance(policy, str) or policy not in POLICIES:
+        raise PolicyError(f"policy must be one of {POLICIES}, a dict column -> policy, or a Policy; got {policy!r}")
     if policy == "dp":
         return policies.dp(domain)
+    if policy == "bounded":
+        return policies.bounded(domain)
     if policy == "line":
         return policies.line(domain)
     if policy == "threshold":
         if theta is None:
             raise InvalidParameterError("policy='threshold' needs theta=<bins>, got theta=None")
-        return policies.threshold(domain, theta)
-    raise PolicyError(f"policy must be one of {POLICIES} or a Policy, got {policy!r}")
+        return policies.threshold(domain, check_theta(theta))
+    if policy == "grid":
+        return policies.grid(domain, check_theta(1 if theta is None else theta))
+    if policy == "partition":
+        if blocks is None:
+            raise InvalidParameterError("policy='partition' needs blocks=[[bin, ...], ...], got blocks=None")
+        return policies.partition(domain, blocks)
+    if policy == "attribute":
+        return policies.attribute(domain)
+    if attributes is None:
+        raise InvalidParameterError("policy='sensitive_attributes' needs attributes=[column, ...], got None")
+    unknown = [a for a in ([attributes] if isinstance(attributes, str) else attributes) if a not in domain.names]
+    if unknown:
+        raise PolicyError(f"attributes names an unknown column {unknown[0]!r}; columns: {list(domain.names)}")
+    return policies.sensitive_attributes(domain, attributes)
 
 
-def query_workload(query: str, k: int) -> Workload:
-    """The workload operator of a query template over k cells."""
-    _check_query(query)
-    return identity(k) if query == "histogram" else prefix(k)
+def domain_for(df: pd.DataFrame, columns, bins=None, width=None, bounds=None, *, lazy: bool = False) -> Domain:
+    """The Domain a release over ``df[columns]`` uses (public bounds from ``df.attrs``).
+
+    ``lazy``: ``df`` is only the schema of data read elsewhere (Dask), so
+    nothing may be inferred from its values: bounds and categories must be given.
+    """
+    if not lazy:
+        _check_frame(df)
+    cols = [columns] if isinstance(columns, str) else list(columns)
+    for c in cols:
+        if c not in df.columns:
+            raise DomainError(f"column {c!r} is not in the data; available columns: {list(df.columns)!r}")
+    if isinstance(bins, Domain):
+        if list(bins.names) != cols:
+            raise DomainError(f"the Domain given as bins covers {list(bins.names)}, not the columns {cols}")
+        domain = bins
+    elif len(cols) == 1:
+        spec = bins.get(cols[0]) if isinstance(bins, Mapping) else bins
+        b = bounds.get(cols[0]) if isinstance(bounds, Mapping) else bounds
+        if lazy:
+            _public_only(df, cols[0], spec, b)
+        if isinstance(spec, str) or (isinstance(spec, (list, tuple)) and spec and all(isinstance(v, str) for v in spec)):
+            domain = Domain.from_frame(df, {cols[0]: spec})
+        else:
+            edges_given = spec is not None and np.ndim(spec) == 1
+            if b is None and not edges_given:
+                b = df.attrs.get("public_bounds", {}).get(cols[0])
+            domain = Domain.from_column(df[cols[0]], spec, width=width, bounds=b, name=cols[0])
+    else:
+        if not isinstance(bins, Mapping) or set(bins) != set(cols):
+            raise InvalidParameterError(f"bins must be a dict with one entry per column {cols}, got {bins!r}")
+        if width is not None:
+            raise InvalidParameterError("width= is for one column; give per-column bins (edges) instead")
+        if lazy:
+            for c in cols:
+                _public_only(df, c, bins[c], (bounds or {}).get(c))
+        domain = Domain.from_frame(df, {c: bins[c] for c in cols}, bounds=bounds)
+    if domain.size > CELL_LIMIT:
+        raise DomainError(
+            f"the domain over {cols} has {domain.size:,} cells (shape {domain.shape}); at most {CELL_LIMIT:,} can be "
+            "materialised: use coarser bins, fewer columns, or a marginal over fewer columns"
+        )
+    return domain
 
 
-def domain_for(df: pd.DataFrame, column: str, bins=None, width=None, bounds=None) -> Domain:
-    """The one-column Domain a release over ``df[column]`` uses (public bounds from ``df.attrs``)."""
+def _public_only(schema, column, spec, bounds) -> None:
+    """On data that cannot be read here (Dask), refuse binnings that would be inferred from the values."""
+    if isinstance(spec, str) and spec == "categorical":
+        if not isinstance(schema[column].dtype, pd.CategoricalDtype):
+            raise DomainError(f"column {column!r}: give its categories as a list (they are not inferred from Dask data)")
+        return
+    if isinstance(spec, (list, tuple)) and spec and all(isinstance(v, str) for v in spec):
+        return
+    edges_given = spec is not None and not isinstance(spec, (int, np.integer)) and np.ndim(spec) == 1
+    if bounds is None and not edges_given and not schema.attrs.get("public_bounds", {}).get(column):
+        raise DomainError(
+            f"column {column!r}: give public bounds=(lo, hi) or explicit bin edges; they are not inferred from Dask data"
+        )
+
+
+def _schema(df) -> tuple[pd.DataFrame, bool]:
+    """(a pandas frame to read columns and dtypes from, whether the rows live elsewhere)."""
+    if isinstance(df, pd.DataFrame):
+        _check_frame(df)
+        return df, False
+    meta = getattr(df, "_meta", None)
+    if isinstance(meta, pd.DataFrame) and hasattr(df, "map_partitions"):
+        return meta, True
+    raise DomainError(f"data must be a pandas or Dask DataFrame, got {type(df).__name__}")
+
+
+def _check_frame(df) -> None:
     if not isinstance(df, pd.DataFrame):
         raise DomainError(f"data must be a pandas DataFrame, got {type(df).__name__}")
-    if column not in df.columns:
-        raise DomainError(f"column {column!r} is not in the data; available columns: {list(df.columns)!r}")
-    if isinstance(bins, Domain):
-        return bins
-    edges_given = bins is not None and np.ndim(bins) == 1
-    if bounds is None and not edges_given:
-        bounds = df.attrs.get("public_bounds", {}).get(column)
-    return Domain.from_column(df[column], bins, width=width, bounds=bounds, name=column)
+    if len(df) == 0:
+        raise DomainError("the data frame is empty: there is nothing to release")
 
 
-def _mechanism(mechanism, W, pol, epsilon):
-    if isinstance(mechanism, MatrixMechanism):
-        return mechanism, None
-    if mechanism == "auto":
-        return choose_mechanism(W, pol, epsilon)
-    if isinstance(mechanism, str) and mechanism.lower() in MECHANISMS:
-        return MECHANISMS[mechanism.lower()], None
-    raise InvalidParameterError(
-        f"mechanism must be 'auto', one of {sorted(MECHANISMS)} or a mechanism object, got {mechanism!r}"
-    )
+def _columns(df, columns, column) -> list[str]:
+    if columns is not None and column is not None:
+        raise InvalidParameterError(f"give columns= or its alias column=, not both (got {columns!r} and {column!r})")
+    cols = columns if columns is not None else column
+    if cols is None:
+        raise InvalidParameterError("columns= is required: the column (or list of columns) to bin")
+    cols = [cols] if isinstance(cols, str) else list(cols)
+    if not cols or not all(isinstance(c, str) for c in cols):
+        raise InvalidParameterError(f"columns must be a column name or a list of names, got {columns!r}")
+    if len(set(cols)) != len(cols):
+        raise InvalidParameterError(f"columns must be distinct, got {cols!r}")
+    for c in cols:
+        if c not in df.columns:
+            raise DomainError(f"column {c!r} is not in the data; available columns: {list(df.columns)!r}")
+    return cols
 
 
 @pd.api.extensions.register_dataframe_accessor("blowfish")
 class BlowfishAccessor:
-    """``df.blowfish.release(...)``: see :func:`blowfish_nb.accessor.release`."""
+    """``df.blowfish.release(...)`` and ``df.blowfish.session(...)``."""
 
     def __init__(self, df: pd.DataFrame):
         self._df = df
 
-    def release(self, query: str = "histogram", **kwargs) -> Release:
-        """Release ``query`` over a column of this frame; see :func:`blowfish_nb.accessor.release`."""
-        return release(self._df, query, **kwargs)
+    def release(self, query="histogram", columns=None, **kwargs) -> Release:
+        """Release ``query`` over columns of this frame; see :func:`blowfish_nb.accessor.release`."""
+        return release(self._df, query, columns, **kwargs)
+
+    def session(self, budget: float, **kwargs):
+        """A budgeted session over this frame; see :class:`blowfish_nb.accounting.Session`."""
+        from .accounting import Session
+
+        return Session(self._df, budget, **kwargs)

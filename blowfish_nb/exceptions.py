@@ -9,6 +9,8 @@ __all__ = [
     "InvalidParameterError",
     "DomainError",
     "PolicyError",
+    "BudgetExceededError",
+    "SessionError",
     "PrivacyLeakWarning",
 ]
 
@@ -27,6 +29,14 @@ class DomainError(BlowfishError, ValueError):
 
 class PolicyError(BlowfishError, ValueError):
     """A policy is unknown, malformed, or does not fit the domain it is used with."""
+
+
+class BudgetExceededError(BlowfishError):
+    """A release would spend more ε than the session has left (raised before any computation)."""
+
+
+class SessionError(BlowfishError, ValueError):
+    """A saved session does not fit the data or the file it is loaded from."""
 
 
 class PrivacyLeakWarning(UserWarning):

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from .exceptions import InvalidParameterError
 from .policy import Policy
 
 __all__ = ["Release"]
@@ -24,20 +27,24 @@ class Release:
     Attributes
     ----------
     answers : pandas.Series
-        Noisy answers indexed by bin labels.
+        Noisy answers indexed by bin labels (a MultiIndex on several columns) or range labels.
     query : str
-        The query template (``"histogram"``, ``"cumulative"``).
+        The query template (``"histogram"``, ``"cumulative"``, ``"range"``, ``"marginal"``, ``"workload"``).
     epsilon : float
         Privacy budget spent.
     policy : Policy
         The policy graph the release protects.
     mechanism : str
         Name of the mechanism used.
-    expected_error : float
-        Expected squared error per answer (analytic; an upper bound for
-        consistent post-processing).
+    expected_error : float or None
+        Expected squared error per answer (analytic; for consistent
+        post-processing the figure without it; None for data-dependent mechanisms).
+    columns : tuple of str
+        The columns the domain bins.
+    accuracy : (alpha, beta) or None
+        The accuracy the ε was chosen for, when it was.
     provenance : dict
-        Seed (when one was given), sensitivity, noise scale, candidate table.
+        Seed (when one was given), sensitivity, projected size, candidate table.
     """
 
     answers: pd.Series
@@ -45,13 +52,68 @@ class Release:
     epsilon: float
     policy: Policy
     mechanism: str
-    expected_error: float
+    expected_error: float | None
+    columns: tuple[str, ...] = ()
+    accuracy: tuple[float, float] | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
+    error_sampler: Callable[..., np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @property
-    def stderr(self) -> float:
+    def stderr(self) -> float | None:
         """Root of the expected squared error per answer."""
-        return math.sqrt(self.expected_error)
+        return None if self.expected_error is None else math.sqrt(self.expected_error)
+
+    @property
+    def policy_summary(self) -> str:
+        """The policy in one line."""
+        return self.policy.summary()
+
+    def confidence_interval(self, level: float = 0.95, draws: int = 4000) -> pd.DataFrame:
+        """Per-answer intervals that hold the true answer with probability ``level`` (each answer alone).
+
+        The error of a linear release is public noise pushed through the
+        mechanism's map; its per-answer quantiles come from ``draws``
+        simulated releases of that noise (no data involved).
+
+        Raises
+        ------
+        InvalidParameterError
+            For a bad level, or a data-dependent release (no public error law).
+        """
+        if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+            raise InvalidParameterError(f"level must lie strictly between 0 and 1, got {level!r}")
+        if self.error_sampler is None:
+            raise InvalidParameterError(
+                f"{self.mechanism} adapts to the data: its error has no public distribution to build intervals from"
+            )
+        half = np.quantile(np.abs(self.error_sampler(draws)), level, axis=0)
+        a = self.answers.to_numpy()
+        return pd.DataFrame({"answer": a, "lower": a - half, "upper": a + half}, index=self.answers.index)
+
+    def to_frame(self, level: float = 0.95) -> pd.DataFrame:
+        """Answers with their intervals (when the mechanism has a public error law)."""
+        if self.error_sampler is None:
+            return self.answers.to_frame("answer")
+        return self.confidence_interval(level)
+
+    def plot(self, level: float = 0.95):
+        """A bqplot bar chart of the noisy answers with their intervals (bqplot is imported here, not before)."""
+        import bqplot
+        import ipywidgets as w
+
+        labels = [str(i) for i in self.answers.index]
+        xs, ys = bqplot.OrdinalScale(), bqplot.LinearScale()
+        marks = [bqplot.Bars(x=labels, y=self.answers.to_numpy(), scales={"x": xs, "y": ys}, colors=["#3b6ea5"])]
+        if self.error_sampler is not None:
+            ci = self.confidence_interval(level)
+            marks.append(bqplot.Lines(x=labels, y=np.vstack([ci["lower"], ci["upper"]]), scales={"x": xs, "y": ys},
+                                      colors=["#c0504d", "#c0504d"], line_style="dashed"))
+        return bqplot.Figure(
+            marks=marks, title=f"{self.query} · {self.mechanism} · ε = {self.epsilon:.3g}",
+            axes=[bqplot.Axis(scale=xs, tick_rotate=-45, num_ticks=min(len(labels), 16)),
+                  bqplot.Axis(scale=ys, orientation="vertical", tick_format=".3s")],
+            layout=w.Layout(width="100%", height="320px"),
+        )
 
     def privacy_statement(self) -> str:
         """The guarantee in words."""
@@ -74,11 +136,16 @@ class Release:
             f"values d edges apart are protected at e^({self.epsilon:g}·d).{public_n}"
         )
 
+    def _error_text(self) -> str:
+        if self.expected_error is None:
+            return "data-dependent error"
+        return f"expected squared error per answer {self.expected_error:.4g} (± {self.stderr:.3g})"
+
     def _repr_html_(self) -> str:
-        head = html.escape(
-            f"{self.query} release · {self.mechanism} · ε = {self.epsilon:g} · "
-            f"expected squared error per answer {self.expected_error:.4g} (± {self.stderr:.3g})"
-        )
+        acc = "" if self.accuracy is None else (
+            f" · chosen so that all answers are within {self.accuracy[0]:g} of the truth "
+            f"with probability ≥ {1 - self.accuracy[1]:g}")
+        head = html.escape(f"{self.query} release · {self.mechanism} · ε = {self.epsilon:.4g} · {self._error_text()}{acc}")
         table = self.answers.to_frame("noisy answer").to_html(float_format=lambda v: f"{v:.2f}", max_rows=20)
         return (
             f'<div class="blowfish-release"><b>{head}</b>'
@@ -88,5 +155,5 @@ class Release:
     def __repr__(self) -> str:
         return (
             f"<Release {self.query} · {self.mechanism} · ε={self.epsilon:g} · {self.policy.summary()} · "
-            f"{len(self.answers)} answers, expected error {self.expected_error:.4g}>"
+            f"{len(self.answers)} answers, {self._error_text()}>"
         )

@@ -14,9 +14,12 @@ import numpy as np
 import pandas as pd
 
 from .._validation import as_generator, check_epsilon
-from ..accessor import QUERIES, domain_for, query_workload, release_counts, resolve_policy
+from ..accessor import Plan, domain_for, release_counts, resolve_policy
+from ..queries import build_query
 from ..release import Release
 from .canvas import PolicyCanvas
+
+QUERIES = ("histogram", "cumulative")
 
 __all__ = ["Explorer"]
 
@@ -78,7 +81,8 @@ class Explorer(w.VBox):
         epsilon = check_epsilon(epsilon)
         self._rng = as_generator(rng)
         self.domain = domain_for(df, column, bins, width, bounds)
-        resolve_policy(policy, self.domain, theta)  # refuse a bad policy before drawing anything
+        resolve_policy(policy, self.domain, theta=theta)  # refuse a bad policy before drawing anything
+        self._column = column
         self._x = self.domain.histogram(df)
         k = self.domain.size
         self._labels = [f"{iv.left:g}" for iv in self.domain.labels]
@@ -162,9 +166,10 @@ class Explorer(w.VBox):
     def _update(self) -> None:
         family, query = self.family_dropdown.value, self.query_dropdown.value
         self.theta_slider.disabled = family != "threshold"
-        pol = resolve_policy(family, self.domain, self.theta)
-        release = release_counts(self._x, self.domain, query, pol, self.epsilon, rng=self._rng)
-        truth = np.asarray(query_workload(query, self.domain.size) @ self._x, dtype=float)
+        pol = resolve_policy(family, self.domain, theta=self.theta)
+        plan = Plan(self.domain, build_query(self.domain, query), pol, [self._column])
+        release = release_counts(self._x, plan, epsilon=self.epsilon, rng=self._rng)
+        truth = np.asarray(plan.query.workload @ self._x, dtype=float)
         self.release = release
         self.true_answers = pd.Series(truth, index=self.domain.labels, name=f"true {query}")
         se = math.sqrt(release.expected_error)

@@ -1,0 +1,82 @@
+"""``ddf.blowfish``: the same releases and sessions on a Dask DataFrame.
+
+The histogram is the only pass over the rows: every partition is encoded and
+counted (``np.bincount``) where it lives, the partial counts are summed, and
+everything after — mechanism choice, noise, inference — runs locally on the
+k counts, exactly as for pandas. With the same seed the noisy output equals
+the pandas path's.
+
+Domains must come from public information here: give ``bounds`` (or edges,
+or categories) for every column; bounds are never inferred from a Dask frame.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .domain import Domain
+from .exceptions import DomainError
+
+__all__ = ["dask_histogram", "register"]
+
+
+def dask_histogram(ddf, domain: Domain) -> np.ndarray:
+    """Counts per cell of a Dask DataFrame: per-partition bincount, then a sum.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd
+    >>> pdf = pd.DataFrame({"v": [0.5, 1.5, 1.7, 3.2]})
+    >>> d = Domain.from_column(pdf["v"], bins=4, bounds=(0, 4))
+    >>> dask_histogram(dd.from_pandas(pdf, npartitions=2), d).tolist()
+    [1, 2, 0, 1]
+    """
+    missing = [n for n in domain.names if n not in ddf.columns]
+    if missing:
+        raise DomainError(f"column {missing[0]!r} is not in the data; available columns: {list(ddf.columns)!r}")
+    k = domain.size
+
+    def count(part: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame({"count": np.bincount(domain.encode(part), minlength=k).astype(np.int64)})
+
+    parts = ddf[list(domain.names)].map_partitions(count, meta={"count": "int64"})
+    counts = parts.to_delayed()
+    import dask
+
+    arrays = dask.compute(*counts)
+    if not arrays:
+        raise DomainError("the Dask frame has no partitions: there is nothing to release")
+    total = np.sum([a["count"].to_numpy() for a in arrays], axis=0).astype(np.int64)
+    if total.sum() == 0:
+        raise DomainError("the data frame is empty: there is nothing to release")
+    return total
+
+
+class DaskBlowfishAccessor:
+    """``ddf.blowfish.release(...)`` and ``ddf.blowfish.session(...)``, as for pandas."""
+
+    def __init__(self, ddf):
+        self._ddf = ddf
+
+    def release(self, query="histogram", columns=None, **kwargs):
+        """Release ``query`` over columns of this Dask frame (see :func:`blowfish_nb.accessor.release`)."""
+        from .accessor import release
+
+        return release(self._ddf, query, columns, **kwargs)
+
+    def session(self, budget: float, **kwargs):
+        """A budgeted session over this Dask frame (see :class:`blowfish_nb.accounting.Session`)."""
+        from .accounting import Session
+
+        return Session(self._ddf, budget, **kwargs)
+
+
+def register() -> bool:
+    """Register ``ddf.blowfish`` when Dask is installed; returns whether it was."""
+    try:
+        from dask.dataframe.extensions import register_dataframe_accessor
+    except ImportError:
+        return False
+    register_dataframe_accessor("blowfish")(DaskBlowfishAccessor)
+    return True

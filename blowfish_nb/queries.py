@@ -1,0 +1,195 @@
+"""Query templates over a Domain: the workload, the labels of its answers, and the coarsest partition it needs.
+
+Templates (BlowfishDB's analyst view, extended):
+
+* ``"histogram"`` — one count per cell (1-D or the cells of a multi-attribute domain);
+* ``"cumulative"`` — counts of values ≤ each bin (1-D), or of the lower-left
+  box up to each cell on a grid;
+* ``"range"`` — counts inside given ranges, in data units: ``(lo, hi)`` per
+  range on one attribute, one ``(lo, hi)`` per attribute on several; a range
+  covers the bins holding the values lo … hi;
+* ``"marginal"`` — counts over the attributes in ``keep``, the others summed out.
+
+**Dynamic projection** (BlowfishDB Def. 3.1, Thm 3): a template is answered
+on the coarsest partition of the cells that supports it — range queries on
+the blocks cut at their endpoints, marginals on the kept attributes — so the
+mechanism runs on x* = T x with the projected policy G*. For a strategy
+A = A*T the sensitivity and the expected error are those of the full-domain
+computation, and the guarantee is still (ε, G).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from numbers import Real
+
+import numpy as np
+import pandas as pd
+
+from .domain import CategoricalAttribute, Domain
+from .exceptions import DomainError, InvalidParameterError
+from .ranges import Boxes, Ranges
+from .workload import Identity, Kron, Prefix, Workload, marginal
+
+__all__ = ["Query", "build_query", "QUERIES"]
+
+QUERIES = ("histogram", "cumulative", "range", "marginal")
+
+
+@dataclass(frozen=True)
+class Query:
+    """A template made concrete over a domain.
+
+    Attributes
+    ----------
+    name : str
+        Template name (or ``"workload"`` for a user's Workload).
+    workload : Workload
+        The queries over the full domain's cells.
+    labels : pandas.Index
+        One label per answer.
+    blocks : int array or None
+        Block id per cell of the coarsest supporting partition (None: no coarser one).
+    """
+
+    name: str
+    workload: Workload
+    labels: pd.Index
+    blocks: np.ndarray | None = None
+
+    def projected(self) -> Workload:
+        """The workload over the blocks (W* = W T⁺), as a structured operator."""
+        return _project_workload(self)
+
+
+def build_query(domain: Domain, query, *, ranges=None, keep=None) -> Query:
+    """The Query for a template name (or a ready Workload) over ``domain``.
+
+    Examples
+    --------
+    >>> d = Domain.from_column(pd.Series([0.0], name="age"), bins=10, bounds=(0, 100))
+    >>> q = build_query(d, "range", ranges=[(20, 39), (0, 99)])
+    >>> q.workload.lo.tolist(), q.workload.hi.tolist(), q.blocks.tolist()
+    ([2, 0], [3, 9], [0, 0, 1, 1, 2, 2, 2, 2, 2, 2])
+    """
+    if isinstance(query, Workload):
+        if query.shape[1] != domain.size:
+            raise InvalidParameterError(f"query has {query.shape[1]} columns but the domain has {domain.size} cells")
+        return Query("workload", query, pd.RangeIndex(query.shape[0], name="query"))
+    if not isinstance(query, str) or query not in QUERIES:
+        raise InvalidParameterError(f"query must be one of {QUERIES} or a Workload, got {query!r}")
+    if ranges is not None and query != "range":
+        raise InvalidParameterError(f"ranges= is for query='range', got query={query!r}")
+    if keep is not None and query != "marginal":
+        raise InvalidParameterError(f"keep= is for query='marginal', got query={query!r}")
+    shape = domain.shape
+    if query == "histogram":
+        return Query("histogram", Identity(domain.size), domain.labels)
+    if query == "cumulative":
+        _ordered_only(domain, "cumulative")
+        W = Prefix(shape[0]) if len(shape) == 1 else Kron([Prefix(s) for s in shape])
+        return Query("cumulative", W, _upper_labels(domain))
+    if query == "range":
+        return _ranges(domain, ranges)
+    return _marginal(domain, keep)
+
+
+def _ordered_only(domain: Domain, what: str) -> None:
+    for a in domain.attributes:
+        if isinstance(a, CategoricalAttribute):
+            raise InvalidParameterError(f"query={what!r} needs ordered attributes; {a.name!r} is categorical")
+
+
+def _upper_labels(domain: Domain) -> pd.Index:
+    if len(domain.attributes) == 1:
+        return pd.Index([f"≤ {iv.right:g}" for iv in domain.attributes[0].labels], name=f"{domain.names[0]} up to")
+    return domain.labels
+
+
+def _ranges(domain: Domain, ranges) -> Query:
+    if ranges is None or isinstance(ranges, (str, bytes)) or len(ranges) == 0:
+        raise InvalidParameterError(f"query='range' needs ranges=[(lo, hi), ...] in data units, got {ranges!r}")
+    _ordered_only(domain, "range")
+    d = len(domain.attributes)
+    lows, highs, labels = [], [], []
+    for j, r in enumerate(ranges):
+        per_axis = [r] if d == 1 else list(r) if len(r) == d else None
+        if per_axis is None:
+            raise InvalidParameterError(f"range {j} must give one (lo, hi) per attribute {domain.names}, got {r!r}")
+        lo_idx, hi_idx = [], []
+        for attr, bounds in zip(domain.attributes, per_axis):
+            try:
+                lo, hi = bounds
+            except (TypeError, ValueError):
+                raise InvalidParameterError(f"range {j} must be (lo, hi) pairs, got {r!r}") from None
+            if not all(isinstance(v, Real) and np.isfinite(v) for v in (lo, hi)):
+                raise InvalidParameterError(f"range {j} bounds must be finite numbers, got {(lo, hi)!r}")
+            if lo > hi:
+                raise InvalidParameterError(f"range {j} has lo > hi on {attr.name!r}: {(lo, hi)!r}")
+            e = attr.edges
+            if lo < e[0] or hi > e[-1]:
+                raise DomainError(
+                    f"range {j} = {(lo, hi)!r} on {attr.name!r} leaves the domain [{e[0]:g}, {e[-1]:g}]"
+                )
+            a = int(np.searchsorted(e, lo, side="right") - 1)
+            b = int(min(np.searchsorted(e, hi, side="right") - 1, attr.size - 1))
+            lo_idx.append(a)
+            hi_idx.append(b)
+        lows.append(lo_idx)
+        highs.append(hi_idx)
+        labels.append(" × ".join(f"[{x[0]:g}, {x[1]:g}]" for x in per_axis))
+    lo, hi = np.array(lows), np.array(highs)
+    index = pd.Index(labels, name="range")
+    if d == 1:
+        W = Ranges(domain.size, lo[:, 0], hi[:, 0])
+        return Query("range", W, index, _cut_blocks(domain.size, lo[:, 0], hi[:, 0]))
+    W = Boxes(domain.shape, lo, hi)
+    per_axis_blocks = [_cut_blocks(s, lo[:, a], hi[:, a]) for a, s in enumerate(domain.shape)]
+    grids = np.meshgrid(*per_axis_blocks, indexing="ij")
+    sizes = [int(b.max()) + 1 for b in per_axis_blocks]
+    blocks = np.ravel_multi_index([g.reshape(-1) for g in grids], sizes)
+    return Query("range", W, index, blocks)
+
+
+def _cut_blocks(k: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Block id per cell for the partition cut at every range's ends."""
+    cuts = np.zeros(k + 1, dtype=bool)
+    cuts[lo] = True
+    cuts[hi + 1] = True
+    cuts[0] = False
+    return np.cumsum(cuts[:k]).astype(np.intp)
+
+
+def _marginal(domain: Domain, keep) -> Query:
+    if keep is None:
+        raise InvalidParameterError("query='marginal' needs keep=<attribute or list of attributes>")
+    keep = [keep] if isinstance(keep, str) else list(keep)
+    unknown = [k for k in keep if k not in domain.names]
+    if unknown or not keep:
+        raise InvalidParameterError(f"keep names an unknown attribute {unknown[0] if unknown else keep!r}; "
+                                    f"attributes: {list(domain.names)}")
+    order = [n for n in domain.names if n in keep]
+    W = marginal(domain, order)
+    kept = Domain([a for a in domain.attributes if a.name in keep])
+    coords = np.unravel_index(np.arange(domain.size), domain.shape)
+    axes = [domain.names.index(n) for n in order]
+    blocks = np.ravel_multi_index([coords[a] for a in axes], kept.shape).astype(np.intp)
+    return Query("marginal", W, kept.labels, blocks)
+
+
+def _project_workload(q: Query) -> Workload:
+    """W* over the blocks. Ranges stay ranges (their ends are block ends), boxes stay boxes, marginals become the identity."""
+    W = q.workload
+    if isinstance(W, Ranges):
+        return Ranges(int(q.blocks.max()) + 1, q.blocks[W.lo], q.blocks[W.hi])
+    if isinstance(W, Boxes):
+        sizes, lo, hi = [], [], []
+        for a, s in enumerate(W.cell_shape):
+            b = _cut_blocks(s, W.lo[:, a], W.hi[:, a])
+            sizes.append(int(b.max()) + 1)
+            lo.append(b[W.lo[:, a]])
+            hi.append(b[W.hi[:, a]])
+        return Boxes(tuple(sizes), np.column_stack(lo), np.column_stack(hi))
+    if q.name == "marginal":
+        return Identity(int(q.blocks.max()) + 1)
+    raise InvalidParameterError(f"no projection for {type(W).__name__}")
