@@ -184,10 +184,19 @@ class Budgeted:
 def plan_budget(plan: Plan, *, epsilon=None, accuracy=None, mechanism="auto", projection: bool = True) -> Budgeted:
     """Choose the mechanism and the ε (from ``epsilon`` or from ``accuracy``) without touching the data."""
     eps, acc = resolve_budget(epsilon, accuracy)
-    if not isinstance(projection, bool):
+    if not isinstance(projection, (bool, np.bool_)):
         raise InvalidParameterError(f"projection must be True or False, got {projection!r}")
     run = _Run(plan, projection)
     m, table = pick_mechanism(mechanism, run, accuracy=acc is not None)
+    if plan.query.name == "workload":
+        with np.errstate(invalid="ignore", over="ignore"):
+            delta = plan.policy.sensitivity(plan.query.workload)
+        if not np.isfinite(delta):
+            raise PolicyError(
+                f"the query's sensitivity is unbounded under {plan.policy.summary()} (Δ = {delta}): one record's move "
+                "would change its answers without limit, so no finite noise can protect them; "
+                "check the workload for infinite or NaN weights"
+            )
     if acc is not None:
         eps = epsilon_for_accuracy(m, run.workload, run.policy, *acc)
     return Budgeted(plan, run, m, table, eps, acc)
@@ -363,6 +372,8 @@ def domain_for(df: pd.DataFrame, columns, bins=None, width=None, bounds=None, *,
     else:
         if not isinstance(bins, Mapping) or set(bins) != set(cols):
             raise InvalidParameterError(f"bins must be a dict with one entry per column {cols}, got {bins!r}")
+        if bounds is not None and not isinstance(bounds, Mapping):
+            raise InvalidParameterError(f"bounds must be a dict column -> (lo, hi) for several columns, got {bounds!r}")
         if width is not None:
             raise InvalidParameterError("width= is for one column; give per-column bins (edges) instead")
         if lazy:

@@ -25,9 +25,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from .._arrays import unique_sorted
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError, PolicyError
-from ..policy import Policy, spanning_tree, stretch, transform
+from ..policy import Policy, spanning_tree, transform
 from ..policy.threshold import Threshold
 from ..ranges import as_ranges
 from ..workload import Workload
@@ -77,7 +78,9 @@ class HThetaRanges(Mechanism):
 
     def sensitivity(self, policy: Policy) -> float:
         """Δ of the grouped wavelet strategy: exact under the policy, or stretch × its Δ under the tree."""
-        plan = self.plan(policy)
+        return self._sensitivity(self.plan(policy))
+
+    def _sensitivity(self, plan: "_Plan") -> float:
         if self.budget == "stretch":
             return float(plan.stretch * plan.levels)
         return plan.exact_sensitivity()
@@ -91,7 +94,7 @@ class HThetaRanges(Mechanism):
         x = _check_histogram(x, policy.domain.size)
         _check_workload(workload, x.size)
         plan = self.plan(policy)
-        scale = self.sensitivity(policy) / epsilon
+        scale = self._sensitivity(plan) / epsilon
         X = plan.to_groups(plan.t.data(x))
         Y = X @ plan.A.T + rng.laplace(0.0, scale, size=X.shape)
         xh = plan.from_groups(np.linalg.solve(plan.A, Y.T).T)
@@ -136,13 +139,13 @@ class _Plan:
     def __init__(self, policy: Threshold):
         self.policy = policy
         self.tree = spanning_tree(policy, "htheta")
-        self.stretch = stretch(policy, self.tree)
+        self.stretch = 1 if policy.theta == 1 or policy.domain.size <= 2 else None
         t = self.t = transform(self.tree)
         e = t.edges
         lo, hi = e.min(axis=1), e.max(axis=1)
         # orientation (lower, upper): x_H entries flipped where the transform stores (upper, lower)
         self.sign = np.where(e[:, 0] < e[:, 1], 1.0, -1.0)
-        reds, group = np.unique(hi, return_inverse=True)
+        reds, group = unique_sorted(hi, return_inverse=True)
         order = np.lexsort((lo, group))
         pos = np.empty(len(e), dtype=np.intp)
         counts = np.bincount(group)
@@ -154,6 +157,29 @@ class _Plan:
         self.levels = int(np.abs(self.A).sum(axis=0).max())
         self.V = np.linalg.inv(self.A.T @ self.A)
         self.column = group * self.K + pos
+        self.paths = _TreePaths(self.t.edges, policy.domain.size)
+        if self.stretch is None:
+            self.stretch = int(max(self._distances(u, v).max() for u, v in self.window_edges()))
+
+    def window_edges(self):
+        """The policy's edges whose lower end lies within 3θ of either end of the domain.
+
+        H^θ, its groups and G^θ's edges repeat with period θ away from the
+        ends, so the change of x_H along an edge (and its wavelet image)
+        depends only on the edge's position within its block there: these
+        edges already show every configuration (checked against all edges
+        in the tests).
+        """
+        k, theta = self.policy.domain.size, self.policy.theta
+        for u, v in self.policy.edge_chunks():
+            lower = np.minimum(u, v)
+            keep = (lower < 3 * theta) | (lower >= k - 4 * theta)
+            if keep.any():
+                yield u[keep], v[keep]
+
+    def _distances(self, u, v):
+        rows, _, _ = self.paths.between(u, v)
+        return np.bincount(rows, minlength=len(u))
 
     def to_groups(self, xh: np.ndarray) -> np.ndarray:
         X = np.zeros(self.n_groups * self.K)
@@ -177,17 +203,22 @@ class _Plan:
         move = sp.csr_array((np.ones(len(e)), (np.arange(len(e)), self.column)), shape=(len(e), n))
         return sp.csr_array(WH @ move)
 
-    def exact_sensitivity(self) -> float:
-        """max over the policy's edges of ‖S · (x_H change)‖₁, the change being the signed tree path."""
-        S = sp.kron(sp.identity(self.n_groups), sp.csr_array(self.A), format="csr")
-        paths = _TreePaths(self.t.edges, self.policy.domain.size)
+    def exact_sensitivity(self, every_edge: bool = False) -> float:
+        """max over the policy's edges of ‖S · (x_H change)‖₁, the change being the signed tree path.
+
+        Only :meth:`window_edges` are needed (periodicity); ``every_edge`` checks them all.
+        """
         best = 0.0
-        n = self.n_groups * self.K
-        for u, v in self.policy.edge_chunks():
+        for u, v in (self.policy.edge_chunks() if every_edge else self.window_edges()):
             for s in range(0, len(u), 1_000_000):
-                rows, edges, signs = paths.between(u[s : s + 1_000_000], v[s : s + 1_000_000])
-                D = sp.csc_array((signs * self.sign[edges], (self.column[edges], rows)),
-                                 shape=(n, min(1_000_000, len(u) - s)))
+                rows, edges, signs = self.paths.between(u[s : s + 1_000_000], v[s : s + 1_000_000])
+                if rows.size == 0:
+                    continue
+                # only the groups these paths touch: a block-diagonal wavelet over them alone
+                touched, local = unique_sorted(self.group[edges], return_inverse=True)
+                S = sp.kron(sp.identity(touched.size), sp.csr_array(self.A), format="csr")
+                D = sp.csc_array((signs * self.sign[edges], (local * self.K + self.pos[edges], rows)),
+                                 shape=(touched.size * self.K, min(1_000_000, len(u) - s)))
                 best = max(best, float(abs(S @ D).sum(axis=0).max()))
         return best
 
@@ -202,11 +233,14 @@ class _TreePaths:
         _, labels = csgraph.connected_components(adj, directed=False)
         pred = np.full(k, -1)
         depth = np.zeros(k, dtype=np.int64)
-        for root in np.unique(labels, return_index=True)[1]:
+        roots = unique_sorted(labels, return_index=True)[1]
+        for root in roots:
             order, p = csgraph.breadth_first_order(adj, int(root), directed=False)
             pred[order[1:]] = p[order[1:]]
-            for c in order[1:]:  # BFS order: parents come first
-                depth[c] = depth[pred[c]] + 1
+        dist = csgraph.shortest_path(adj, unweighted=True, directed=False,
+                                     indices=roots)
+        finite = np.where(np.isfinite(dist), dist, np.inf).min(axis=0)
+        depth = finite.astype(np.int64)
         self.pred, self.depth = pred, depth
         child = np.where(pred[edges[:, 0]] == edges[:, 1], edges[:, 0], edges[:, 1])
         self.up_edge = np.full(k, -1)

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from .._arrays import unique_sorted
 from .._validation import check_epsilon
 from ..domain import Domain
 from ..exceptions import InvalidParameterError, PolicyError
@@ -133,7 +134,7 @@ class Policy:
         vertices = self.domain.size + (1 if self.has_bottom else 0)
         if self.edge_count() != vertices - 1:
             return False
-        return len(np.unique(self.component_labels())) == 1
+        return unique_sorted(self.component_labels()).size == 1
 
     def is_forest(self) -> bool:
         """Whether G (with ⊥ when present) has no cycle: |E| = |V| − number of components."""

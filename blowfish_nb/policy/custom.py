@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from .._arrays import unique_sorted
 from ..domain import Domain
 from ..exceptions import PolicyError
 from .base import BOTTOM, Policy
@@ -24,6 +25,9 @@ class Custom(Policy):
     def __init__(self, domain: Domain, edges: Iterable, bottom: bool | None = None):
         super().__init__(domain)
         k = domain.size
+        if isinstance(edges, np.ndarray) and edges.ndim == 2 and edges.shape[1] == 2 and edges.dtype.kind in "iu":
+            self._from_array(edges, k, bottom)
+            return
         pairs = []
         for edge in edges:
             try:
@@ -39,6 +43,28 @@ class Custom(Policy):
         unique = sorted(set(pairs))
         self._edges = np.array(unique, dtype=np.intp).reshape(-1, 2)
         has_bottom_edge = bool((self._edges[:, 1] == BOTTOM).any())
+        self._bottom = has_bottom_edge if bottom is None else bool(bottom)
+        if has_bottom_edge and not self._bottom:
+            raise PolicyError("edges to ⊥ given but bottom=False")
+
+    def _from_array(self, e: np.ndarray, k: int, bottom) -> None:
+        """The same checks and normal form as the generic path, vectorised (BOTTOM = −1 names ⊥)."""
+        e = e.astype(np.intp)
+        bad = (e < BOTTOM) | (e >= k)
+        if bad.any():
+            row = e[np.flatnonzero(bad.any(axis=1))[0]]
+            raise PolicyError(f"edge {tuple(row.tolist())!r} names a node outside the domain's cells [0, {k}) or ⊥")
+        if (e[:, 0] == e[:, 1]).any():
+            row = e[np.flatnonzero(e[:, 0] == e[:, 1])[0]]
+            raise PolicyError(f"self-loops are not edges: {tuple(row.tolist())!r}")
+        to_bottom = (e == BOTTOM).any(axis=1)
+        cell = np.where(e[:, 0] == BOTTOM, e[:, 1], e[:, 0])
+        lo, hi = np.minimum(e[:, 0], e[:, 1]), np.maximum(e[:, 0], e[:, 1])
+        a = np.where(to_bottom, cell, lo)
+        b = np.where(to_bottom, BOTTOM, hi)
+        key = unique_sorted(a.astype(np.int64) * (k + 1) + (b + 1))  # lexicographic order of (a, b), as sorted() gives
+        self._edges = np.column_stack([key // (k + 1), key % (k + 1) - 1]).astype(np.intp).reshape(-1, 2)
+        has_bottom_edge = bool(to_bottom.any())
         self._bottom = has_bottom_edge if bottom is None else bool(bottom)
         if has_bottom_edge and not self._bottom:
             raise PolicyError("edges to ⊥ given but bottom=False")

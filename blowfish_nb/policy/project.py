@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .._arrays import unique_sorted
 from ..domain import CategoricalAttribute, Domain, OrderedAttribute
 from ..exceptions import PolicyError
 from .base import BOTTOM, Policy
@@ -79,7 +80,7 @@ def project(policy: Policy, partition) -> Projection:
         b = np.where(v == BOTTOM, m, block_of[np.where(v == BOTTOM, 0, v)])
         cross = a != b
         lo, hi = np.minimum(a[cross], b[cross]), np.maximum(a[cross], b[cross])
-        keys, counts = np.unique(lo.astype(np.int64) * (m + 1) + hi, return_counts=True)
+        keys, counts = unique_sorted(lo.astype(np.int64) * (m + 1) + hi, return_counts=True)
         for key, count in zip(keys.tolist(), counts.tolist()):
             pair_counts[key] = pair_counts.get(key, 0) + count
     keys = np.array(sorted(pair_counts), dtype=np.int64)

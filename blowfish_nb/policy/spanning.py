@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from .._arrays import unique_sorted
 from ..exceptions import PolicyError
 from .base import BOTTOM, Policy
 from .custom import Custom
@@ -98,7 +99,7 @@ def tree_distances(tree: Policy):
     ncomp, labels = csgraph.connected_components(adj[: k + 1, : k + 1], directed=False)
     if len(u) != (k + 1 if tree.has_bottom else k) - (ncomp - (0 if tree.has_bottom else 1)):
         raise PolicyError(f"{tree.summary()} is not a forest ({len(u)} edges, {ncomp} components)")
-    roots = np.unique(labels, return_index=True)[1]
+    roots = unique_sorted(labels, return_index=True)[1]
     adj = sp.csr_array(
         (np.r_[np.ones(2 * len(u)), np.ones(2 * len(roots))],
          (np.r_[u, v, np.full(len(roots), k + 1), roots], np.r_[v, u, roots, np.full(len(roots), k + 1)])),

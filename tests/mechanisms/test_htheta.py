@@ -95,3 +95,13 @@ def test_rejects_other_policies_and_budgets():
         mechanisms.HThetaRanges().sensitivity(policy.dp(Domain.grid(8)))
     with pytest.raises(InvalidParameterError, match="budget"):
         mechanisms.HThetaRanges(budget="loose")
+
+
+@pytest.mark.parametrize("k,theta", [(200, 5), (203, 7), (130, 16), (97, 2)])
+def test_window_edges_give_the_sensitivity_and_stretch_of_all_edges(k, theta):
+    from blowfish_nb.policy import stretch
+
+    g = policy.threshold(Domain.grid(k), theta)
+    plan = _Plan(g)
+    assert plan.exact_sensitivity() == plan.exact_sensitivity(every_edge=True)
+    assert plan.stretch == stretch(g, plan.tree)

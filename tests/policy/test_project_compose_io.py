@@ -114,3 +114,20 @@ def test_methods_delegate_to_the_module_functions():
     assert g.project([0] * 4 + [1] * 5).policy.edge_count() == 1
     assert Policy.from_networkx(g.to_networkx()) == g
     assert g.transform().is_forest is False
+
+
+def test_custom_from_an_array_equals_custom_from_pairs():
+    import numpy as np
+    from blowfish_nb import Domain
+    from blowfish_nb.policy.custom import Custom
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        k = int(rng.integers(2, 12))
+        e = rng.integers(-1, k, size=(int(rng.integers(1, 20)), 2))
+        e = e[e[:, 0] != e[:, 1]]
+        if len(e) == 0:
+            continue
+        a = Custom(Domain.grid(k), e)
+        b = Custom(Domain.grid(k), [tuple(map(int, r)) for r in e])
+        assert np.array_equal(a.edges(), b.edges()) and a.has_bottom == b.has_bottom
