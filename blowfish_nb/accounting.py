@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from . import policy as policies
@@ -249,13 +250,19 @@ def _schema_frame(data) -> pd.DataFrame:
 
 
 def _fingerprint(data, columns: list[str]) -> str:
-    """Row count and a hash of the session's columns (pandas or Dask)."""
+    """Row count and a hash of the session's columns; the same for a pandas frame and a Dask frame of it."""
     if isinstance(data, pd.DataFrame):
-        h = int(pd.util.hash_pandas_object(data[columns], index=False).sum()) % (1 << 64)
-        n = len(data)
+        parts = [_hash_parts(data[columns])]
     else:
-        part = data[columns].map_partitions(lambda p: pd.Series([
-            int(pd.util.hash_pandas_object(p, index=False).sum()) % (1 << 64), len(p)]), meta=(None, "int64"))
-        values = part.compute().to_numpy().reshape(-1, 2)
-        h, n = int(values[:, 0].sum()) % (1 << 64), int(values[:, 1].sum())
+        per = data[columns].map_partitions(lambda p: pd.DataFrame([_hash_parts(p)], columns=["hi", "lo", "n"]),
+                                           meta={"hi": "int64", "lo": "int64", "n": "int64"})
+        parts = [tuple(int(v) for v in row) for row in per.compute().itertuples(index=False)]
+    hi, lo, n = (sum(p[i] for p in parts) for i in range(3))
+    h = ((hi << 32) + lo) % (1 << 64)
     return f"{n}:{','.join(columns)}:{h:016x}"
+
+
+def _hash_parts(frame: pd.DataFrame) -> tuple[int, int, int]:
+    """Sums of the high and low 32-bit halves of the row hashes (no overflow below 2^31 rows), and the row count."""
+    h = pd.util.hash_pandas_object(frame, index=False).to_numpy(dtype=np.uint64)
+    return int((h >> np.uint64(32)).sum()), int((h & np.uint64(0xFFFFFFFF)).sum()), len(frame)

@@ -1,0 +1,86 @@
+"""(α, β) → ε: closed form against Monte Carlo, and releases that keep the promise."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from blowfish_nb import Domain, datasets, mechanisms, policy, workload
+from blowfish_nb.accuracy import epsilon_for_accuracy, error_draws, upper_quantile
+
+
+def test_closed_form_matches_monte_carlo_for_laplace():
+    d = Domain.grid(50)
+    W, pol = workload.identity(50), policy.dp(d)
+    closed = epsilon_for_accuracy(mechanisms.Laplace(), W, pol, 5.0, 0.1)
+    Z = np.max(np.abs(error_draws(mechanisms.Laplace(), W, pol, 40_000, seed=1)), axis=1)
+    mc = np.quantile(Z, 0.9) / 5.0
+    # the empirical quantile of 40,000 draws: within 2% of the closed form
+    assert mc == pytest.approx(closed, rel=0.02)
+
+
+def test_upper_quantile_covers_the_true_quantile():
+    # exponential draws, true 0.9-quantile ln 10: the bound sits above it in ≥ 99% of repetitions
+    rng = np.random.default_rng(0)
+    misses = sum(upper_quantile(rng.exponential(size=500), 0.9) < np.log(10) for _ in range(2000))
+    assert misses / 2000 <= 0.01 + 3 * np.sqrt(0.01 * 0.99 / 2000)
+
+
+@pytest.mark.parametrize("mech,pol_name,query", [
+    (mechanisms.Laplace(), "dp", "histogram"),
+    (mechanisms.Transformed(), "line", "cumulative"),
+    (mechanisms.Hierarchical(2), "threshold", "cumulative"),
+    (mechanisms.Ordered(), "threshold", "histogram"),
+])
+def test_error_draws_have_the_analytic_variance(mech, pol_name, query):
+    d = Domain.grid(32)
+    pol = {"dp": policy.dp(d), "line": policy.line(d), "threshold": policy.threshold(d, 3)}[pol_name]
+    W = workload.identity(32) if query == "histogram" else workload.prefix(32)
+    draws = error_draws(mech, W, pol, 20_000, seed=2)
+    per_answer = np.mean(draws**2, axis=0)
+    se = np.std(np.mean(draws**2, axis=1), ddof=1) / np.sqrt(draws.shape[0])
+    assert abs(per_answer.mean() - mech.expected_error(W, pol, 1.0)) < 3 * se
+
+
+@pytest.mark.parametrize("pol,query,kw", [
+    ("dp", "histogram", {}),
+    ("line", "cumulative", {}),
+    ("threshold", "histogram", {"theta": 3}),
+    ("dp", "range", {"ranges": [(0, 30_000), (20_000, 200_000), (100_000, 250_000)]}),
+])
+def test_accuracy_releases_meet_alpha_beta(pol, query, kw):
+    """≥ 1 − β of seeded repetitions have every answer within α (tolerance: 3 binomial standard errors)."""
+    df = datasets.salaries(n=3000, seed=4)
+    alpha, beta, reps = 40.0, 0.1, 300
+    truth = None
+    hits = 0
+    for seed in range(reps):
+        r = df.blowfish.release(query, "salary", bins=40, policy=pol, accuracy=(alpha, beta), rng=seed, **kw)
+        if truth is None:
+            exact = df.blowfish.release(query, "salary", bins=40, policy=pol, epsilon=1e9, rng=0,
+                                        mechanism=mechanisms.Laplace(), **kw)
+            truth = exact.answers.round().to_numpy()
+        hits += bool(np.all(np.abs(r.answers.to_numpy() - truth) <= alpha))
+    assert r.accuracy == (alpha, beta) and r.epsilon > 0
+    assert hits / reps >= (1 - beta) - 3 * np.sqrt(beta * (1 - beta) / reps)
+
+
+def test_confidence_intervals_cover_at_their_level():
+    df = datasets.salaries(n=2000, seed=5)
+    exact = df.blowfish.release("cumulative", "salary", bins=30, epsilon=1e9, mechanism=mechanisms.Laplace(), rng=0)
+    truth = exact.answers.round().to_numpy()
+    covered = []
+    for seed in range(200):
+        r = df.blowfish.release("cumulative", "salary", bins=30, policy="line", epsilon=0.3, rng=seed)
+        ci = r.confidence_interval(0.9, draws=2000)
+        covered.append(((ci["lower"] <= truth) & (truth <= ci["upper"])).to_numpy())
+    rate = np.mean(covered)
+    assert abs(rate - 0.9) < 3 * np.sqrt(0.9 * 0.1 / np.size(covered)) + 0.01  # + MC error of the quantiles
+
+
+def test_intervals_refused_for_data_dependent_releases():
+    df = datasets.salaries(n=500, seed=6)
+    r = df.blowfish.release("histogram", "salary", bins=20, epsilon=1.0, mechanism="dawa", rng=0)
+    assert r.expected_error is None
+    with pytest.raises(Exception, match="adapts to the data"):
+        r.confidence_interval()
+    assert list(r.to_frame().columns) == ["answer"]

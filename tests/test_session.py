@@ -1,0 +1,122 @@
+"""Sessions: budget, ledger, atomic charges, composition across columns, save/load."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import blowfish_nb.accessor as acc
+from blowfish_nb import BudgetExceededError, Session, SessionError, datasets, policy
+from blowfish_nb.exceptions import BlowfishError, DomainError, InvalidParameterError, PolicyError
+
+
+@pytest.fixture()
+def df():
+    return datasets.salaries(n=1500, seed=7)
+
+
+@pytest.fixture()
+def session(df):
+    return df.blowfish.session(1.0, bins={"salary": 50, "age": 62}, policy={"salary": ("threshold", 2), "age": "line"})
+
+
+def test_charges_add_up_and_the_ledger_records_them(session):
+    a = session.release("histogram", "salary", epsilon=0.3, rng=0)
+    b = session.release("cumulative", "age", epsilon=0.2, rng=1)
+    c = session.release("range", ["salary", "age"], ranges=[((0, 50_000), (20, 40))], epsilon=0.25, rng=2)
+    assert session.spent == pytest.approx(0.75) and session.remaining == pytest.approx(0.25)
+    led = session.ledger
+    assert list(led["epsilon"]) == [0.3, 0.2, 0.25]
+    assert list(led["columns"]) == ["salary", "age", "salary, age"]
+    assert list(led["mechanism"]) == [a.mechanism, b.mechanism, c.mechanism]
+    assert "threshold θ=2" in led["policy"][0] and "line" in led["policy"][1]
+    # the two-column release runs under the composition of the column policies (BlowfishDB Def. 3.2)
+    assert c.policy.same_graph(policy.compose(c.policy.domain, {"salary": session._policies["salary"],
+                                                                "age": session._policies["age"]}))
+
+
+def test_budget_exceeded_is_raised_before_any_pass_over_the_rows(session, monkeypatch):
+    session.release("histogram", "age", epsilon=0.9, rng=0)
+    counted = []
+    real = acc.histogram
+    monkeypatch.setattr(acc, "histogram", lambda *a: counted.append(1) or real(*a))
+    with pytest.raises(BudgetExceededError, match=r"needs ε = 0.2 .* 0.1 of 1 left"):
+        session.release("histogram", "salary", epsilon=0.2, rng=0)
+    assert not counted and session.spent == pytest.approx(0.9) and len(session.ledger) == 1
+
+
+def test_accuracy_requests_are_priced_before_they_run(session):
+    with pytest.raises(BudgetExceededError):
+        session.release("histogram", "salary", accuracy=(0.5, 0.01), rng=0)  # needs far more than 1.0
+    assert session.spent == 0
+    r = session.release("histogram", "salary", accuracy=(60, 0.05), rng=0)
+    assert session.spent == pytest.approx(r.epsilon) and r.accuracy == (60, 0.05)
+
+
+def test_a_failing_release_charges_nothing(session, monkeypatch):
+    def boom(*a, **k):
+        raise RuntimeError("mechanism crashed")
+
+    monkeypatch.setattr(acc, "execute", boom)
+    with pytest.raises(RuntimeError):
+        session.release("histogram", "salary", epsilon=0.1, rng=0)
+    assert session.spent == 0 and session.ledger.empty
+
+
+@pytest.mark.parametrize("call,error,words", [
+    (dict(query="histogram", columns="zip", epsilon=0.1), InvalidParameterError, ["'zip'", "salary"]),
+    (dict(query="histogram", columns=None, epsilon=0.1), InvalidParameterError, ["columns="]),
+    (dict(query="histogram", columns="age", epsilon=-1), InvalidParameterError, ["epsilon", "-1"]),
+    (dict(query="histogram", columns="age"), InvalidParameterError, ["exactly one"]),
+])
+def test_bad_session_calls_charge_nothing(session, call, error, words):
+    with pytest.raises(error) as info:
+        session.release(**call)
+    assert all(w in str(info.value) for w in words) and session.spent == 0
+
+
+def test_bad_session_construction(df):
+    with pytest.raises(InvalidParameterError, match="budget"):
+        df.blowfish.session(0, bins={"age": 10})
+    with pytest.raises(InvalidParameterError, match="bins"):
+        df.blowfish.session(1.0, bins={})
+    with pytest.raises(InvalidParameterError, match="'zip'"):
+        df.blowfish.session(1.0, bins={"zip": 10})
+    with pytest.raises(PolicyError, match="'salary'"):
+        df.blowfish.session(1.0, bins={"age": 10, "salary": 10}, policy={"age": "line"})
+
+
+def test_save_and_load_keep_the_budget(session, df, tmp_path):
+    session.release("histogram", "age", epsilon=0.4, rng=0)
+    path = tmp_path / "s.json"
+    session.save(path)
+    again = Session.load(path, df)
+    assert again.spent == pytest.approx(0.4) and again.remaining == pytest.approx(0.6)
+    assert again.policy.same_graph(session.policy)
+    again.release("histogram", "salary", epsilon=0.5, rng=0)
+    with pytest.raises(BudgetExceededError):
+        again.release("histogram", "salary", epsilon=0.2, rng=0)
+
+
+def test_load_refuses_another_frame_or_file(session, df, tmp_path):
+    path = tmp_path / "s.json"
+    session.save(path)
+    other = df.copy()
+    other.loc[0, "age"] = other.loc[0, "age"] + 1
+    with pytest.raises(SessionError, match="do not match"):
+        Session.load(path, other)
+    with pytest.raises(SessionError, match="do not match"):
+        Session.load(path, df.iloc[:-1])
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(SessionError, match="not a saved"):
+        Session.load(bad, df)
+    with pytest.raises(SessionError, match="cannot read"):
+        Session.load(tmp_path / "missing.json", df)
+
+
+def test_sessions_raise_blowfish_errors_only(session):
+    for call in (lambda: session.release("median", "age", epsilon=0.1),
+                 lambda: session.release("range", "age", ranges=[(50, 10)], epsilon=0.1)):
+        with pytest.raises(BlowfishError):
+            call()
+    assert session.spent == 0
