@@ -7,7 +7,9 @@ Templates (BlowfishDB's analyst view, extended):
   box up to each cell on a grid;
 * ``"range"`` — counts inside given ranges, in data units: ``(lo, hi)`` per
   range on one attribute, one ``(lo, hi)`` per attribute on several; a range
-  covers the bins holding the values lo … hi;
+  covers the whole bins holding the values lo … hi, and its answer is labelled
+  with the interval those bins span (e.g. ``(20, 35)`` on 5-year bins from 17
+  answers ``[17, 37)``);
 * ``"marginal"`` — counts over the attributes in ``keep``, the others summed out.
 
 **Dynamic projection** (BlowfishDB Def. 3.1, Thm 3): a template is answered
@@ -116,7 +118,7 @@ def _ranges(domain: Domain, ranges) -> Query:
         per_axis = [r] if d == 1 else list(r) if len(r) == d else None
         if per_axis is None:
             raise InvalidParameterError(f"range {j} must give one (lo, hi) per attribute {domain.names}, got {r!r}")
-        lo_idx, hi_idx = [], []
+        lo_idx, hi_idx, covered = [], [], []
         for attr, bounds in zip(domain.attributes, per_axis):
             try:
                 lo, hi = bounds
@@ -135,9 +137,11 @@ def _ranges(domain: Domain, ranges) -> Query:
             b = int(min(np.searchsorted(e, hi, side="right") - 1, attr.size - 1))
             lo_idx.append(a)
             hi_idx.append(b)
+            close = "]" if b == attr.size - 1 else ")"
+            covered.append(f"[{e[a]:g}, {e[b + 1]:g}{close}")
         lows.append(lo_idx)
         highs.append(hi_idx)
-        labels.append(" × ".join(f"[{x[0]:g}, {x[1]:g}]" for x in per_axis))
+        labels.append(" × ".join(covered))
     lo, hi = np.array(lows), np.array(highs)
     index = pd.Index(labels, name="range")
     if d == 1:

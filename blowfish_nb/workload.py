@@ -490,10 +490,28 @@ class Kron(Workload):
                 prod *= np.where(d, f.column_differences(a, b), f.column_norms(a))
             out[single] = prod
         if (~single).any():
-            if not self.binary:
-                raise NotImplementedError("cells differing in several coordinates need binary factors")
             uu, vv = np.asarray(u)[~single], np.asarray(v)[~single]
-            out[~single] = self.column_norms(uu) + self.column_norms(vv) - 2.0 * self.column_overlaps(uu, vv)
+            if self.binary:
+                out[~single] = self.column_norms(uu) + self.column_norms(vv) - 2.0 * self.column_overlaps(uu, vv)
+            else:
+                out[~single] = self._explicit_differences(uu, vv)
+        out[np.asarray(u) == np.asarray(v)] = 0.0  # the same cell: no difference (not the product of norms)
+        return out
+
+    def _explicit_differences(self, u, v) -> np.ndarray:
+        """‖A e_u − A e_v‖₁ from the columns themselves (non-binary factors, cells apart in several axes)."""
+        mats = [f.dense() for f in self.factors]
+        cu, cv = self._coords(u), self._coords(v)
+        out = np.empty(len(u))
+        step = max(1, 4_000_000 // max(1, self.shape[0]))
+        for s in range(0, len(u), step):
+            cols = []
+            for coords in (cu, cv):
+                col = mats[0][:, coords[0][s : s + step]].T
+                for M, c in zip(mats[1:], coords[1:]):
+                    col = (col[:, :, None] * M[:, c[s : s + step]].T[:, None, :]).reshape(col.shape[0], -1)
+                cols.append(col)
+            out[s : s + step] = np.abs(cols[0] - cols[1]).sum(axis=1)
         return out
 
     def solve(self, y):

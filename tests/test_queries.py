@@ -38,7 +38,7 @@ def test_range_covers_the_bins_holding_its_values():
     d = _domain_1d(10)  # bins [0,1), ..., [9,10]
     q = build_query(d, "range", ranges=[(2.5, 4.0), (0, 10)])
     assert q.workload.lo.tolist() == [2, 0] and q.workload.hi.tolist() == [4, 9]
-    assert list(q.labels) == ["[2.5, 4]", "[0, 10]"]
+    assert list(q.labels) == ["[2, 5)", "[0, 10]"]
 
 
 def test_cumulative_on_a_grid_is_the_lower_left_box():

@@ -70,3 +70,11 @@ def test_range_builders_are_offered_by_the_workload_module():
     assert workload.ranges_2d((3, 3), 4, rng=0).shape == (4, 9)
     with pytest.raises(AttributeError):
         workload.no_such_builder
+
+
+def test_kron_of_non_binary_factors_differs_exactly_across_several_axes():
+    K = workload.kron(workload.haar(4), workload.haar(8))
+    D = K.dense()
+    rng = np.random.default_rng(1)
+    u, v = rng.integers(0, 32, size=200), rng.integers(0, 32, size=200)
+    np.testing.assert_allclose(K.column_differences(u, v), np.abs(D[:, u] - D[:, v]).sum(axis=0))
