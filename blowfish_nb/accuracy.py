@@ -36,11 +36,13 @@ from .mechanisms.factors import IdentityFactor, PrefixFactor, TreeFactor
 from .policy import Policy, spanning_tree, transform
 from .ranges import as_ranges
 from .workload import Workload
+from ._arrays import unique_sorted
 
-__all__ = ["epsilon_for_accuracy", "error_draws", "check_accuracy", "DRAWS", "CONFIDENCE"]
+__all__ = ["epsilon_for_accuracy", "error_draws", "sampler", "max_abs_errors", "check_accuracy", "upper_quantile", "DRAWS",
+           "CONFIDENCE"]
 
 #: Monte-Carlo draws of the release error used for (α, β) → ε and intervals
-DRAWS = 2000
+DRAWS = 1000
 #: confidence that the Monte-Carlo quantile does not understate the true one
 CONFIDENCE = 0.99
 
@@ -73,13 +75,25 @@ def epsilon_for_accuracy(mechanism, workload: Workload, policy: Policy, alpha: f
     0.7576
     """
     alpha, beta = check_accuracy((alpha, beta))
-    closed = _single_laplace_terms(mechanism, workload)
-    if closed is not None:
-        q = workload.shape[0]
-        delta = mechanism.sensitivity(policy)
-        return delta * math.log(1.0 / (1.0 - (1.0 - beta) ** (1.0 / q))) / alpha
-    Z = np.max(np.abs(error_draws(mechanism, workload, policy, draws, seed)), axis=1)
+    terms = _independent_terms(mechanism, workload, policy)
+    if terms is not None:
+        q, scale = terms  # q answers carry one Laplace(scale) term each, independent; the rest are exact
+        if q == 0:
+            return 1e-12  # nothing random to bound: any ε meets the target (kept positive)
+        return scale * math.log(1.0 / (1.0 - (1.0 - beta) ** (1.0 / q))) / alpha
+    Z = max_abs_errors(mechanism, workload, policy, draws, seed)
     return float(upper_quantile(Z, 1 - beta)) / alpha
+
+
+def max_abs_errors(mechanism, workload: Workload, policy: Policy, draws: int = DRAWS, seed: int = 0,
+                   chunk: int = 250) -> np.ndarray:
+    """max over the answers of |error| at ε = 1, for ``draws`` draws (in chunks: small arrays stay in cache)."""
+    draw = sampler(mechanism, workload, policy)
+    rng = np.random.default_rng(seed)
+    out = []
+    for start in range(0, draws, chunk):
+        out.append(np.max(np.abs(draw(min(chunk, draws - start), rng)), axis=1))
+    return np.concatenate(out)
 
 
 def upper_quantile(samples: np.ndarray, p: float, confidence: float = CONFIDENCE) -> float:
@@ -100,42 +114,55 @@ def upper_quantile(samples: np.ndarray, p: float, confidence: float = CONFIDENCE
     return float(z[j - 1])
 
 
-def error_draws(mechanism, workload: Workload, policy: Policy, draws: int = DRAWS, seed: int = 0) -> np.ndarray:
+def error_draws(mechanism, workload: Workload, policy: Policy, draws: int = DRAWS, seed=0) -> np.ndarray:
     """``draws`` samples of the answers' error at ε = 1, one per row (linear mechanisms only)."""
+    return sampler(mechanism, workload, policy)(draws, np.random.default_rng(seed))
+
+
+def sampler(mechanism, workload: Workload, policy: Policy):
+    """A function (n, rng) → n draws of the answers' error at ε = 1; the public set-up is done once, here."""
     if not getattr(mechanism, "linear", False) and not isinstance(mechanism, HThetaRanges):
         raise InvalidParameterError(
             f"accuracy targets need a linear mechanism (noise pushed through a fixed map); {mechanism.name} is not"
         )
-    rng = np.random.default_rng(seed)
     k = policy.domain.size
     if isinstance(mechanism, Transformed):
         tree = policy if policy.is_forest() else spanning_tree(policy, mechanism.tree)
         ell = mechanism.sensitivity(policy)
-        t = transform(tree)
-        from .mechanisms.transformed import _sparse_transformed
+        P = transform(tree).incidence.tocsr()
 
-        W_T = _sparse_transformed(workload, t)
-        eta = rng.laplace(0.0, ell, size=(len(t.edges), draws))
-        return np.asarray(W_T @ eta).T
+        def draw(n, rng):
+            eta = rng.laplace(0.0, ell, size=(P.shape[1], n))
+            return _apply_rows(workload, np.asarray(P @ eta).T)  # x̂ − x = P_T (x̂_T − x_T); c is noise-free
+
+        return draw
     if isinstance(mechanism, MatrixMechanism) and len(policy.domain.shape) == 1 and isinstance(
             mechanism.factor, (IdentityFactor, PrefixFactor, TreeFactor)):
         op = mechanism.measured(policy)[0]
         b = mechanism.noise_scale(policy, 1.0)
-        eta = rng.laplace(0.0, b, size=(draws, op.shape[0]))
-        if isinstance(mechanism.factor, IdentityFactor):
-            est = eta
-        elif isinstance(mechanism.factor, PrefixFactor):
-            est = np.diff(eta, axis=1, prepend=0.0)
-        else:
-            est = mechanism.factor.lstsq_rows(op, eta)
-        return _apply_rows(workload, est[:, :k])
+
+        def draw(n, rng):
+            eta = rng.laplace(0.0, b, size=(n, op.shape[0]))
+            if isinstance(mechanism.factor, IdentityFactor):
+                est = eta
+            elif isinstance(mechanism.factor, PrefixFactor):
+                est = np.diff(eta, axis=1, prepend=0.0)
+            else:
+                est = mechanism.factor.lstsq_rows(op, eta)
+            return _apply_rows(workload, est[:, :k])
+
+        return draw
     zeros = np.zeros(k)
-    if hasattr(mechanism, "sample"):
-        try:
-            return mechanism.sample(zeros, workload, policy, 1.0, draws, rng=rng)
-        except InvalidParameterError:
-            pass
-    return np.stack([mechanism.release(zeros, workload, policy, 1.0, rng=rng) for _ in range(draws)])
+
+    def draw(n, rng):
+        if hasattr(mechanism, "sample"):
+            try:
+                return mechanism.sample(zeros, workload, policy, 1.0, n, rng=rng)
+            except InvalidParameterError:
+                pass
+        return np.stack([mechanism.release(zeros, workload, policy, 1.0, rng=rng) for _ in range(n)])
+
+    return draw
 
 
 def _apply_rows(workload: Workload, X: np.ndarray) -> np.ndarray:
@@ -147,11 +174,29 @@ def _apply_rows(workload: Workload, X: np.ndarray) -> np.ndarray:
     return np.stack([workload @ row for row in X])
 
 
-def _single_laplace_terms(mechanism, workload) -> bool | None:
-    """True when every answer is one independent Laplace term (the Laplace mechanism on single cells)."""
-    if not isinstance(mechanism, Laplace):
-        return None
+def _independent_terms(mechanism, workload, policy) -> tuple[int, float] | None:
+    """(number of noisy answers, Laplace scale at ε = 1) when every answer is one noise term of its own.
+
+    True for the Laplace mechanism on single cells, and for Transformed+Laplace
+    on a forest when each range crosses at most one tree edge and no two
+    ranges cross the same one (e.g. the cumulative histogram on the line).
+    """
     r = as_ranges(workload)
-    if r is None or not np.array_equal(r.lo, r.hi) or np.unique(r.lo).size != r.lo.size:
+    if r is None:
         return None
-    return True
+    if isinstance(mechanism, Laplace):
+        if np.array_equal(r.lo, r.hi) and unique_sorted(r.lo).size == r.lo.size:
+            return r.lo.size, mechanism.sensitivity(policy)
+        return None
+    if isinstance(mechanism, Transformed) and mechanism.inner == "laplace" and policy.is_forest():
+        edges = transform(policy).edges
+        if len(edges) == 0 or edges.min() < 0 or np.abs(edges[:, 0] - edges[:, 1]).max() > 64:
+            return None
+        from .mechanisms.htheta import _crossing_edges
+
+        M = _crossing_edges(r.lo, r.hi, edges, policy.domain.size).tocsr()
+        per_row = np.diff(M.indptr)
+        if per_row.max(initial=0) > 1 or unique_sorted(M.indices).size != M.indices.size:
+            return None
+        return int((per_row == 1).sum()), mechanism.sensitivity(policy)
+    return None

@@ -84,3 +84,17 @@ def test_intervals_refused_for_data_dependent_releases():
     with pytest.raises(Exception, match="adapts to the data"):
         r.confidence_interval()
     assert list(r.to_frame().columns) == ["answer"]
+
+
+def test_closed_form_for_transformed_cumulative_matches_monte_carlo():
+    from blowfish_nb.accuracy import max_abs_errors
+
+    d = Domain.grid(64)
+    m, W, pol = mechanisms.Transformed(), workload.prefix(64), policy.line(d)
+    closed = epsilon_for_accuracy(m, W, pol, 8.0, 0.1)
+    mc = np.quantile(max_abs_errors(m, W, pol, 40_000, seed=3), 0.9) / 8.0
+    assert mc == pytest.approx(closed, rel=0.02)
+    # the histogram under the line shares noise between neighbours: no closed form, Monte Carlo instead
+    from blowfish_nb.accuracy import _independent_terms
+
+    assert _independent_terms(m, workload.identity(64), pol) is None
