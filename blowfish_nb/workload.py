@@ -20,7 +20,7 @@ from .exceptions import InvalidParameterError
 
 __all__ = [
     "Workload", "Identity", "Prefix", "Hierarchical", "Haar", "Kron", "BlockTrees", "Stack",
-    "Total", "identity", "prefix", "hierarchical", "haar", "kron", "marginal",
+    "Total", "Matrix", "identity", "prefix", "hierarchical", "haar", "kron", "marginal", "matrix",
     "all_ranges", "random_ranges", "ranges_2d",
 ]
 
@@ -608,6 +608,66 @@ def marginal(shape, keep) -> Kron:
             raise InvalidParameterError(f"keep must name attributes 0..{len(shape) - 1}, got {a!r}")
         axes.add(int(a))
     return Kron([Identity(k) if a in axes else Total(k) for a, k in enumerate(shape)])
+
+
+class Matrix(Workload):
+    """A user's own query matrix (dense or scipy sparse), q×k.
+
+    Examples
+    --------
+    >>> M = Matrix(np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 1.0]]))
+    >>> (M @ np.array([1.0, 2.0, 3.0])).tolist(), M.column_differences(np.array([0]), np.array([2])).tolist()
+    ([3.0, 7.0], [2.0])
+    """
+
+    name = "matrix"
+
+    def __init__(self, A):
+        import scipy.sparse as sp
+
+        self.A = sp.csc_array(A, dtype=float)
+        self.binary = bool(np.all(np.isin(self.A.data, (0.0, 1.0))))
+        super().__init__(self.A.shape)
+
+    def _matvec(self, x):
+        return self.A @ np.asarray(x, dtype=float).reshape(-1)
+
+    def _rmatvec(self, y):
+        return self.A.T @ np.asarray(y, dtype=float).reshape(-1)
+
+    def column_norms(self, u):
+        return np.asarray(abs(self.A[:, np.asarray(u)]).sum(axis=0)).reshape(-1)
+
+    def column_differences(self, u, v):
+        return np.asarray(abs(self.A[:, np.asarray(u)] - self.A[:, np.asarray(v)]).sum(axis=0)).reshape(-1)
+
+    def column_overlaps(self, u, v):
+        return np.asarray(self.A[:, np.asarray(u)].multiply(self.A[:, np.asarray(v)]).sum(axis=0)).reshape(-1)
+
+    def dense(self):
+        self._check_dense()
+        return self.A.toarray()
+
+
+def matrix(A) -> Matrix:
+    """A custom workload from a q×k matrix (numpy array or scipy sparse; finite entries).
+
+    Examples
+    --------
+    >>> matrix([[1, 0], [1, 1]]).shape
+    (2, 2)
+    """
+    import scipy.sparse as sp
+
+    try:
+        M = Matrix(A if sp.issparse(A) else np.asarray(A, dtype=float))
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"matrix needs a 2-D numeric array, got {type(A).__name__}") from None
+    if M.A.ndim != 2 or 0 in M.shape:
+        raise InvalidParameterError(f"matrix needs a non-empty 2-D array, got shape {M.shape}")
+    if not np.all(np.isfinite(M.A.data)):
+        raise InvalidParameterError("matrix entries must be finite (an infinite weight has unbounded sensitivity)")
+    return M
 
 
 _RANGE_BUILDERS = ("all_ranges", "random_ranges", "ranges_2d")

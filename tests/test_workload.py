@@ -78,3 +78,22 @@ def test_kron_of_non_binary_factors_differs_exactly_across_several_axes():
     rng = np.random.default_rng(1)
     u, v = rng.integers(0, 32, size=200), rng.integers(0, 32, size=200)
     np.testing.assert_allclose(K.column_differences(u, v), np.abs(D[:, u] - D[:, v]).sum(axis=0))
+
+
+def test_custom_matrix_workload_matches_dense_and_releases():
+    from blowfish_nb import Domain, mechanisms, policy
+
+    rng = np.random.default_rng(3)
+    A = rng.integers(0, 3, size=(7, 10)).astype(float)
+    M = workload.matrix(A)
+    u, v = rng.integers(0, 10, size=40), rng.integers(0, 10, size=40)
+    np.testing.assert_allclose(M.column_differences(u, v), np.abs(A[:, u] - A[:, v]).sum(axis=0))
+    np.testing.assert_allclose(M.column_norms(u), np.abs(A[:, u]).sum(axis=0))
+    np.testing.assert_allclose(M @ np.arange(10.0), A @ np.arange(10.0))
+    assert policy.line(Domain.grid(10)).sensitivity(M) == max(np.abs(A[:, i] - A[:, i + 1]).sum() for i in range(9))
+    out = mechanisms.Laplace().release(np.ones(10), M, policy.dp(Domain.grid(10)), 1e9, rng=0)
+    np.testing.assert_allclose(out, A @ np.ones(10), atol=1e-6)
+    with pytest.raises(InvalidParameterError, match="finite"):
+        workload.matrix([[1.0, np.inf]])
+    with pytest.raises(InvalidParameterError, match="2-D"):
+        workload.matrix([1.0, 2.0])
