@@ -79,6 +79,13 @@ class OrderedAttribute:
 
     def _validated(self, values: pd.Series) -> np.ndarray:
         """The values as a numeric array, every one finite and inside the bins (else DomainError)."""
+        v = self._values(values)
+        if not self._fits(v):
+            self._raise_misfit(v)
+        return v
+
+    def _values(self, values) -> np.ndarray:
+        """The column as a numeric numpy array (no copy when it already is one); text raises."""
         series = pd.Series(values)
         if not (pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)):
             bad = _first_non_numeric(series)
@@ -88,19 +95,25 @@ class OrderedAttribute:
         v = series.to_numpy()
         if v.dtype.kind not in "iuf":
             v = series.to_numpy(dtype=float, na_value=np.nan)
-        lo, hi = self.edges[0], self.edges[-1]
-        if v.size:
-            vmin, vmax = v.min(), v.max()  # one pass each; NaN propagates, ±inf shows up here
-            if v.dtype.kind == "f" and (np.isnan(vmin) or np.isnan(vmax) or not np.isfinite([vmin, vmax]).all()):
-                bad = v[~np.isfinite(v)][0]
-                raise DomainError(f"column {self.name!r} contains {bad!r}; drop or impute it first")
-            if vmin < lo or vmax > hi:
-                outside = (v < lo) | (v > hi)
-                raise DomainError(
-                    f"column {self.name!r} has value {v[outside][0]!r} outside the domain "
-                    f"[{lo:g}, {hi:g}] ({int(outside.sum())} rows); widen bounds or filter the rows"
-                )
         return v
+
+    def _fits(self, v: np.ndarray) -> bool:
+        """Whether every value is finite and inside the bins (two reductions; NaN and ±inf fail)."""
+        if not v.size:
+            return True
+        vmin, vmax = v.min(), v.max()
+        return bool(vmin >= self.edges[0] and vmax <= self.edges[-1])  # False for NaN and ±inf too
+
+    def _raise_misfit(self, v: np.ndarray) -> None:
+        lo, hi = self.edges[0], self.edges[-1]
+        if v.dtype.kind == "f" and not np.isfinite(v).all():
+            bad = v[~np.isfinite(v)][0]
+            raise DomainError(f"column {self.name!r} contains {bad!r}; drop or impute it first")
+        outside = (v < lo) | (v > hi)
+        raise DomainError(
+            f"column {self.name!r} has value {v[outside][0]!r} outside the domain "
+            f"[{lo:g}, {hi:g}] ({int(outside.sum())} rows); widen bounds or filter the rows"
+        )
 
     def _codes(self, v: np.ndarray) -> np.ndarray:
         """Bin indices of in-domain values: arithmetic for equal-width bins, binary search otherwise."""
@@ -121,11 +134,13 @@ class OrderedAttribute:
                 part, out = v[s : s + step], codes[s : s + step]
                 t = r[: part.size]
                 np.subtract(part, e[0], out=t)
-                np.divide(t, width, out=t)
+                np.multiply(t, 1.0 / width, out=t)
                 np.floor(t, out=out, casting="unsafe")
                 np.subtract(t, out, out=t)  # the fraction within the bin
+                np.subtract(t, 0.5, out=t)
+                np.abs(t, out=t)
                 # rounding can put a value within a hair of an edge in the wrong bin: settle those by the edges
-                near = np.flatnonzero((t < 1e-9) | (t > 1 - 1e-9))
+                near = np.flatnonzero(t > 0.5 - 1e-9)
                 if near.size:
                     out[near] = np.searchsorted(e, part[near], side="right") - 1
                 np.minimum(out, k - 1, out=out)
@@ -179,6 +194,12 @@ class CategoricalAttribute:
 
     def _validated(self, series: pd.Series) -> np.ndarray:
         return self.encode(series)
+
+    def _values(self, series) -> np.ndarray:
+        return self.encode(series)
+
+    def _fits(self, codes: np.ndarray) -> bool:
+        return True
 
     def _codes(self, codes: np.ndarray) -> np.ndarray:
         return codes
@@ -395,17 +416,22 @@ class Domain:
     def histogram(self, data: pd.DataFrame | pd.Series) -> np.ndarray:
         """Counts of rows per cell (``np.bincount`` of :meth:`encode`), as int64.
 
-        Values are checked column by column first; then rows are encoded and
-        counted in blocks, so no array of codes as long as the data is ever
-        allocated.
+        Rows are checked, encoded and counted in blocks that stay in cache, so
+        no array of codes as long as the data is ever allocated; a bad value
+        raises the same error :meth:`encode` gives for the whole column.
         """
         columns = self._columns(data)
-        values = [a._validated(columns[a.name]) for a in self.attributes]  # whole-column checks, no copies
+        values = [a._values(columns[a.name]) for a in self.attributes]  # numeric arrays, no copies
         n = values[0].size
         counts = np.zeros(self.size, dtype=np.int64)
-        step = 1 << 20
+        step = 1 << 15  # blocks that stay in cache across the few passes each one needs
         for s in range(0, n, step):
-            codes = [a._codes(v[s : s + step]) for a, v in zip(self.attributes, values)]
+            codes = []
+            for a, v in zip(self.attributes, values):
+                block = v[s : s + step]
+                if not a._fits(block):
+                    a._validated(columns[a.name])  # raises, with the count over the whole column
+                codes.append(a._codes(block))
             flat = codes[0] if len(codes) == 1 else np.ravel_multi_index(codes, self.shape)
             counts += np.bincount(flat, minlength=self.size)
         return counts

@@ -98,3 +98,13 @@ def test_closed_form_for_transformed_cumulative_matches_monte_carlo():
     from blowfish_nb.accuracy import _independent_terms
 
     assert _independent_terms(m, workload.identity(64), pol) is None
+
+
+def test_fast_laplace_draws_are_laplace():
+    from scipy.stats import kstest, laplace as lap
+
+    from blowfish_nb.accuracy import laplace
+
+    x = laplace(np.random.default_rng(0), 2.0, (50_000,))
+    assert kstest(x, lap(scale=2.0).cdf).pvalue > 0.001
+    assert abs(np.mean(x > 0) - 0.5) < 3 * np.sqrt(0.25 / x.size)

@@ -60,3 +60,43 @@ def test_cell_and_index_validation():
         d.cell(4)
     with pytest.raises(InvalidParameterError, match="cell"):
         d.index((2, 0))
+
+
+def test_fast_encoding_equals_binary_search_at_and_around_every_edge():
+    import numpy as np
+    import pandas as pd
+
+    from blowfish_nb import Domain
+    from blowfish_nb.domain import OrderedAttribute
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        k = int(rng.integers(1, 40))
+        lo = float(rng.choice([0, -3.3, 17, 1e-3]))
+        w = float(rng.choice([1, 0.1, 5, 1 / 3, 2.5]))
+        a = OrderedAttribute("x", lo + w * np.arange(k + 1))
+        e = a.edges
+        v = np.r_[e, np.nextafter(e, -np.inf), np.nextafter(e, np.inf), rng.uniform(e[0], e[-1], 200)]
+        v = v[(v >= e[0]) & (v <= e[-1])]
+        want = np.minimum(np.searchsorted(e, v, side="right") - 1, k - 1)
+        assert np.array_equal(a.encode(pd.Series(v)), want)
+        big = np.tile(v, 300)  # several blocks of the blocked histogram
+        assert np.array_equal(Domain([a]).histogram(pd.DataFrame({"x": big})), np.bincount(np.tile(want, 300), minlength=k))
+        if w.is_integer() and lo.is_integer():
+            ints = np.arange(int(e[0]), int(e[-1]) + 1)
+            assert np.array_equal(a.encode(pd.Series(ints)),
+                                  np.minimum(np.searchsorted(e, ints, side="right") - 1, k - 1))
+
+
+def test_a_bad_value_deep_in_a_large_column_is_reported_for_the_whole_column():
+    import numpy as np
+    import pandas as pd
+    import pytest
+
+    from blowfish_nb import Domain, DomainError
+
+    v = np.full(200_000, 5.0)
+    v[150_000], v[190_000] = 11.0, 12.0
+    d = Domain.from_column(pd.Series(v, name="x"), bins=10, bounds=(0, 10))
+    with pytest.raises(DomainError, match=r"11\.0\) outside the domain \[0, 10\] \(2 rows\)"):
+        d.histogram(pd.DataFrame({"x": v}))
