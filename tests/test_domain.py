@@ -100,3 +100,34 @@ def test_a_bad_value_deep_in_a_large_column_is_reported_for_the_whole_column():
     d = Domain.from_column(pd.Series(v, name="x"), bins=10, bounds=(0, 10))
     with pytest.raises(DomainError, match=r"11\.0\) outside the domain \[0, 10\] \(2 rows\)"):
         d.histogram(pd.DataFrame({"x": v}))
+
+
+def test_blocked_counts_equal_encode_and_catch_every_bad_value():
+    import numpy as np
+    import pandas as pd
+    import pytest
+
+    from blowfish_nb import Domain, DomainError
+
+    rng = np.random.default_rng(5)
+    cases = [
+        (rng.uniform(0, 100, 150_000), 37, (0, 100)),      # float, equal bins
+        (rng.integers(0, 101, 150_000), 101, (0, 101)),    # int, unit bins (upper edge 101 never hit)
+        (rng.integers(0, 101, 150_000), 100, (0, 100)),    # int, unit bins: 100 is the upper edge itself
+        (rng.integers(0, 101, 150_000), 20, (0, 100)),     # int, width 5
+    ]
+    for v, bins, bounds in cases:
+        v = v[(v >= bounds[0]) & (v <= bounds[1])]
+        d = Domain.from_column(pd.Series(v, name="x"), bins=bins, bounds=bounds)
+        df = pd.DataFrame({"x": v})
+        assert np.array_equal(d.histogram(df), np.bincount(d.encode(df), minlength=d.size))
+        bads = [bounds[1] + 1, bounds[0] - 1] + ([np.nan, np.inf, -np.inf, bounds[1] + 1e-9] if v.dtype.kind == "f" else [])
+        for bad in bads:
+            w = v.astype(float if isinstance(bad, float) else v.dtype).copy()
+            w[len(w) // 2] = bad
+            bad_df = pd.DataFrame({"x": w})
+            with pytest.raises(DomainError) as a:
+                d.histogram(bad_df)
+            with pytest.raises(DomainError) as b:
+                d.encode(bad_df)
+            assert str(a.value) == str(b.value)

@@ -120,3 +120,44 @@ def test_sessions_raise_blowfish_errors_only(session):
         with pytest.raises(BlowfishError):
             call()
     assert session.spent == 0
+
+
+def test_a_release_carries_no_true_answers(df):
+    import pickle
+
+    r = df.blowfish.release("histogram", "age", bins=62, policy="line", epsilon=0.5, rng=0)
+    truth = df.blowfish.release("histogram", "age", bins=62, epsilon=1e12, mechanism="laplace", rng=0).answers.round()
+    # nothing reachable from the release (fields, provenance, the interval sampler's closure) holds the counts
+    seen = []
+
+    def walk(obj, depth=0):
+        if depth > 6:
+            return
+        if isinstance(obj, np.ndarray) and obj.size == truth.size:
+            seen.append(obj)
+        elif isinstance(obj, (pd.Series, pd.DataFrame)):
+            walk(obj.to_numpy(), depth + 1)
+        elif isinstance(obj, dict):
+            for v in obj.values():
+                walk(v, depth + 1)
+        elif isinstance(obj, (list, tuple)):
+            for v in obj:
+                walk(v, depth + 1)
+        elif callable(obj) and getattr(obj, "__closure__", None):
+            for cell in obj.__closure__:
+                walk(cell.cell_contents, depth + 1)
+        elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+            walk(vars(obj), depth + 1)
+
+    walk(vars(r))
+    assert seen  # the walk does reach the noisy answers
+    assert not any(np.allclose(a, truth.to_numpy()) for a in seen)
+    assert len(pickle.dumps(r.answers)) > 0
+
+
+def test_release_plot_is_a_bqplot_figure(df):
+    bqplot = pytest.importorskip("bqplot")
+    r = df.blowfish.release("cumulative", "age", bins=62, policy="line", epsilon=0.5, rng=0)
+    fig = r.plot()
+    assert isinstance(fig, bqplot.Figure) and len(fig.marks) == 2
+    assert list(fig.marks[0].y) == list(r.answers.to_numpy())

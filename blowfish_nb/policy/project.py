@@ -95,11 +95,16 @@ def project(policy: Policy, partition) -> Projection:
 
 
 def _block_ids(partition, k: int) -> np.ndarray:
-    if len(partition) == k and all(np.ndim(p) == 0 for p in partition):
+    if isinstance(partition, np.ndarray) and partition.ndim == 1 and partition.size == k:
+        ids = partition
+    elif len(partition) == k and all(np.ndim(p) == 0 for p in partition):
         ids = np.asarray(partition)
+    else:
+        ids = None
+    if ids is not None:
         if not np.issubdtype(ids.dtype, np.integer) or ids.min() < 0:
             raise PolicyError(f"a partition as block ids needs non-negative integers, got {partition!r}")
-        _, ids = np.unique(ids, return_inverse=True)  # number blocks 0..m−1 in id order
+        _, ids = unique_sorted(ids, return_inverse=True)  # number blocks 0..m−1 in id order
         return ids.astype(np.intp)
     ids = np.full(k, -1, dtype=np.intp)
     for b, block in enumerate(partition):
