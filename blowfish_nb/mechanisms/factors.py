@@ -81,20 +81,26 @@ class TreeFactor(Factor):
         return self.lstsq_rows(A, np.asarray(y, dtype=float)[None, :])[0]
 
     def lstsq_rows(self, A: Hierarchical, Y: np.ndarray) -> np.ndarray:
-        """Least squares for every row of Y (one measured tree per row), vectorised."""
-        b, K = self.branching, A.shape[1]
+        """Least squares for every row of Y (one measured tree per row), vectorised, O(K) per row.
+
+        Aᵀy (each cell: the sum of its ancestors' measurements) is pushed down
+        the tree level by level; (AᵀA)⁻¹ = Σ_l c_l B_l is applied by summing
+        up the levels and pushing the weighted sums back down.
+        """
+        b = self.branching
         c = self._coefficients(A)
-        cells = np.arange(K)
-        v = np.zeros((Y.shape[0], K))
-        offset = 0
-        for level, size in enumerate(A.level_sizes):  # v = Aᵀ y, row by row
-            v += Y[:, offset + cells // b**level]
-            offset += size
-        out = np.zeros_like(v)
-        for level, coef in enumerate(c):
-            size = b**level
-            sums = v.reshape(v.shape[0], -1, size).sum(axis=2)
-            out += coef * np.repeat(sums, size, axis=1)
+        n = Y.shape[0]
+        bounds = np.r_[0, np.cumsum(A.level_sizes)]  # level 0 (the cells) first, the root last
+        levels = len(A.level_sizes)
+        v = Y[:, bounds[levels - 1] : bounds[levels]]
+        for level in range(levels - 2, -1, -1):
+            v = np.repeat(v, b, axis=1) + Y[:, bounds[level] : bounds[level + 1]]
+        sums = [v]
+        for level in range(1, len(c)):
+            sums.append(sums[-1].reshape(n, -1, b).sum(axis=2))
+        out = c[-1] * sums[-1]
+        for level in range(len(c) - 2, -1, -1):
+            out = np.repeat(out, b, axis=1) + c[level] * sums[level]
         return out
 
     def range_variances(self, A, lo, hi):

@@ -68,3 +68,14 @@ def test_range_workloads_match_their_dense_forms():
     y = np.array([1.0, -2.0])
     np.testing.assert_allclose(B @ x, B.dense() @ x)
     np.testing.assert_allclose(B.rmatvec(y), B.dense().T @ y)
+
+
+@pytest.mark.parametrize("b,K", [(2, 16), (4, 64), (2, 1), (16, 256), (3, 27)])
+def test_tree_least_squares_rows_equal_dense_least_squares(b, K):
+    from blowfish_nb.mechanisms.factors import TreeFactor
+    from blowfish_nb.workload import Hierarchical
+
+    f, A = TreeFactor(b), Hierarchical(K, b)
+    D = A.dense()
+    Y = np.random.default_rng(K).normal(size=(5, D.shape[0]))
+    np.testing.assert_allclose(f.lstsq_rows(A, Y), np.linalg.lstsq(D, Y.T, rcond=None)[0].T, atol=1e-9)
