@@ -171,11 +171,13 @@ def sampler(mechanism, workload: Workload, policy: Policy):
 
 
 def laplace(rng: np.random.Generator, scale: float, shape) -> np.ndarray:
-    """Laplace(0, scale) draws as a random sign times an exponential (3–4× faster than ``rng.laplace``)."""
+    """Laplace(0, scale) draws: an exponential with a random sign bit (about 4× faster than ``rng.laplace``)."""
     n = int(np.prod(shape))
     out = rng.standard_exponential(n)
-    signs = np.unpackbits(rng.integers(0, 256, size=(n + 7) // 8, dtype=np.uint8))[:n].astype(bool)
-    np.negative(out, out=out, where=signs)
+    sign = rng.bit_generator.random_raw(n)
+    sign &= np.uint64(1 << 63)
+    bits = out.view(np.uint64)
+    bits ^= sign  # flip the IEEE sign bit of half the values, at random
     out *= scale
     return out.reshape(shape)
 

@@ -156,8 +156,9 @@ class OrderedAttribute:
     def _float_codes(self, part: np.ndarray) -> np.ndarray:
         """floor((v − lo)/width) with edge cases settled by the edges; out-of-domain values give codes < 0 or ≥ k."""
         e, k = self.edges, self.size
-        t = np.subtract(part, e[0])
-        np.multiply(t, 1.0 / self._width, out=t)
+        t = np.subtract(part, e[0]) if e[0] != 0 else part.copy()
+        if self._width != 1:
+            np.multiply(t, 1.0 / self._width, out=t)
         codes = np.empty(part.size, dtype=np.intp)
         with np.errstate(invalid="ignore"):
             np.floor(t, out=codes, casting="unsafe")
