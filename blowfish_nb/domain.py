@@ -156,13 +156,16 @@ class OrderedAttribute:
     def _float_codes(self, part: np.ndarray) -> np.ndarray:
         """floor((v − lo)/width) with edge cases settled by the edges; out-of-domain values give codes < 0 or ≥ k."""
         e, k = self.edges, self.size
-        t = np.subtract(part, e[0]) if e[0] != 0 else part.copy()
-        if self._width != 1:
-            np.multiply(t, 1.0 / self._width, out=t)
+        if e[0] != 0:
+            r = np.subtract(part, e[0])
+            if self._width != 1:
+                np.multiply(r, 1.0 / self._width, out=r)
+        else:
+            r = part if self._width == 1 else np.multiply(part, 1.0 / self._width)
         codes = np.empty(part.size, dtype=np.intp)
         with np.errstate(invalid="ignore"):
-            np.floor(t, out=codes, casting="unsafe")
-        np.subtract(t, codes, out=t)
+            np.floor(r, out=codes, casting="unsafe")
+        t = np.subtract(r, codes, out=None if r is part else r)
         np.subtract(t, 0.5, out=t)
         np.abs(t, out=t)
         near = np.flatnonzero(~(t <= 0.5 - 1e-9))  # near an edge, or NaN/inf
