@@ -3,6 +3,7 @@
 from .base import ColumnSlice, MatrixMechanism, Mechanism
 from .dawa import DAWA
 from .htheta import HThetaRanges
+from .partition_first import PartitionFirst
 from .hierarchical import Hierarchical
 from .laplace import Laplace
 from .ordered import Ordered
@@ -10,4 +11,4 @@ from .ordered_hierarchical import OrderedHierarchical
 from .privelet import Privelet
 from .transformed import Transformed
 
-__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "DAWA", "HThetaRanges", "Laplace", "Ordered", "OrderedHierarchical", "Hierarchical", "Privelet", "Transformed"]
+__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "DAWA", "HThetaRanges", "PartitionFirst", "Laplace", "Ordered", "OrderedHierarchical", "Hierarchical", "Privelet", "Transformed"]
