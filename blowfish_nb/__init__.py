@@ -13,6 +13,7 @@ from .exceptions import (
 from .policy import Policy
 from .release import Release
 from .accounting import Session
+from .kmeans import kmeans
 from .dask import register as _register_dask
 
 _register_dask()  # ddf.blowfish, when Dask is installed
@@ -33,6 +34,7 @@ __all__ = [
     "BudgetExceededError",
     "SessionError",
     "Session",
+    "kmeans",
     "analysis",
     "datasets",
     "mechanisms",

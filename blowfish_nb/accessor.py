@@ -449,6 +449,12 @@ class BlowfishAccessor:
         """Release ``query`` over columns of this frame; see :func:`blowfish_nb.accessor.release`."""
         return release(self._df, query, columns, **kwargs)
 
+    def kmeans(self, columns, k: int, **kwargs):
+        """Blowfish-private k-means over columns of this frame; see :func:`blowfish_nb.kmeans.kmeans`."""
+        from .kmeans import kmeans
+
+        return kmeans(self._df, columns, k, **kwargs)
+
     def session(self, budget: float, **kwargs):
         """A budgeted session over this frame; see :class:`blowfish_nb.accounting.Session`."""
         from .accounting import Session
