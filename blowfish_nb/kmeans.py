@@ -82,7 +82,7 @@ class KMeansResult:
 
 
 def kmeans(data: pd.DataFrame, columns, k: int, policy="dp", epsilon: float = 1.0, iterations: int = 10,
-           method: str = "sulq", rng=None, theta=None, bins=None, bounds=None) -> KMeansResult:
+           method: str = "sulq", rng=None, theta=None, bins=None, bounds=None, mechanism="auto") -> KMeansResult:
     """Blowfish-private k-means over ordered columns (see the module notes).
 
     Parameters
@@ -100,6 +100,8 @@ def kmeans(data: pd.DataFrame, columns, k: int, policy="dp", epsilon: float = 1.
     method : {"sulq", "histogram"}
     rng : None, int or numpy.random.Generator
         Also draws the (data-independent) initial centroids.
+    mechanism : "auto" or a Mechanism
+        For ``"histogram"``: the histogram's mechanism (``"auto"``: ``choose_mechanism``).
 
     Examples
     --------
@@ -147,7 +149,9 @@ def kmeans(data: pd.DataFrame, columns, k: int, policy="dp", epsilon: float = 1.
         from .analysis import choose_mechanism
 
         W = Identity(domain.size)
-        mech, _ = choose_mechanism(W, pol, epsilon)
+        mech = choose_mechanism(W, pol, epsilon)[0] if isinstance(mechanism, str) and mechanism == "auto" else mechanism
+        if not hasattr(mech, "release"):
+            raise InvalidParameterError(f"mechanism must be 'auto' or a mechanism object, got {mechanism!r}")
         w = np.clip(mech.release(x, W, pol, epsilon, rng=generator), 0.0, None)
         for _ in range(iterations):
             assign = _nearest(P, C)
