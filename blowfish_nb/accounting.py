@@ -89,7 +89,6 @@ class Session:
             if not isinstance(c, str) or c not in frame.columns:
                 raise InvalidParameterError(f"bins names column {c!r}, which is not in the data {list(frame.columns)}")
             self._attributes[c] = domain_for(frame, [c], spec, bounds=bounds.get(c), lazy=lazy).attributes[0]
-        self._policy_specs = policy
         self._policies = {c: self._column_policy(c, policy) for c in self._attributes}
         self._entries: list[dict] = []
         self._fingerprint = _fingerprint(data, list(self._attributes))
@@ -197,7 +196,6 @@ class Session:
         s._data = data
         s._attributes = {a.name: a for a in domain.attributes}
         s._policies = {c: Policy.from_dict(d) for c, d in state["policies"].items()}
-        s._policy_specs = None
         s._entries = list(state["ledger"])
         s._fingerprint = state["fingerprint"]
         return s

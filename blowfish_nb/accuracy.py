@@ -35,6 +35,7 @@ from .exceptions import InvalidParameterError
 from .mechanisms import HThetaRanges, Laplace, MatrixMechanism, Ordered, Transformed
 from .mechanisms.factors import IdentityFactor, PrefixFactor, TreeFactor
 from .policy import Policy, spanning_tree, transform
+from .policy.transform import WINDOW_SPAN, crossing_rows
 from .ranges import as_ranges
 from .workload import Identity, Workload
 from ._arrays import unique_sorted
@@ -247,11 +248,9 @@ def _error_terms(mechanism, workload, policy) -> tuple[int, int, bool, float] | 
         return None
     if isinstance(mechanism, Transformed) and mechanism.inner == "laplace" and policy.is_forest():
         edges = transform(policy).edges
-        if len(edges) == 0 or edges.min() < 0 or np.abs(edges[:, 0] - edges[:, 1]).max() > 64:
-            return None
-        from .mechanisms.htheta import _crossing_edges
-
-        M = _crossing_edges(r.lo, r.hi, edges, policy.domain.size).tocsr()
+        if len(edges) == 0 or edges.min() < 0 or np.abs(edges[:, 0] - edges[:, 1]).max() > WINDOW_SPAN:
+            return None  # long or ⊥ edges: leave it to Monte Carlo rather than tabulate every range × edge
+        M = crossing_rows(r.lo, r.hi, edges, policy.domain.size).tocsr()
         per_row = np.diff(M.indptr)
         if per_row.max(initial=0) > 2 or not np.all(np.abs(M.data) == 1):
             return None

@@ -188,25 +188,11 @@ class OrderedAttribute:
                 np.floor_divide(codes, np.intp(width), out=codes)
             np.minimum(codes, k - 1, out=codes)
             return codes
-        if equal:
-            codes = np.empty(v.size, dtype=np.intp)
-            step = 1 << 18  # chunks: small temporaries are reused instead of faulting in fresh pages
-            r = np.empty(min(step, v.size))
-            for s in range(0, v.size, step):
-                part, out = v[s : s + step], codes[s : s + step]
-                t = r[: part.size]
-                np.subtract(part, e[0], out=t)
-                np.multiply(t, 1.0 / width, out=t)
-                np.floor(t, out=out, casting="unsafe")
-                np.subtract(t, out, out=t)  # the fraction within the bin
-                np.subtract(t, 0.5, out=t)
-                np.abs(t, out=t)
-                # rounding can put a value within a hair of an edge in the wrong bin: settle those by the edges
-                near = np.flatnonzero(t > 0.5 - 1e-9)
-                if near.size:
-                    out[near] = np.searchsorted(e, part[near], side="right") - 1
-                np.minimum(out, k - 1, out=out)
-            return codes
+        if equal:  # values are in the domain here, so the codes land in 0 … k − 1
+            step = 1 << 18
+            return np.concatenate([self._float_codes(v[s : s + step].astype(float, copy=False))
+                                   for s in range(0, v.size, step)]
+                                  or [np.zeros(0, dtype=np.intp)])
         codes = np.searchsorted(e, v, side="right") - 1
         return np.minimum(codes, k - 1).astype(np.intp)
 

@@ -197,7 +197,7 @@ class _Plan:
         if ranges is None:
             WH = sp.csr_array(as_sparse(workload) @ self.t.incidence)
         else:
-            WH = _crossing_edges(ranges.lo, ranges.hi, e, k)
+            WH = self.t.range_rows(ranges.lo, ranges.hi)
         WH = WH @ sp.diags_array(self.sign)
         n = self.n_groups * self.K
         move = sp.csr_array((np.ones(len(e)), (np.arange(len(e)), self.column)), shape=(len(e), n))
@@ -269,37 +269,3 @@ class _TreePaths:
         if not rows:
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp), np.zeros(0)
         return np.concatenate(rows), np.concatenate(out_edges), np.concatenate(signs)
-
-
-def _crossing_edges(lo, hi, edges, k) -> sp.csr_array:
-    """W P for ranges: +1/−1 on edges (a, b) with a inside and b outside / the reverse.
-
-    Only edges whose ends are within the longest edge length of a range
-    boundary can cross it, so the candidates per query are few.
-    """
-    a, b = edges[:, 0], edges[:, 1]
-    lower = np.minimum(a, b)
-    span = int((np.abs(a - b)).max()) if len(edges) else 0
-    by_lower = np.argsort(lower, kind="stable")
-    ptr = np.searchsorted(lower[by_lower], np.arange(k + 1))
-    degree = int(np.diff(ptr).max()) if len(edges) else 0
-    rows, cols, vals = [], [], []
-    for boundary, floor in ((lo, 0), (hi + 1, lo)):  # lower end left of the range, or inside it
-        for d in range(1, span + 1):
-            start = boundary - d
-            ok = (start >= floor) & (start < k)
-            for j in range(degree):
-                idx = np.flatnonzero(ok)
-                slot = ptr[start[idx]] + j
-                has = slot < ptr[start[idx] + 1]
-                idx, slot = idx[has], slot[has]
-                e = by_lower[slot]
-                in_a = (a[e] >= lo[idx]) & (a[e] <= hi[idx])
-                in_b = (b[e] >= lo[idx]) & (b[e] <= hi[idx])
-                cross = in_a != in_b
-                rows.append(idx[cross])
-                cols.append(e[cross])
-                vals.append(np.where(in_a[cross], 1.0, -1.0))
-    rows, cols, vals = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
-    # the two scans look at disjoint lower ends (left of lo, inside the range): no edge twice
-    return sp.csr_array((vals, (rows, cols)), shape=(lo.size, len(edges)))

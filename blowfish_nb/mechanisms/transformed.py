@@ -33,6 +33,7 @@ from scipy.optimize import isotonic_regression
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
 from ..policy import BOTTOM, Policy, spanning_tree, stretch, transform
+from ..policy.transform import crossing_rows
 from ..ranges import as_ranges
 from ..workload import DENSE_LIMIT, Workload
 from .base import Mechanism, _check_histogram, _check_workload
@@ -141,37 +142,19 @@ def _sparse_transformed(workload: Workload, t) -> sp.csr_array:
     ranges = as_ranges(workload)
     if ranges is None:
         return sp.csr_array(as_sparse(workload) @ t.incidence)
-    u, v = t.edges[:, 0], t.edges[:, 1]
-    parts = []
-    step = max(1, 2_000_000 // max(1, len(u)))
-    for s in range(0, ranges.shape[0], step):
-        lo, hi = ranges.lo[s : s + step, None], ranges.hi[s : s + step, None]
-        in_u = (u[None, :] >= lo) & (u[None, :] <= hi)
-        in_v = (v[None, :] >= lo) & (v[None, :] <= hi) & (v[None, :] != BOTTOM)
-        parts.append(sp.csr_array(in_u.astype(np.int8) - in_v.astype(np.int8), dtype=float))
-    return sp.csr_array(sp.vstack(parts))
+    return t.range_rows(ranges.lo, ranges.hi)
 
 
 def _row_norms_sq(workload: Workload, tree: Policy) -> np.ndarray:
     """‖w P_T‖² = number of tree edges with exactly one end in the query (0/1 ranges), per query."""
     e = tree.edges()
-    u, v = e[:, 0], e[:, 1]
     ranges = as_ranges(workload)
-    if ranges is not None and ranges.shape[0] * len(u) > 500_000_000:
-        raise InvalidParameterError(
-            f"the transformed error of {ranges.shape[0]:,} ranges over {len(u):,} tree edges is too costly to tabulate"
-        )
     if ranges is not None:
-        out = np.zeros(workload.shape[0])
-        step = max(1, 2_000_000 // max(1, len(u)))
-        for s in range(0, len(out), step):
-            lo, hi = ranges.lo[s : s + step, None], ranges.hi[s : s + step, None]
-            in_u = (u[None, :] >= lo) & (u[None, :] <= hi)
-            in_v = (v[None, :] >= lo) & (v[None, :] <= hi) & (v[None, :] != BOTTOM)
-            out[s : s + step] = np.count_nonzero(in_u != in_v, axis=1)
-        return out
+        rows = crossing_rows(ranges.lo, ranges.hi, e, tree.domain.size)
+        return np.asarray(rows.multiply(rows).sum(axis=1)).reshape(-1)
     if workload.shape[1] > DENSE_LIMIT:
         raise InvalidParameterError("expected_error of a transformed mechanism needs a range workload at this size")
     W = workload.dense()
+    u, v = e[:, 0], e[:, 1]
     diff = W[:, u] - np.where(v == BOTTOM, 0.0, W[:, np.where(v == BOTTOM, 0, v)])
     return np.sum(diff**2, axis=1)

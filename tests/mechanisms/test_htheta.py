@@ -6,7 +6,8 @@ import pytest
 from blowfish_nb import Domain, mechanisms, policy
 from blowfish_nb.analysis import audit
 from blowfish_nb.exceptions import InvalidParameterError, PolicyError
-from blowfish_nb.mechanisms.htheta import _crossing_edges, _Plan
+from blowfish_nb.mechanisms.htheta import _Plan
+from blowfish_nb.policy.transform import crossing_rows as _crossing_edges
 from blowfish_nb.ranges import all_ranges, random_ranges
 
 CASES = [(12, 1), (12, 3), (13, 4), (16, 4), (21, 5)]
