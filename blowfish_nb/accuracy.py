@@ -26,7 +26,10 @@ public linear map, with their own generator.
 from __future__ import annotations
 
 import math
+import os
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.stats import binom
@@ -91,14 +94,27 @@ def epsilon_for_accuracy(mechanism, workload: Workload, policy: Policy, alpha: f
 
 
 def max_abs_errors(mechanism, workload: Workload, policy: Policy, draws: int = DRAWS, seed: int = 0,
-                   chunk: int = 250) -> np.ndarray:
-    """max over the answers of |error| at ε = 1, for ``draws`` draws (in chunks: small arrays stay in cache)."""
-    draw = sampler(mechanism, workload, policy)
-    rng = np.random.default_rng(seed)
-    out = []
-    for start in range(0, draws, chunk):
-        out.append(np.max(np.abs(draw(min(chunk, draws - start), rng)), axis=1))
-    return np.concatenate(out)
+                   chunk: int = 50) -> np.ndarray:
+    """max over the answers of |error| at ε = 1, for ``draws`` draws.
+
+    The draws come in chunks (small arrays stay in cache), chunk i from its own
+    generator spawned from ``seed``, so the result does not depend on how the
+    chunks are scheduled; the chunks run on up to two threads (NumPy releases
+    the GIL in the noise generation and the array passes).
+    """
+    draw, scale = _unit_sampler(mechanism, workload, policy)
+    starts = list(range(0, draws, chunk))
+    seeds = np.random.SeedSequence(seed).spawn(len(starts))
+
+    def one(i):
+        z = draw(min(chunk, draws - starts[i]), np.random.default_rng(seeds[i]))
+        return np.maximum(z.max(axis=1), -z.min(axis=1))  # max |z| without an |z| temporary
+
+    workers = min(2, os.cpu_count() or 1, len(starts))
+    if workers < 2:
+        return np.concatenate([one(i) for i in range(len(starts))]) * scale
+    with ThreadPoolExecutor(workers) as pool:
+        return np.concatenate(list(pool.map(one, range(len(starts))))) * scale
 
 
 def upper_quantile(samples: np.ndarray, p: float, confidence: float = CONFIDENCE) -> float:
@@ -126,6 +142,19 @@ def error_draws(mechanism, workload: Workload, policy: Policy, draws: int = DRAW
 
 def sampler(mechanism, workload: Workload, policy: Policy):
     """A function (n, rng) → n draws of the answers' error at ε = 1; the public set-up is done once, here."""
+    draw, scale = _unit_sampler(mechanism, workload, policy)
+    if scale == 1.0:
+        return draw
+    return lambda n, rng: draw(n, rng) * scale
+
+
+def _unit_sampler(mechanism, workload: Workload, policy: Policy):
+    """(draw, scale): draw(n, rng) · scale are n draws of the error at ε = 1.
+
+    The Laplace noise is drawn at scale 1 and the scale applied to what is
+    left at the end (a maximum, for the accuracy translation): one pass fewer
+    over the largest array.
+    """
     if not getattr(mechanism, "linear", False) and not isinstance(mechanism, HThetaRanges):
         raise InvalidParameterError(
             f"accuracy targets need a linear mechanism (noise pushed through a fixed map); {mechanism.name} is not"
@@ -138,31 +167,31 @@ def sampler(mechanism, workload: Workload, policy: Policy):
 
         PT = P.T.tocsr()
 
-        buffers = {}
+        buffers = threading.local()
 
         def draw(n, rng):
-            eta = laplace(rng, ell, (n, P.shape[1]), out=buffers.setdefault(n, np.empty((n, P.shape[1]))))
+            eta = laplace(rng, 1.0, (n, P.shape[1]), out=_buffer(buffers, (n, P.shape[1])))
             return _apply_rows(workload, np.asarray((PT.T @ eta.T).T))  # x̂ − x = P_T (x̂_T − x_T); c is noise-free
 
-        return draw
+        return draw, float(ell)
     if isinstance(mechanism, MatrixMechanism) and len(policy.domain.shape) == 1 and isinstance(
             mechanism.factor, (IdentityFactor, PrefixFactor, TreeFactor)):
         op = mechanism.measured(policy)[0]
         b = mechanism.noise_scale(policy, 1.0)
 
-        buffers = {}
+        buffers = threading.local()
 
         def draw(n, rng):
-            eta = laplace(rng, b, (n, op.shape[0]), out=buffers.setdefault(n, np.empty((n, op.shape[0]))))
+            eta = laplace(rng, 1.0, (n, op.shape[0]), out=_buffer(buffers, (n, op.shape[0])))
             if isinstance(mechanism.factor, IdentityFactor):
                 est = eta
             elif isinstance(mechanism.factor, PrefixFactor):
                 est = np.diff(eta, axis=1, prepend=0.0)
             else:
-                est = mechanism.factor.lstsq_rows(op, eta)
-            return _apply_rows(workload, est[:, :k])
+                est = mechanism.factor.lstsq_rows(op, eta, overwrite=True)  # eta is this thread's scratch
+            return _apply_rows(workload, est[:, :k], scratch=isinstance(mechanism.factor, TreeFactor))
 
-        return draw
+        return draw, float(b)
     zeros = np.zeros(k)
 
     def draw(n, rng):
@@ -173,7 +202,15 @@ def sampler(mechanism, workload: Workload, policy: Policy):
                 pass
         return np.stack([mechanism.release(zeros, workload, policy, 1.0, rng=rng) for _ in range(n)])
 
-    return draw
+    return draw, 1.0
+
+
+def _buffer(store: threading.local, shape: tuple[int, int]) -> np.ndarray:
+    """A reusable noise buffer of ``shape``, one per thread (chunks on two threads must not share one)."""
+    cache = store.__dict__.setdefault("arrays", {})
+    if shape not in cache:
+        cache[shape] = np.empty(shape)
+    return cache[shape]
 
 
 def laplace(rng: np.random.Generator, scale: float, shape, out: np.ndarray | None = None) -> np.ndarray:
@@ -189,16 +226,24 @@ def laplace(rng: np.random.Generator, scale: float, shape, out: np.ndarray | Non
     bits <<= 7
     top = 7 if sys.byteorder == "little" else 0
     flat.view(np.uint8)[top::8] ^= bits  # the IEEE sign bit lives in the most significant byte
-    flat *= scale
+    if scale != 1.0:
+        flat *= scale
     return out
 
 
-def _apply_rows(workload: Workload, X: np.ndarray) -> np.ndarray:
-    """W applied to every row of X (ranges by prefix sums, others row by row)."""
+def _apply_rows(workload: Workload, X: np.ndarray, scratch: bool = False) -> np.ndarray:
+    """W applied to every row of X (ranges by prefix sums, others row by row).
+
+    ``scratch=True`` lets prefix workloads overwrite X (no fresh array: on
+    these machines a new large temporary costs more than the sum itself).
+    """
     if isinstance(workload, Identity):
         return X
     r = as_ranges(workload)
     if r is not None:
+        if not r.lo.any():  # prefixes: one running sum, no leading zero column to copy in
+            C = np.cumsum(X, axis=1, out=X) if scratch else np.cumsum(X, axis=1)
+            return C if np.array_equal(r.hi, np.arange(X.shape[1])) else C[:, r.hi]
         C = np.concatenate([np.zeros((X.shape[0], 1)), np.cumsum(X, axis=1)], axis=1)
         return C[:, r.hi + 1] - C[:, r.lo]
     return np.stack([workload @ row for row in X])

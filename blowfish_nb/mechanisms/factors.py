@@ -80,28 +80,62 @@ class TreeFactor(Factor):
     def lstsq(self, A, y):
         return self.lstsq_rows(A, np.asarray(y, dtype=float)[None, :])[0]
 
-    def lstsq_rows(self, A: Hierarchical, Y: np.ndarray) -> np.ndarray:
+    def lstsq_rows(self, A: Hierarchical, Y: np.ndarray, overwrite: bool = False) -> np.ndarray:
         """Least squares for every row of Y (one measured tree per row), vectorised, O(K) per row.
 
-        Aᵀy (each cell: the sum of its ancestors' measurements) is pushed down
-        the tree level by level; (AᵀA)⁻¹ = Σ_l c_l B_l is applied by summing
-        up the levels and pushing the weighted sums back down.
+        Aᵀy (each cell: the sum of its ancestors' measurements) and
+        (AᵀA)⁻¹ = Σ_l c_l B_l are applied level by level. The cell level,
+        the largest, is touched only twice: its block sums are
+        blocksum(y₀) + b·v₁ (v_l: the ancestors' sums at level l), and the
+        answer there is c₀·y₀ + repeat(c₀·v₁ + out₁). ``overwrite=True``
+        writes that answer into Y's cell columns (no new array) and returns a
+        view of them.
         """
         b = self.branching
         c = self._coefficients(A)
         n = Y.shape[0]
         bounds = np.r_[0, np.cumsum(A.level_sizes)]  # level 0 (the cells) first, the root last
         levels = len(A.level_sizes)
-        v = Y[:, bounds[levels - 1] : bounds[levels]]
-        for level in range(levels - 2, -1, -1):
-            v = np.repeat(v, b, axis=1) + Y[:, bounds[level] : bounds[level + 1]]
-        sums = [v]
-        for level in range(1, len(c)):
-            sums.append(sums[-1].reshape(n, -1, b).sum(axis=2))
+        if levels == 1:
+            return Y * c[0] if not overwrite else np.multiply(Y, c[0], out=Y)
+
+        def level(l):
+            return Y[:, bounds[l] : bounds[l + 1]]
+
+        # v₁: every level-1 node's sum of its own and its ancestors' measurements.
+        # Strided slices (child j of every node) keep numpy's inner loops long.
+        v = level(levels - 1)
+        for l in range(levels - 2, 0, -1):
+            below = level(l)
+            nxt = np.empty_like(below)
+            for j in range(b):
+                np.add(below[:, j::b], v, out=nxt[:, j::b])
+            v = nxt
+        cells = level(0)
+        first = cells[:, 0::b].copy()
+        for j in range(1, b):
+            first += cells[:, j::b]
+        first += b * v  # Σ over each level-1 block of v₀ = its cells' y + b·v₁
+        sums = [None, first]
+        for l in range(2, levels):
+            x = sums[-1]
+            up = x[:, 0::b].copy()
+            for j in range(1, b):
+                up += x[:, j::b]
+            sums.append(up)
         out = c[-1] * sums[-1]
-        for level in range(len(c) - 2, -1, -1):
-            out = np.repeat(out, b, axis=1) + c[level] * sums[level]
-        return out
+        for l in range(levels - 2, 0, -1):
+            here = sums[l]
+            here *= c[l]
+            for j in range(b):
+                here[:, j::b] += out
+            out = here
+        out += c[0] * v  # what every cell of a level-1 block receives besides c₀·y₀
+        est = cells if overwrite else np.empty_like(cells)
+        for j in range(b):
+            np.multiply(cells[:, j::b], c[0], out=est[:, j::b])
+            est[:, j::b] += out
+        return est
 
     def range_variances(self, A, lo, hi):
         c = self._coefficients(A)

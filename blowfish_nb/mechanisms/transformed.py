@@ -33,7 +33,7 @@ from scipy.optimize import isotonic_regression
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
 from ..policy import BOTTOM, Policy, spanning_tree, stretch, transform
-from ..policy.transform import crossing_rows
+from ..policy.transform import crossing_counts
 from ..ranges import as_ranges
 from ..workload import DENSE_LIMIT, Workload
 from .base import Mechanism, _check_histogram, _check_workload
@@ -150,8 +150,7 @@ def _row_norms_sq(workload: Workload, tree: Policy) -> np.ndarray:
     e = tree.edges()
     ranges = as_ranges(workload)
     if ranges is not None:
-        rows = crossing_rows(ranges.lo, ranges.hi, e, tree.domain.size)
-        return np.asarray(rows.multiply(rows).sum(axis=1)).reshape(-1)
+        return crossing_counts(ranges.lo, ranges.hi, e, tree.domain.size)
     if workload.shape[1] > DENSE_LIMIT:
         raise InvalidParameterError("expected_error of a transformed mechanism needs a range workload at this size")
     W = workload.dense()

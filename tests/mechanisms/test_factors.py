@@ -78,4 +78,8 @@ def test_tree_least_squares_rows_equal_dense_least_squares(b, K):
     f, A = TreeFactor(b), Hierarchical(K, b)
     D = A.dense()
     Y = np.random.default_rng(K).normal(size=(5, D.shape[0]))
-    np.testing.assert_allclose(f.lstsq_rows(A, Y), np.linalg.lstsq(D, Y.T, rcond=None)[0].T, atol=1e-9)
+    kept = Y.copy()
+    expected = np.linalg.lstsq(D, Y.T, rcond=None)[0].T
+    np.testing.assert_allclose(f.lstsq_rows(A, Y), expected, atol=1e-9)
+    assert np.array_equal(Y, kept)  # the default never writes into the measurements
+    np.testing.assert_allclose(f.lstsq_rows(A, Y, overwrite=True), expected, atol=1e-9)

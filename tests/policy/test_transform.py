@@ -86,3 +86,27 @@ def test_tree_fast_path_scales():
     xg = t.data(x)
     # root 0: edge (i, i+1) carries minus the suffix sum beyond i
     np.testing.assert_allclose(xg, -np.cumsum(x[::-1])[::-1][1:])
+
+
+@pytest.mark.parametrize("edges", [
+    np.array([[i, i + 1] for i in range(11)]),                   # short edges: the windowed scan
+    np.array([[0, j] for j in range(1, 12)]),                   # a star: long edges, the direct count
+    np.array([[i, -1] for i in range(12)] + [[2, 9], [0, 11]]),  # ⊥ edges and long ones
+])
+def test_crossing_rows_and_counts_equal_dense_w_times_p(edges):
+    """W·P_G by the definition (column e = e_u − e_v, ⊥ contributes nothing), for every range of 12 cells."""
+    from blowfish_nb.policy.transform import crossing_counts, crossing_rows
+
+    k = 12
+    lo, hi = np.triu_indices(k)
+    W = np.zeros((lo.size, k))
+    for r, (a, b) in enumerate(zip(lo, hi)):
+        W[r, a : b + 1] = 1
+    P = np.zeros((k, len(edges)))
+    for j, (u, v) in enumerate(edges):
+        P[u, j] += 1
+        if v >= 0:
+            P[v, j] -= 1
+    dense = W @ P
+    assert np.array_equal(crossing_rows(lo, hi, edges, k).toarray(), dense)
+    assert np.array_equal(crossing_counts(lo, hi, edges, k), (dense**2).sum(axis=1))
