@@ -121,6 +121,29 @@ class Session:
         return pd.DataFrame(self._entries, columns=cols)
 
     # -- releasing -------------------------------------------------------------------------
+    def quote(self, query="histogram", columns=None, *, ranges=None, keep=None, epsilon=None, accuracy=None,
+              mechanism="auto", projection: bool = True):
+        """What :meth:`release` would spend, without reading the data or charging anything.
+
+        Returns the budgeted plan: ``.epsilon`` (from ``epsilon`` or derived
+        from ``accuracy``) and ``.mechanism``. The analyst panel shows it
+        before Run.
+
+        Examples
+        --------
+        >>> from blowfish_nb import datasets
+        >>> s = datasets.salaries(n=500, seed=2).blowfish.session(1.0, bins={"age": 62})
+        >>> q = s.quote("histogram", "age", accuracy=(20, 0.05))
+        >>> q.mechanism.name, round(q.epsilon, 4), s.spent
+        ('Laplace', 0.3549, 0.0)
+        """
+        from .accessor import Plan, plan_budget
+
+        cols = self._check_columns(columns)
+        domain = Domain([self._attributes[c] for c in cols])
+        plan = Plan(domain, build_query(domain, query, ranges=ranges, keep=keep), self._policy_for(cols), cols)
+        return plan_budget(plan, epsilon=epsilon, accuracy=accuracy, mechanism=mechanism, projection=projection)
+
     def release(self, query="histogram", columns=None, *, ranges=None, keep=None, epsilon=None, accuracy=None,
                 mechanism="auto", projection: bool = True, rng=None) -> Release:
         """A release charged to this session (same query arguments as ``df.blowfish.release``).
@@ -131,12 +154,11 @@ class Session:
             When ε (given, or derived from ``accuracy``) exceeds :attr:`remaining`;
             nothing is computed and nothing is charged.
         """
-        from .accessor import Plan, execute, histogram, plan_budget
+        from .accessor import execute, histogram
 
-        cols = self._check_columns(columns)
-        domain = Domain([self._attributes[c] for c in cols])
-        plan = Plan(domain, build_query(domain, query, ranges=ranges, keep=keep), self._policy_for(cols), cols)
-        budgeted = plan_budget(plan, epsilon=epsilon, accuracy=accuracy, mechanism=mechanism, projection=projection)
+        budgeted = self.quote(query, columns, ranges=ranges, keep=keep, epsilon=epsilon, accuracy=accuracy,
+                              mechanism=mechanism, projection=projection)
+        cols, domain = budgeted.plan.columns, budgeted.plan.domain
         if budgeted.epsilon > self.remaining + TOLERANCE:
             raise BudgetExceededError(
                 f"this release needs ε = {budgeted.epsilon:.4g} but the session has {self.remaining:.4g} of "

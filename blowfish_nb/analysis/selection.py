@@ -19,11 +19,16 @@ from .lower_bound import LOWER_BOUND_LIMIT, lower_bound
 __all__ = ["choose_mechanism", "expected_error", "default_candidates"]
 
 
+#: H^θ+Privelet is offered by "auto" up to this θ: it is built for small θ (Haney et al. §5), and its exact
+#: sensitivity scans a window of edges that grows with θ (seconds at θ = 256, minutes at θ = k on 4,096 cells)
+HTHETA_MAX_THETA = 64
+
+
 def default_candidates(policy: Policy) -> tuple[MatrixMechanism, ...]:
     """The data-independent mechanisms considered by ``mechanism="auto"``."""
     one_d = len(policy.domain.shape) == 1
     extra = (OrderedHierarchical(),) if one_d else ()
-    if one_d and isinstance(policy, Threshold) and policy.metric == "l1":
+    if one_d and isinstance(policy, Threshold) and policy.metric == "l1" and policy.theta <= HTHETA_MAX_THETA:
         extra += (HThetaRanges(),)
     return (Laplace(), Ordered(), Hierarchical(2), Hierarchical(4), Privelet(), Transformed(), *extra)
 

@@ -24,6 +24,8 @@ exactly), so the mechanism run with ε/ℓ is (ε, G)-Blowfish (Lemma 4.3).
 
 from __future__ import annotations
 
+import weakref
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +43,9 @@ from .dawa import dawa_estimate
 from .gram import as_sparse
 
 __all__ = ["Transformed"]
+
+#: (id(policy), tree method) → (weak reference to the policy, (tree, stretch)); a few recent policies
+_PLANS: dict = {}
 
 INNERS = ("laplace", "consistent", "dawa", "dawa-consistent")
 NAMES = {"laplace": "Transformed+Laplace", "consistent": "Transformed+ConsistentEst",
@@ -83,11 +88,26 @@ class Transformed(Mechanism):
         return self.inner == "laplace"
 
     def plan(self, policy: Policy) -> tuple[Policy, int]:
-        """The tree T used and its stretch ℓ over the policy (1 when the policy is a forest)."""
+        """The tree T used and its stretch ℓ over the policy (1 when the policy is a forest).
+
+        Remembered for the last few policies (by identity; policies are not
+        changed after construction): choosing a mechanism asks for the error
+        and the sensitivity of the same policy in turn, and the stretch over
+        millions of edges costs a second.
+        """
+        key = (id(policy), self.tree)
+        hit = _PLANS.get(key)
+        if hit is not None and hit[0]() is policy:
+            return hit[1]
         if policy.is_forest():
-            return policy, 1
-        tree = spanning_tree(policy, self.tree)
-        return tree, stretch(policy, tree)
+            found = (policy, 1)
+        else:
+            tree = spanning_tree(policy, self.tree)
+            found = (tree, stretch(policy, tree))
+        if len(_PLANS) >= 8:
+            _PLANS.pop(next(iter(_PLANS)))
+        _PLANS[key] = (weakref.ref(policy), found)
+        return found
 
     def sensitivity(self, policy: Policy) -> float:
         """The Laplace scale factor ℓ: one x_T entry per edge moves by 1, ℓ edges per policy edge."""

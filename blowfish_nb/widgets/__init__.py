@@ -1,6 +1,8 @@
-"""Jupyter widgets: the policy-graph canvas and the explorer (imports ipywidgets, anywidget, bqplot)."""
+"""Jupyter widgets: the policy-graph canvas, the curator's explorer, the analyst's panel (imports ipywidgets,
+anywidget, bqplot)."""
 
+from .analyst import AnalystPanel
 from .canvas import PolicyCanvas
-from .explorer import Explorer
+from .curator import CuratorExplorer, Explorer
 
-__all__ = ["PolicyCanvas", "Explorer"]
+__all__ = ["PolicyCanvas", "CuratorExplorer", "Explorer", "AnalystPanel"]

@@ -1,46 +1,83 @@
-"""The policy-graph canvas: an anywidget drawing a Policy with cytoscape.js.
+"""The policy-graph canvas: an editable anywidget drawing a Policy with cytoscape.js.
 
 State has one definition, the synced traits below; ``js/canvas.js`` reads
-exactly these names. Lists are always replaced whole (in-place mutation does
-not sync).
+exactly these names (a test compares the lists). Lists are always replaced
+whole (in-place mutation does not sync).
+
+Edits travel from the browser as messages ``{"op": ..., ...}`` (the ops in
+:data:`EDIT_OPS`); :meth:`PolicyCanvas.edit` applies them with the functions
+of :mod:`blowfish_nb.policy.edit`, so the widget holds no graph logic of its
+own. A refused edit leaves the policy unchanged and says why in
+:attr:`PolicyCanvas.message`.
 """
 
 from __future__ import annotations
 
+import math
 import pathlib
+from typing import Any
 
 import anywidget
 import numpy as np
 import traitlets
 
-from ..exceptions import BlowfishError
+from .._arrays import unique_sorted
+from ..exceptions import BlowfishError, PolicyError
 from ..policy import BOTTOM, Policy, project
+from ..policy import edit as edits
+from ..policy.threshold import grid as grid_policy
+from ..policy.threshold import threshold as threshold_policy
+from ..workload import Identity, Workload
 
-__all__ = ["PolicyCanvas", "MAX_DRAWN_NODES"]
+__all__ = ["PolicyCanvas", "MAX_DRAWN_NODES", "BLOCKS", "EDIT_OPS"]
 
 ESM = pathlib.Path(__file__).parent / "static" / "canvas.js"
-MAX_DRAWN_NODES = 64
+#: cells drawn one node each up to this many; beyond, the view is aggregated (or zoomed)
+MAX_DRAWN_NODES = 200
+#: blocks of an aggregated 1-D view
+BLOCKS = 64
 BOTTOM_ID = "bottom"
+MODES = ("view", "add", "remove", "block", "bottom")
+#: the messages the front end may send
+EDIT_OPS = ("add", "remove", "block", "bottom", "theta", "undo", "redo", "zoom")
 
 
 class PolicyCanvas(anywidget.AnyWidget):
-    """Draws a policy graph; large domains are drawn as blocks of consecutive cells.
+    """Draws a policy graph and lets the user edit it; :attr:`policy` is always the graph on screen.
+
+    Edits: add an edge (drag from node to node, or click one then the other),
+    remove an edge (click it), paint a block (select nodes, "make block":
+    every pair joined), toggle ⊥ edges (click nodes), apply a θ preset;
+    undo/redo. Every change, from the browser or from Python, replaces
+    :attr:`policy` and fires its observers.
+
+    One-attribute domains are drawn on a line (categorical ones on a circle),
+    two-attribute domains as a grid, ⊥ as its own node. Up to
+    :data:`MAX_DRAWN_NODES` cells are drawn one node each; a larger 1-D domain
+    is drawn as :data:`BLOCKS` blocks of consecutive cells (blocks joined when
+    any of their cells are), and :meth:`zoom` narrows the view to a range of
+    cells, editable once it holds ≤ :data:`MAX_DRAWN_NODES` cells.
 
     Parameters
     ----------
     policy : Policy, optional
-        The policy to draw (see :meth:`show`).
+        The policy to draw.
+    workload : Workload, optional
+        The query whose sensitivity the facts line shows (default: the histogram).
     height : int
         Canvas height in pixels.
 
     Examples
     --------
-    >>> import pandas as pd
     >>> from blowfish_nb import Domain, policy
-    >>> d = Domain.from_column(pd.Series([1.0], name="v"), bins=6, bounds=(0, 6))
-    >>> c = PolicyCanvas(policy.threshold(d, 2))
-    >>> len(c.nodes), len(c.edges)
-    (6, 9)
+    >>> c = PolicyCanvas(policy.threshold(Domain.grid(6), 2))
+    >>> len(c.nodes), len(c.edges), c.facts["sensitivity"]
+    (6, 9, 2.0)
+    >>> c.edit({"op": "add", "source": "c0", "target": "c5"})
+    >>> c.policy.edge_count(), c.facts["tree"]
+    (10, False)
+    >>> c.edit({"op": "undo"}); c.policy.edge_count()
+    9
     """
 
     _esm = ESM
@@ -50,47 +87,316 @@ class PolicyCanvas(anywidget.AnyWidget):
     arrangement = traitlets.Unicode("line", help="node placement: line | grid | circle").tag(sync=True)
     height = traitlets.Int(220).tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
+    mode = traitlets.Enum(MODES, "view", help="what a click does").tag(sync=True)
+    message = traitlets.Unicode("", help="the outcome of the last edit, or why it was refused").tag(sync=True)
+    facts = traitlets.Dict(help="edges, components, tree, sensitivity of the current query").tag(sync=True)
+    editable = traitlets.Bool(False, help="whether nodes are single cells (edits allowed)").tag(sync=True)
+    window = traitlets.List(traitlets.Int(), help="[start, stop): the cells in view (1-D)").tag(sync=True)
+    history = traitlets.List(traitlets.Int(), help="[undo steps, redo steps]").tag(sync=True)
 
-    def __init__(self, policy: Policy | None = None, **kwargs):
+    policy = traitlets.Instance(Policy, allow_none=True, help="the policy on screen (not synced: a Python object)")
+
+    def __init__(self, policy: Policy | None = None, *, workload: Workload | None = None, **kwargs):
         if not ESM.exists():
             raise BlowfishError(
                 f"the canvas front end is not built ({ESM} is missing); "
                 "reinstall with `pip install -e .` or run `npm install && npm run build`"
             )
         super().__init__(**kwargs)
-        self._policy: Policy | None = None
+        self._undo: list[Policy] = []
+        self._redo: list[Policy] = []
+        self._restoring = False
+        self._workload = workload
+        self.history = [0, 0]
+        self.observe(self._on_policy, names="policy")
+        self.on_msg(self._on_msg)
         if policy is not None:
-            self.show(policy)
+            self.policy = policy
+
+    # -- public API --------------------------------------------------------------
+    def show(self, policy: Policy) -> None:
+        """Draw ``policy`` (same as assigning :attr:`policy`)."""
+        self.policy = policy
 
     @property
-    def policy(self) -> Policy | None:
-        """The policy currently drawn."""
-        return self._policy
+    def workload(self) -> Workload | None:
+        """The query whose sensitivity the facts show."""
+        return self._workload
 
-    def show(self, policy: Policy) -> None:
-        """Draw ``policy``; above 64 cells, its projection onto 64 runs of consecutive cells (BlowfishDB Def. 3.1)."""
-        k = policy.domain.size
-        drawn = policy
-        title = f"{policy.summary()}: {policy.edge_count():,} edges"
-        if k > MAX_DRAWN_NODES:
-            drawn = project(policy, np.arange(k) * MAX_DRAWN_NODES // k).policy
-            title += (
-                f", drawn projected onto {MAX_DRAWN_NODES} blocks of ≈{k / MAX_DRAWN_NODES:.0f} cells "
-                "(blocks joined when any of their cells are)"
+    @workload.setter
+    def workload(self, w: Workload | None) -> None:
+        self._workload = w
+        self._update_facts()
+
+    def edit(self, request: dict[str, Any]) -> None:
+        """Apply one edit request (what the browser sends); a refused one sets :attr:`message` and changes nothing.
+
+        Requests: ``{"op": "add" | "remove", "source": id, "target": id}``,
+        ``{"op": "block", "nodes": [ids]}``, ``{"op": "bottom", "nodes": [ids]}``,
+        ``{"op": "theta", "theta": int}``, ``{"op": "undo"}``, ``{"op": "redo"}``,
+        ``{"op": "zoom", "start": int, "stop": int}``. Node ids are ``"c<cell>"``
+        and ``"bottom"`` (⊥).
+        """
+        op = request.get("op") if isinstance(request, dict) else None
+        try:
+            if op not in EDIT_OPS:
+                raise PolicyError(f"unknown edit {op!r}; the canvas knows {list(EDIT_OPS)}")
+            if self.policy is None:
+                raise PolicyError("no policy is drawn yet")
+            getattr(self, f"_op_{op}")(request)
+        except (PolicyError, BlowfishError) as exc:
+            self.message = f"✗ {exc}"
+
+    def undo(self) -> None:
+        """Go back to the policy before the last change."""
+        self.edit({"op": "undo"})
+
+    def redo(self) -> None:
+        """Re-apply the change the last undo took back."""
+        self.edit({"op": "redo"})
+
+    def zoom(self, start: int, stop: int) -> None:
+        """Show the cells [start, stop) of a 1-D domain (one node per cell once ≤ MAX_DRAWN_NODES)."""
+        self.edit({"op": "zoom", "start": start, "stop": stop})
+
+    # -- ops -----------------------------------------------------------------------------
+    def _op_add(self, r) -> None:
+        u, v = self._cell(r.get("source")), self._cell(r.get("target"))
+        self._commit(edits.add_edges(self.policy, [(u, v)]), f"added edge {self._name(u)} – {self._name(v)}")
+
+    def _op_remove(self, r) -> None:
+        u, v = self._cell(r.get("source")), self._cell(r.get("target"))
+        self._commit(edits.remove_edges(self.policy, [(u, v)]), f"removed edge {self._name(u)} – {self._name(v)}")
+
+    def _op_block(self, r) -> None:
+        cells = [self._cell(n) for n in _as_list(r.get("nodes"))]
+        if BOTTOM in cells:
+            raise PolicyError("⊥ cannot be painted into a block; use the ⊥ mode")
+        self._commit(edits.join_block(self.policy, cells), f"joined {len(set(cells))} cells into one block")
+
+    def _op_bottom(self, r) -> None:
+        cells = [self._cell(n) for n in _as_list(r.get("nodes"))]
+        if BOTTOM in cells:
+            raise PolicyError("pick cells to join to ⊥, not ⊥ itself")
+        new = edits.toggle_bottom(self.policy, cells)
+        verb = "joined to" if new.edge_count() > self.policy.edge_count() else "cut from"
+        self._commit(new, f"{len(set(cells))} cell(s) {verb} ⊥")
+
+    def _op_theta(self, r) -> None:
+        theta = r.get("theta")
+        if isinstance(theta, bool) or not isinstance(theta, (int, np.integer)) or theta < 1:
+            raise PolicyError(f"θ must be a whole number of bins ≥ 1, got {theta!r}")
+        d = self.policy.domain
+        new = threshold_policy(d, int(theta)) if len(d.shape) == 1 else grid_policy(d, int(theta))
+        self._commit(new, f"θ preset: every pair of cells within {int(theta)} bins joined")
+
+    def _op_undo(self, r) -> None:
+        if not self._undo:
+            raise PolicyError("nothing to undo")
+        self._redo.append(self.policy)
+        self._restore(self._undo.pop(), "undone")
+
+    def _op_redo(self, r) -> None:
+        if not self._redo:
+            raise PolicyError("nothing to redo")
+        self._undo.append(self.policy)
+        self._restore(self._redo.pop(), "redone")
+
+    def _op_zoom(self, r) -> None:
+        d = self.policy.domain
+        if len(d.shape) != 1:
+            raise PolicyError("zooming is for one-attribute domains; this one has " f"{len(d.shape)} attributes")
+        try:
+            start, stop = int(r.get("start")), int(r.get("stop"))
+        except (TypeError, ValueError):
+            raise PolicyError(f"zoom needs integer start and stop, got {r!r}") from None
+        k = d.size
+        start, stop = max(0, min(start, k - 1)), max(1, min(stop, k))
+        if stop <= start:
+            raise PolicyError(f"zoom range [{r.get('start')}, {r.get('stop')}) holds no cells")
+        self._draw(window=(start, stop))
+        self.message = f"showing cells {start}–{stop - 1} of {k}"
+
+    # -- plumbing ------------------------------------------------------------------
+    def _on_msg(self, _widget, content, _buffers) -> None:
+        self.edit(content)
+
+    def _commit(self, new: Policy, message: str) -> None:
+        self.policy = new  # the observer records the old policy for undo and redraws
+        self.message = f"✓ {message}"
+
+    def _restore(self, pol: Policy, message: str) -> None:
+        self._restoring = True
+        try:
+            self.policy = pol
+        finally:
+            self._restoring = False
+        self.message = f"✓ {message}"
+
+    def _on_policy(self, change) -> None:
+        old, new = change["old"], change["new"]
+        if not self._restoring and old is not None:
+            self._undo.append(old)
+            self._redo.clear()
+        if new is not None and (old is None or old.domain != new.domain):
+            self.window = [0, new.domain.size]
+        with self.hold_sync():
+            self._draw()
+            self._update_facts()
+            self.history = [len(self._undo), len(self._redo)]
+
+    def _cell(self, node) -> int:
+        """A node id of the drawn graph → cell index (``BOTTOM`` for ⊥); refuses anything else."""
+        if not self.editable:
+            raise PolicyError(
+                f"the view shows blocks of cells, not cells; zoom in to ≤ {MAX_DRAWN_NODES} cells to edit"
             )
-        nodes = [{"id": f"c{i}", "label": _short_label(label)} for i, label in enumerate(drawn.domain.labels)]
-        if drawn.has_bottom:
-            nodes.append({"id": BOTTOM_ID, "label": "⊥", "bottom": True})
-        edges = [[f"c{u}", BOTTOM_ID if v == BOTTOM else f"c{v}"] for u, v in drawn.edges().tolist()]
+        if node == BOTTOM_ID:
+            if not self.policy.has_bottom and not any(n.get("bottom") for n in self.nodes):
+                raise PolicyError("this graph has no ⊥ node; use the ⊥ mode to join cells to ⊥")
+            return BOTTOM
+        if isinstance(node, str) and node.startswith("c") and node[1:].isdigit():
+            i = int(node[1:])
+            if i < self.policy.domain.size:
+                return i
+        raise PolicyError(f"unknown node {node!r}: nodes are c0 … c{self.policy.domain.size - 1} and ⊥")
+
+    def _name(self, i: int) -> str:
+        return "⊥" if i == BOTTOM else str(self.policy.domain.labels[i])
+
+    def _update_facts(self) -> None:
+        pol = self.policy
+        if pol is None:
+            self.facts = {}
+            return
+        w = self._workload if self._workload is not None else Identity(pol.domain.size)
+        try:
+            delta = float(pol.sensitivity(w))
+        except BlowfishError:
+            delta = math.nan
+        self.facts = {
+            "edges": int(pol.edge_count()),
+            "components": int(unique_sorted(pol.component_labels()).size),
+            "tree": bool(pol.is_tree()),
+            "forest": bool(pol.is_forest()),
+            "bottom": bool(pol.has_bottom),
+            "sensitivity": delta if math.isfinite(delta) else None,
+            "query": type(w).__name__.lower() if self._workload is not None else "histogram",
+        }
+
+    def _draw(self, window: tuple[int, int] | None = None) -> None:
+        pol = self.policy
+        d = pol.domain
+        if window is None:
+            window = tuple(self.window) if len(self.window) == 2 else (0, d.size)
+        start, stop = window
+        if len(d.shape) == 1:
+            arrangement = "circle" if _categorical(d) else "line"
+            if stop - start <= MAX_DRAWN_NODES:
+                nodes, edges, note = _cells_view(pol, start, stop)
+                editable = True
+            else:
+                nodes, edges, note = _blocks_view(pol, start, stop)
+                editable = False
+        elif len(d.shape) == 2 and d.size <= MAX_DRAWN_NODES:
+            arrangement, editable = "grid", True
+            nodes, edges, note = _cells_view(pol, 0, d.size)
+            for n in nodes:
+                if not n.get("bottom"):
+                    n["row"], n["col"] = (int(x) for x in d.cell(int(n["id"][1:])))
+            start, stop = 0, d.size
+        else:
+            arrangement, editable = ("grid" if len(d.shape) == 2 else "line"), False
+            nodes, edges, note = _grid_blocks_view(pol)
+            start, stop = 0, d.size
+        title = f"{pol.summary()}: {pol.edge_count():,} edges" + (f" — {note}" if note else "")
         with self.hold_sync():
             self.nodes = nodes
             self.edges = edges
-            self.arrangement = "line"
+            self.arrangement = arrangement
+            self.editable = editable
+            self.window = [int(start), int(stop)]
             self.title = title
-        self._policy = policy
+
+
+def _as_list(x) -> list:
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    raise PolicyError(f"nodes must be a list of node ids, got {x!r}")
+
+
+def _categorical(d) -> bool:
+    from ..domain import CategoricalAttribute
+
+    return isinstance(d.attributes[0], CategoricalAttribute)
 
 
 def _short_label(label) -> str:
     """A bin's left edge (``5000``), or the category itself."""
+    if isinstance(label, tuple):
+        return "·".join(_short_label(part) for part in label)
     left = getattr(label, "left", None)
     return f"{left:g}" if left is not None else str(label)
+
+
+def _cells_view(pol: Policy, start: int, stop: int):
+    """One node per cell of [start, stop), the edges among them and to ⊥."""
+    labels = pol.domain.labels
+    nodes = [{"id": f"c{i}", "label": _short_label(labels[i])} for i in range(start, stop)]
+    e = pol.edges()
+    inside_u = (e[:, 0] >= start) & (e[:, 0] < stop)
+    inside_v = (e[:, 1] == BOTTOM) | ((e[:, 1] >= start) & (e[:, 1] < stop))
+    shown = e[inside_u & inside_v]
+    if pol.has_bottom:
+        nodes.append({"id": BOTTOM_ID, "label": "⊥", "bottom": True})
+    edges = [[f"c{u}", BOTTOM_ID if v == BOTTOM else f"c{v}"] for u, v in shown.tolist()]
+    hidden = len(e) - len(shown)
+    note = ""
+    if (start, stop) != (0, pol.domain.size):
+        note = f"cells {start}–{stop - 1} of {pol.domain.size}" + (f"; {hidden:,} edges leave the view" if hidden else "")
+    return nodes, edges, note
+
+
+def _blocks_view(pol: Policy, start: int, stop: int):
+    """BLOCKS blocks of consecutive cells of [start, stop) (cells outside go to two blocks that are not drawn)."""
+    k = pol.domain.size
+    idx = np.arange(k)
+    width = stop - start  # > MAX_DRAWN_NODES > BLOCKS: every inner block holds cells
+    block_of = (idx - start) * BLOCKS // width
+    outside = [b for b, cells in ((BLOCKS, idx < start), (BLOCKS + 1, idx >= stop)) if cells.any()]
+    block_of[idx < start] = BLOCKS
+    block_of[idx >= stop] = BLOCKS + (1 if start > 0 else 0)  # project() wants blocks numbered 0..m−1
+    drawn = project(pol, block_of).policy
+    firsts = start + (np.arange(BLOCKS) * width + BLOCKS - 1) // BLOCKS  # first cell of each inner block
+    labels = pol.domain.labels
+    nodes = [{"id": f"b{j}", "label": _short_label(labels[int(firsts[j])])} for j in range(BLOCKS)]
+    if drawn.has_bottom:
+        nodes.append({"id": BOTTOM_ID, "label": "⊥", "bottom": True})
+    edges = [[f"b{u}", BOTTOM_ID if v == BOTTOM else f"b{v}"] for u, v in drawn.edges().tolist()
+             if u < BLOCKS and (v == BOTTOM or v < BLOCKS)]
+    note = (f"cells {start}–{stop - 1} drawn as {BLOCKS} blocks of ≈{width / BLOCKS:.0f} cells "
+            "(blocks joined when any of their cells are)" + ("; cells outside the view not drawn" if outside else "")
+            + "; zoom in to edit")
+    return nodes, edges, note
+
+
+def _grid_blocks_view(pol: Policy):
+    """A large multi-attribute domain: each attribute cut into ≤ 14 runs, cells projected onto the product blocks."""
+    d = pol.domain
+    per = max(2, int(MAX_DRAWN_NODES ** (1 / len(d.shape))))
+    coords = np.unravel_index(np.arange(d.size), d.shape)
+    parts = [np.minimum(c * min(per, s) // s, min(per, s) - 1) for c, s in zip(coords, d.shape)]
+    dims = tuple(min(per, s) for s in d.shape)
+    block_of = np.ravel_multi_index(parts, dims)
+    drawn = project(pol, block_of).policy
+    nodes = []
+    for b in range(int(np.prod(dims))):
+        pos = np.unravel_index(b, dims)
+        node = {"id": f"b{b}", "label": "·".join(str(int(p)) for p in pos)}
+        if len(dims) >= 2:
+            node["row"], node["col"] = int(pos[0]), int(pos[1])
+        nodes.append(node)
+    if drawn.has_bottom:
+        nodes.append({"id": BOTTOM_ID, "label": "⊥", "bottom": True})
+    edges = [[f"b{u}", BOTTOM_ID if v == BOTTOM else f"b{v}"] for u, v in drawn.edges().tolist()]
+    return nodes, edges, f"drawn as {'×'.join(map(str, dims))} blocks (blocks joined when any of their cells are)"

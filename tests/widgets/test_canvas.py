@@ -1,15 +1,16 @@
-"""PolicyCanvas: state from a Policy, aggregation of large domains, and the JS/Python trait contract."""
+"""PolicyCanvas: drawing, every edit against the policy it must produce, refusals, undo/redo, facts, the JS contract."""
 
-import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from blowfish_nb import Domain, policy
+from blowfish_nb import Domain, policy, workload
+from blowfish_nb.policy import BOTTOM
 from blowfish_nb.widgets import PolicyCanvas
-from blowfish_nb.widgets.canvas import MAX_DRAWN_NODES
+from blowfish_nb.widgets.canvas import BLOCKS, EDIT_OPS, MAX_DRAWN_NODES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,13 +19,17 @@ def domain(k):
     return Domain.from_column(pd.Series([0.0], name="v"), bins=k, bounds=(0, k))
 
 
+def edge_set(pol):
+    return {tuple(e) for e in pol.edges().tolist()}
+
+
 def test_threshold_policy_is_drawn_edge_for_edge():
     c = PolicyCanvas(policy.threshold(domain(10), 3))
-    ids = [n["id"] for n in c.nodes]
-    assert ids == [f"c{i}" for i in range(10)]
+    assert [n["id"] for n in c.nodes] == [f"c{i}" for i in range(10)]
     drawn = {(int(a[1:]), int(b[1:])) for a, b in c.edges}
     assert drawn == {(a, b) for a in range(10) for b in range(a + 1, 10) if b - a <= 3}
     assert c.nodes[0]["label"] == "0" and c.nodes[9]["label"] == "9" and "threshold θ=3" in c.title
+    assert c.editable and c.arrangement == "line" and c.window == [0, 10]
 
 
 def test_dp_policy_draws_bottom_as_its_own_node():
@@ -33,44 +38,164 @@ def test_dp_policy_draws_bottom_as_its_own_node():
     assert sorted(c.edges) == sorted([f"c{i}", "bottom"] for i in range(5))
 
 
-def test_large_domain_is_drawn_as_blocks():
-    c = PolicyCanvas(policy.threshold(domain(1000), 40))
-    assert len(c.nodes) == MAX_DRAWN_NODES
-    # blocks hold ~15.6 cells, so θ=40 joins each block to the next 2 or 3 blocks
-    spans = {int(b[1:]) - int(a[1:]) for a, b in c.edges}
-    assert spans == {1, 2, 3}
-    assert "projected onto 64 blocks" in c.title
+def test_two_attributes_are_a_grid_and_categories_a_circle():
+    c = PolicyCanvas(policy.grid(Domain.grid((3, 4)), 1))
+    assert c.arrangement == "grid" and len(c.nodes) == 12 and len(c.edges) == 17
+    assert {(n["row"], n["col"]) for n in c.nodes} == {(r, q) for r in range(3) for q in range(4)}
+    cat = Domain.from_frame(pd.DataFrame({"c": list("abcd")}), bins={"c": list("abcd")})
+    assert PolicyCanvas(policy.attribute(cat)).arrangement == "circle"
 
 
-def test_show_replaces_whole_lists_and_notifies():
+def test_large_domain_is_drawn_as_blocks_and_zoom_gives_cells():
+    pol = policy.threshold(domain(1000), 40)
+    c = PolicyCanvas(pol)
+    assert len(c.nodes) == BLOCKS and not c.editable
+    # blocks hold 15–16 cells, so θ = 40 joins each block to the next 2 or 3 blocks
+    assert {int(b[1:]) - int(a[1:]) for a, b in c.edges} == {1, 2, 3}
+    c.edit({"op": "add", "source": "b0", "target": "b9"})
+    assert c.message.startswith("✗") and "zoom in" in c.message and c.policy is pol
+    c.zoom(300, 300 + MAX_DRAWN_NODES)
+    assert c.editable and len(c.nodes) == MAX_DRAWN_NODES and c.window == [300, 500]
+    drawn = {(int(a[1:]), int(b[1:])) for a, b in c.edges}
+    assert drawn == {(a, b) for a, b in edge_set(pol) if 300 <= a < 500 and 300 <= b < 500}
+    assert "edges leave the view" in c.title
+    c.zoom(-50, 10**6)  # clamped to the domain
+    assert c.window == [0, 1000] and not c.editable
+
+
+def test_add_remove_block_bottom_theta_make_the_expected_policy():
+    d = domain(8)
+    c = PolicyCanvas(policy.line(d))
+    seen = []
+    c.observe(lambda ch: seen.append(ch["new"]), names="policy")
+    expected = edge_set(policy.line(d))
+
+    c.edit({"op": "add", "source": "c0", "target": "c5"})
+    expected |= {(0, 5)}
+    assert edge_set(c.policy) == expected and c.message.startswith("✓")
+    c.edit({"op": "remove", "source": "c3", "target": "c2"})  # either direction names the edge
+    expected -= {(2, 3)}
+    assert edge_set(c.policy) == expected
+    c.edit({"op": "block", "nodes": ["c1", "c4", "c6"]})
+    expected |= {(1, 4), (1, 6), (4, 6)}
+    assert edge_set(c.policy) == expected
+    c.edit({"op": "bottom", "nodes": ["c7", "c2"]})
+    expected |= {(2, BOTTOM), (7, BOTTOM)}
+    assert edge_set(c.policy) == expected and c.policy.has_bottom and c.nodes[-1]["id"] == "bottom"
+    c.edit({"op": "add", "source": "bottom", "target": "c3"})
+    expected |= {(3, BOTTOM)}
+    assert edge_set(c.policy) == expected
+    c.edit({"op": "bottom", "nodes": ["c7", "c2", "c3"]})  # all have ⊥ edges: removed
+    expected -= {(2, BOTTOM), (3, BOTTOM), (7, BOTTOM)}
+    assert edge_set(c.policy) == expected and not c.policy.has_bottom
+    assert len(seen) == 6  # observers fire on every edit
+
+    c.edit({"op": "theta", "theta": 3})
+    assert edge_set(c.policy) == edge_set(policy.threshold(d, 3))
+
+
+def test_undo_redo_walk_back_and_forth():
+    d = domain(6)
+    c = PolicyCanvas(policy.line(d))
+    states = [edge_set(c.policy)]
+    for req in ({"op": "add", "source": "c0", "target": "c2"}, {"op": "remove", "source": "c4", "target": "c5"},
+                {"op": "theta", "theta": 2}):
+        c.edit(req)
+        states.append(edge_set(c.policy))
+    assert c.history == [3, 0]
+    for back in (2, 1, 0):
+        c.undo()
+        assert edge_set(c.policy) == states[back]
+    assert c.history == [0, 3]
+    c.redo()
+    assert edge_set(c.policy) == states[1] and c.history == [1, 2]
+    c.edit({"op": "add", "source": "c1", "target": "c5"})  # a new edit drops the redo steps
+    assert c.history == [2, 0]
+    c.redo()
+    assert c.message == "✗ nothing to redo"
+
+
+@pytest.mark.parametrize("request_, why", [
+    ({"op": "add", "source": "c1", "target": "c1"}, "self-loop"),
+    ({"op": "add", "source": "c1", "target": "c99"}, "unknown node 'c99'"),
+    ({"op": "add", "source": "x", "target": "c2"}, "unknown node 'x'"),
+    ({"op": "add", "source": "c0", "target": "c1"}, "already in the graph"),
+    ({"op": "add", "source": "c0", "target": "bottom"}, "no ⊥ node"),
+    ({"op": "remove", "source": "c0", "target": "c3"}, "not an edge"),
+    ({"op": "block", "nodes": ["c2"]}, "at least two cells"),
+    ({"op": "block", "nodes": "c2"}, "must be a list"),
+    ({"op": "theta", "theta": 0}, "θ must be a whole number"),
+    ({"op": "theta", "theta": 1.5}, "θ must be a whole number"),
+    ({"op": "zoom", "start": 3, "stop": 3}, "holds no cells"),
+    ({"op": "explode"}, "unknown edit 'explode'"),
+])
+def test_invalid_edits_are_refused_with_a_message_and_change_nothing(request_, why):
+    c = PolicyCanvas(policy.line(domain(6)))
+    before, history, nodes = c.policy, list(c.history), list(c.nodes)
+    c.edit(request_)
+    assert c.message.startswith("✗") and why in c.message
+    assert c.policy is before and c.history == history and c.nodes == nodes
+
+
+def test_facts_follow_the_policy_and_the_query():
+    d = domain(16)
+    c = PolicyCanvas(policy.line(d))
+    assert c.facts == {"edges": 15, "components": 1, "tree": True, "forest": True, "bottom": False,
+                       "sensitivity": 2.0, "query": "histogram"}
+    c.workload = workload.prefix(16)
+    assert c.facts["sensitivity"] == policy.line(d).sensitivity(workload.prefix(16)) == 1.0
+    c.edit({"op": "add", "source": "c0", "target": "c15"})
+    assert c.facts["tree"] is False and c.facts["sensitivity"] == c.policy.sensitivity(workload.prefix(16)) == 15.0
+    c.edit({"op": "remove", "source": "c7", "target": "c8"})
+    c.edit({"op": "remove", "source": "c0", "target": "c15"})
+    assert c.facts["components"] == 2 and c.facts["forest"] and not c.facts["tree"]
+
+
+def test_front_end_messages_take_the_same_path_and_state_round_trips():
+    c = PolicyCanvas(policy.line(domain(5)))
+    c._on_msg(c, {"op": "add", "source": "c0", "target": "c4"}, [])  # what model.send delivers
+    assert (0, 4) in edge_set(c.policy)
+    c.set_state({"mode": "remove"})  # the toolbar sets the mode
+    assert c.mode == "remove"
+    state = c.get_state()
+    other = PolicyCanvas()
+    other.set_state({k: state[k] for k in ("nodes", "edges", "arrangement", "title", "height", "mode", "facts",
+                                           "editable", "window", "history", "message")})
+    assert other.nodes == c.nodes and other.edges == c.edges and other.facts == c.facts and other.mode == "remove"
+    with pytest.raises(Exception):
+        c.set_state({"mode": "paint everything"})
+
+
+def test_whole_list_updates_notify():
     c = PolicyCanvas(policy.line(domain(6)))
     seen = []
     c.observe(lambda ch: seen.append(ch["name"]), names=["edges", "nodes"])
     before = c.edges
     c.show(policy.threshold(domain(6), 2))
     assert "edges" in seen and c.edges is not before and len(c.edges) == 9
-    assert c.policy.params["theta"] == 2
 
 
-def test_state_round_trip():
-    c = PolicyCanvas(policy.threshold(domain(4), 2))
-    state = c.get_state()
-    other = PolicyCanvas()
-    other.set_state({k: state[k] for k in ("nodes", "edges", "arrangement", "title", "height")})
-    assert other.nodes == c.nodes and other.edges == c.edges and other.title == c.title
-
-
-def test_js_reads_exactly_the_python_traits():
+def test_js_reads_exactly_the_python_traits_and_sends_only_known_ops():
     source = (ROOT / "js" / "canvas.js").read_text()
-    declared = json.loads(re.search(r"export const TRAITS = (\[.*?\]);", source).group(1))
-    used = set(re.findall(r'model\.(?:get|set)\("(\w+)"', source))
+
+    def names(array_text):
+        return re.findall(r'"(\w+)"', array_text)
+
+    declared = names(re.search(r"export const TRAITS = \[(.*?)\];", source, re.S).group(1))
+    used = set(re.findall(r'model\.(?:get|set)\("(\w+)"', source)) | set(re.findall(r"change:(\w+)", source))
+    for loop in re.findall(r"for \(const name of \[(.*?)\]\)", source, re.S):
+        used |= set(names(loop))
     assert used <= set(declared), used - set(declared)
     base = set(PolicyCanvas.__mro__[1]().trait_names(sync=True))
     ours = set(PolicyCanvas().trait_names(sync=True)) - base
     assert ours == set(declared)
+    ops = names(re.search(r"export const OPS = \[(.*?)\];", source, re.S).group(1))
+    assert ops == list(EDIT_OPS)
+    sent = set(re.findall(r'op: "(\w+)"', source))
+    assert sent == set(EDIT_OPS)
 
 
-def test_bundle_is_built_and_holds_cytoscape():
-    bundle = ROOT / "blowfish_nb" / "widgets" / "static" / "canvas.js"
-    text = bundle.read_text()
+def test_bundle_is_built_and_holds_cytoscape_and_edgehandles():
+    text = (ROOT / "blowfish_nb" / "widgets" / "static" / "canvas.js").read_text()
     assert "cytoscape" in text.lower() and len(text) > 100_000  # the real library, bundled
+    assert "ehcomplete" in text and "enableDrawMode" in text

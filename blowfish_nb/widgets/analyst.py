@@ -1,0 +1,235 @@
+"""The analyst's panel (BlowfishDB demo 2): state an accuracy, see its ε, spend a session's budget.
+
+The panel never shows true answers: it holds only :class:`Release` objects.
+Every figure comes from the session (``quote``, ``release``, ``ledger``).
+"""
+
+from __future__ import annotations
+
+import html
+
+import bqplot
+import ipywidgets as w
+import numpy as np
+
+from .._validation import as_generator
+from ..accounting import Session
+from ..domain import CategoricalAttribute
+from ..exceptions import BlowfishError
+from ..release import Release
+
+__all__ = ["AnalystPanel"]
+
+QUERIES = ("histogram", "cumulative")
+
+
+class AnalystPanel(w.VBox):
+    """Ask for (α, β)-accurate answers and spend a :class:`~blowfish_nb.accounting.Session`'s budget.
+
+    The curator's policy is the session's (``policy="dp"`` when the curator set
+    none). Choose the query template, the column and the granularity (bins per
+    answer: g > 1 asks for sums of g consecutive bins, answered on the
+    coarser partition); state α (every answer within ±α of the truth at once)
+    and β (with probability at least 1 − β). The ε this costs is shown before
+    anything runs. *Run* charges the session; a refused query (over budget,
+    bad input) is explained in the panel and nothing is charged. A bar shows
+    the budget left, a table the releases so far, and a plot compares two of
+    them.
+
+    Parameters
+    ----------
+    session : Session
+        The budget and data (``df.blowfish.session(...)``).
+    alpha, beta : float
+        Initial accuracy request.
+    rng : None, int or numpy.random.Generator
+        Randomness of the releases.
+
+    Examples
+    --------
+    >>> from blowfish_nb import datasets
+    >>> s = datasets.salaries(n=800, seed=1).blowfish.session(1.0, bins={"age": 31})
+    >>> panel = AnalystPanel(s, alpha=25, beta=0.05, rng=0)
+    >>> round(panel.quoted_epsilon, 4), s.spent
+    (0.2562, 0.0)
+    >>> _ = panel.run(); round(s.spent, 4), len(panel.releases)
+    (0.2562, 1)
+    """
+
+    def __init__(self, session: Session, *, alpha: float = 50.0, beta: float = 0.05, rng=None):
+        if not isinstance(session, Session):
+            raise BlowfishError(f"session must be a blowfish_nb Session (df.blowfish.session(...)), got {session!r}")
+        self.session = session
+        self._rng = as_generator(rng)
+        self.releases: list[Release] = []
+        self._quotes: dict = {}
+        self.quoted_epsilon: float | None = None
+
+        cols = session.columns
+        self.column_dropdown = w.Dropdown(options=cols, value=cols[0], description="column")
+        self.query_dropdown = w.Dropdown(options=list(QUERIES), value="histogram", description="query")
+        self.granularity_slider = w.IntSlider(value=1, min=1, max=2, description="bins / answer",
+                                              continuous_update=False)
+        self.alpha_text = w.BoundedFloatText(value=alpha, min=0.0, max=1e12, description="α (±count)")
+        self.beta_text = w.BoundedFloatText(value=beta, min=0.0, max=1.0, step=0.01, description="β")
+        self.cost = w.HTML()
+        self.run_button = w.Button(description="Run (charge the session)", button_style="primary")
+        self.budget_bar = w.FloatProgress(value=session.remaining, min=0.0, max=session.budget,
+                                          description="budget left")
+        self.budget_label = w.HTML()
+        self.message = w.HTML()
+        self.history = w.HTML()
+        self.compare_a = w.Dropdown(description="compare", options=[], layout=w.Layout(width="280px"))
+        self.compare_b = w.Dropdown(description="with", options=[], layout=w.Layout(width="280px"))
+        for widget, cls in ((self.cost, "blowfish-cost"), (self.run_button, "blowfish-run"),
+                            (self.budget_bar, "blowfish-budget"), (self.budget_label, "blowfish-budget-label"),
+                            (self.message, "blowfish-message"), (self.history, "blowfish-history"),
+                            (self.alpha_text, "blowfish-alpha"), (self.beta_text, "blowfish-beta"),
+                            (self.query_dropdown, "blowfish-query"), (self.column_dropdown, "blowfish-column"),
+                            (self.granularity_slider, "blowfish-granularity")):
+            widget.add_class(cls)
+
+        xs, ys = bqplot.OrdinalScale(), bqplot.LinearScale()
+        self.compare_bars = bqplot.Bars(x=["-"], y=np.zeros((2, 1)), scales={"x": xs, "y": ys}, type="grouped",
+                                        colors=["#4c72b0", "#dd8452"], labels=["A", "B"], display_legend=True)
+        self.compare_axis = bqplot.Axis(scale=xs, label="answer", tick_rotate=-45, num_ticks=12)
+        self.compare_figure = bqplot.Figure(
+            marks=[self.compare_bars],
+            axes=[self.compare_axis, bqplot.Axis(scale=ys, orientation="vertical", label="noisy answer",
+                                                 tick_format=".3s")],
+            title="two releases side by side", legend_location="top-right",
+            fig_margin={"top": 40, "bottom": 70, "left": 70, "right": 20},
+            layout=w.Layout(width="100%", height="300px"),
+        )
+        self.compare_figure.add_class("blowfish-compare")
+
+        super().__init__(children=[
+            w.HTML(f"<b>Analyst view</b> · the curator's policy: {html.escape(self._policy_text())} · "
+                   "answers are noisy; true answers never leave the curator"),
+            w.HBox([self.query_dropdown, self.column_dropdown, self.granularity_slider]),
+            w.HBox([self.alpha_text, self.beta_text]),
+            w.HTML("<small>(α, β): with probability ≥ 1 − β, <i>every</i> answer of the release is within ±α of "
+                   "the truth at once (an ℓ∞ guarantee, as in BlowfishDB's analyst view)</small>"),
+            self.cost,
+            w.HBox([self.run_button, self.budget_bar, self.budget_label]),
+            self.message,
+            self.history,
+            w.HBox([self.compare_a, self.compare_b]),
+            self.compare_figure,
+        ])
+        self.add_class("blowfish-analyst")
+        self._load_column()
+        for control in (self.query_dropdown, self.granularity_slider, self.alpha_text, self.beta_text):
+            control.observe(lambda _c: self._update_quote(), names="value")
+        self.column_dropdown.observe(lambda _c: (self._load_column(), self._update_quote()), names="value")
+        self.compare_a.observe(lambda _c: self._draw_compare(), names="value")
+        self.compare_b.observe(lambda _c: self._draw_compare(), names="value")
+        self.run_button.on_click(lambda _b: self.run())
+        self._update_budget()
+        self._update_quote()
+
+    # -- the query the controls describe --------------------------------------------------
+    def _policy_text(self) -> str:
+        return "; ".join(self.session._policies[c].summary() for c in self.session.columns)
+
+    def _load_column(self) -> None:
+        attr = self.session._attributes[self.column_dropdown.value]
+        ordered = not isinstance(attr, CategoricalAttribute)
+        self.granularity_slider.max = max(2, attr.size // 2) if ordered else 2
+        self.granularity_slider.value = min(self.granularity_slider.value, self.granularity_slider.max)
+        self.granularity_slider.disabled = not ordered
+
+    def _request(self) -> dict:
+        """The session.release arguments for the current controls (granularity g: sums of g bins)."""
+        column, query, g = self.column_dropdown.value, self.query_dropdown.value, int(self.granularity_slider.value)
+        attr = self.session._attributes[column]
+        args = {"columns": column, "accuracy": (float(self.alpha_text.value), float(self.beta_text.value))}
+        if g == 1 or isinstance(attr, CategoricalAttribute):
+            return {"query": query, **args}
+        edges = np.asarray(attr.edges, dtype=float)
+        starts = np.arange(0, attr.size, g)
+        ends = np.minimum(starts + g, attr.size) - 1
+        if query == "cumulative":
+            starts = np.zeros_like(ends)
+        # (left edge of the first bin, left edge of the last bin): exactly bins [start, end]
+        return {"query": "range", "ranges": [(edges[a], edges[b]) for a, b in zip(starts, ends)], **args}
+
+    def _describe(self) -> str:
+        g = int(self.granularity_slider.value)
+        coarse = f", {g} bins per answer" if g > 1 and not self.granularity_slider.disabled else ""
+        return f"{self.query_dropdown.value} of {self.column_dropdown.value}{coarse}"
+
+    # -- handlers -----------------------------------------------------------------------------------
+    def _update_quote(self) -> None:
+        req = self._request()
+        key = (req["query"], req["columns"], str(req.get("ranges")), req["accuracy"])
+        try:
+            if key not in self._quotes:
+                self._quotes[key] = self.session.quote(**req)
+            q = self._quotes[key]
+        except BlowfishError as exc:
+            self.quoted_epsilon = None
+            self.cost.value = f"<span style='color:#b00020'>✗ cannot quote this query: {html.escape(str(exc))}</span>"
+            return
+        self.quoted_epsilon = float(q.epsilon)
+        over = q.epsilon > self.session.remaining + 1e-12
+        warn = (f" — <b style='color:#b00020'>more than the {self.session.remaining:.4g} left</b>" if over else "")
+        self.cost.value = (f"{html.escape(self._describe())}: this release will cost <b>ε = {q.epsilon:.4g}</b> "
+                           f"({html.escape(q.mechanism.name)}){warn}")
+
+    def run(self) -> Release | None:
+        """Run the current query, charging the session; a refusal is shown in the panel and charges nothing."""
+        req = self._request()
+        try:
+            release = self.session.release(**req, rng=self._rng)
+        except BlowfishError as exc:
+            self.message.value = (f"<span style='color:#b00020'>✗ refused: {html.escape(str(exc))}</span>")
+            self._update_budget()
+            return None
+        release.provenance["panel query"] = self._describe()
+        self.releases.append(release)
+        self.message.value = (f"<span style='color:#2d6a2d'>✓ released {html.escape(self._describe())} at "
+                              f"ε = {release.epsilon:.4g} with {html.escape(release.mechanism)}</span>")
+        self._update_budget()
+        self._update_history()
+        self._update_quote()
+        return release
+
+    def _update_budget(self) -> None:
+        s = self.session
+        self.budget_bar.value = s.remaining
+        self.budget_label.value = f"ε left <b>{s.remaining:.4g}</b> of {s.budget:g} (spent {s.spent:.4g})"
+
+    def _update_history(self) -> None:
+        rows = "".join(
+            f"<tr><td>{i + 1}</td><td>{html.escape(r.provenance.get('panel query', r.query))}</td>"
+            f"<td>{r.epsilon:.4g}</td><td>{html.escape(r.mechanism)}</td>"
+            f"<td>{'' if r.accuracy is None else f'±{r.accuracy[0]:g} w.p. {1 - r.accuracy[1]:g}'}</td></tr>"
+            for i, r in enumerate(self.releases)
+        )
+        self.history.value = ("<table class='blowfish-history-table'><tr><th>#</th><th>query</th><th>ε</th>"
+                              f"<th>mechanism</th><th>accuracy</th></tr>{rows}</table>")
+        options = [(f"#{i + 1} {r.provenance.get('panel query', r.query)}", i) for i, r in enumerate(self.releases)]
+        self.compare_a.options = options
+        self.compare_b.options = options
+        if len(options) >= 2:
+            self.compare_a.value, self.compare_b.value = len(options) - 2, len(options) - 1
+        elif options:
+            self.compare_a.value = self.compare_b.value = 0
+        self._draw_compare()
+
+    def _draw_compare(self) -> None:
+        a, b = self.compare_a.value, self.compare_b.value
+        if a is None or b is None:
+            return
+        ra, rb = self.releases[a], self.releases[b]
+        ya, yb = ra.answers.to_numpy(dtype=float), rb.answers.to_numpy(dtype=float)
+        n = max(ya.size, yb.size)
+        same = ya.size == yb.size and list(ra.answers.index.astype(str)) == list(rb.answers.index.astype(str))
+        labels = [str(x) for x in ra.answers.index] if same else [str(i) for i in range(n)]
+        pad = lambda y: np.r_[y, np.full(n - y.size, np.nan)]  # noqa: E731
+        with self.compare_figure.hold_sync():
+            self.compare_bars.x = labels
+            self.compare_bars.y = np.vstack([pad(ya), pad(yb)])
+            self.compare_bars.labels = [f"#{a + 1}", f"#{b + 1}"]
+            self.compare_figure.title = (f"#{a + 1} vs #{b + 1}" + ("" if same else " (answers by position)"))

@@ -1,0 +1,394 @@
+"""The curator's explorer (BlowfishDB demo 1, in the notebook): policy, ε and θ against error, linked both ways.
+
+Widgets contain no math: every change calls the core (``resolve_policy``,
+``plan_budget``, ``execute``, the mechanisms' expected error) and draws what
+it returns. This view shows true answers: it is for whoever holds the data.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import bqplot
+import ipywidgets as w
+import numpy as np
+import pandas as pd
+from bqplot.interacts import BrushIntervalSelector
+
+from .._validation import as_generator, check_epsilon
+from ..accessor import Budgeted, Plan, domain_for, execute, plan_budget, resolve_policy
+from ..exceptions import BlowfishError
+from ..policy import Policy
+from ..queries import build_query
+from ..ranges import Ranges
+from ..release import Release
+from .canvas import PolicyCanvas
+from .debounce import Debouncer
+
+__all__ = ["CuratorExplorer", "Explorer", "FAMILIES", "QUERIES"]
+
+QUERIES = ("histogram", "cumulative")
+FAMILIES = [
+    ("differential privacy (⊥)", "dp"),
+    ("line graph G¹", "line"),
+    ("threshold G^θ", "threshold"),
+    ("partition (blocks of bins)", "partition"),
+    ("drawn on the canvas", "custom"),
+]
+#: the ε values the privacy–utility plot draws (the current ε is added)
+TRADEOFF_EPSILONS = (0.1, 0.5, 1.0)
+
+
+class CuratorExplorer(w.VBox):
+    """True vs noisy answers for one column, with ε, θ, partition and policy-graph controls.
+
+    * pickers: column, query template (histogram, cumulative), policy family;
+    * sliders: ε (log scale), θ (threshold, in bins), block size (partition);
+    * bars: true (grey) and noisy (blue) answers, and the ±2 standard-error band
+      of the expected error; brushing a range of bins shows that range query's
+      true and noisy answer (the noisy one derived from the release: no extra
+      budget) and its expected error;
+    * privacy–utility plot: root expected error against θ for several ε;
+      clicking a point moves ε and θ there, so the bars show that release;
+    * the policy canvas, linked both ways: moving θ redraws its edges, and an
+      edit on the canvas switches the family to "drawn on the canvas" and
+      recomputes everything.
+
+    Slider bursts cost one recomputation (debounced inside a kernel).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Row-level data.
+    column : str
+        The column shown first.
+    bins, width, bounds
+        Binning, as in :meth:`blowfish_nb.Domain.from_column` (public bounds in
+        ``df.attrs["public_bounds"]`` are used when ``bounds`` is omitted).
+    columns : list of str, optional
+        Columns offered by the picker (default: ``df.attrs["public_bounds"]``'s
+        columns, else just ``column``); each is binned with ``bins`` bins.
+    policy : {"dp", "line", "threshold", "partition"}
+        Initial family.
+    theta, block, epsilon, query
+        Initial θ (bins), partition block size (bins), ε and query template.
+    rng : None, int or numpy.random.Generator
+        Seeds the sequence of releases the explorer makes.
+    debounce : float
+        Seconds of quiet before a recomputation, inside a kernel.
+
+    Examples
+    --------
+    >>> from blowfish_nb import datasets
+    >>> ex = CuratorExplorer(datasets.salaries(n=500, seed=0), column="age", bins=31, theta=3, rng=0)
+    >>> ex.release.mechanism, ex.release.policy.family
+    ('Laplace', 'threshold')
+    >>> ex.epsilon_slider.value = 0.5
+    >>> ex.release.epsilon
+    0.5
+    """
+
+    def __init__(
+        self,
+        df: pd.DataFrame,
+        column: str,
+        bins: int | list[float] | None = None,
+        *,
+        width: float | None = None,
+        bounds: tuple[float, float] | None = None,
+        columns: list[str] | None = None,
+        policy: str = "threshold",
+        theta: int = 2,
+        block: int = 4,
+        epsilon: float = 1.0,
+        query: str = "histogram",
+        rng: None | int | np.random.Generator = None,
+        debounce: float = 0.08,
+    ):
+        epsilon = check_epsilon(epsilon)
+        self._df, self._bins, self._width, self._bounds = df, bins, width, bounds
+        self._rng = as_generator(rng)
+        public = list(getattr(df, "attrs", {}).get("public_bounds", {}) or [])
+        options = list(columns) if columns is not None else ([c for c in public if c in df.columns] or [column])
+        if column not in options:
+            options.insert(0, column)
+        if policy not in [v for _, v in FAMILIES if v != "custom"]:
+            resolve_policy(policy, self._domain_for(column), theta=theta)  # the core's message for a bad name
+
+        self.column_dropdown = w.Dropdown(options=options, value=column, description="column")
+        self.query_dropdown = w.Dropdown(options=list(QUERIES), value=query, description="query")
+        self.family_dropdown = w.Dropdown(options=FAMILIES, value=policy, description="policy")
+        self.epsilon_slider = w.FloatLogSlider(value=epsilon, base=10, min=-3, max=1, step=0.05, description="ε",
+                                               readout_format=".3g", continuous_update=False)
+        self.theta_slider = w.IntSlider(value=max(1, theta), min=1, max=2, description="θ (bins)",
+                                        continuous_update=False)
+        self.block_slider = w.IntSlider(value=max(1, block), min=1, max=2, description="block (bins)",
+                                        continuous_update=False)
+        for widget, cls in ((self.epsilon_slider, "blowfish-epsilon"), (self.theta_slider, "blowfish-theta"),
+                            (self.block_slider, "blowfish-block"), (self.family_dropdown, "blowfish-family"),
+                            (self.query_dropdown, "blowfish-query"), (self.column_dropdown, "blowfish-column")):
+            widget.add_class(cls)
+        self.readout = w.HTML()
+        self.readout.add_class("blowfish-readout")
+        self.range_readout = w.HTML("<i>brush a range of bars to see that range query</i>")
+        self.range_readout.add_class("blowfish-range")
+
+        self._build_bars()
+        self._build_tradeoff()
+        self.canvas = PolicyCanvas(height=190)
+        self.canvas.add_class("blowfish-policy-canvas")
+        self.canvas.observe(self._on_canvas, names="policy")
+
+        super().__init__(children=[
+            w.HBox([self.column_dropdown, self.query_dropdown, self.family_dropdown]),
+            w.HBox([self.epsilon_slider, self.theta_slider, self.block_slider]),
+            self.readout,
+            w.HBox([self.figure, self.tradeoff], layout=w.Layout(width="100%")),
+            self.range_readout,
+            self.canvas,
+        ])
+        self.add_class("blowfish-explorer")
+
+        self.release: Release
+        self.true_answers: pd.Series
+        self.recomputations = 0  # how many releases the controls caused (tests and the benchmark read it)
+        self._plans: dict = {}
+        self._syncing = False
+        self._batching = False
+        self._debouncer = Debouncer(self._recompute, debounce, on_error=self._show_error)
+        self._load_column(column, theta=theta, block=block)
+        for control in (self.query_dropdown, self.family_dropdown, self.epsilon_slider, self.theta_slider,
+                        self.block_slider):
+            control.observe(self._on_control, names="value")
+        self.column_dropdown.observe(self._on_column, names="value")
+        self.brush.observe(self._on_brush, names="selected")
+        self._recompute()
+
+    # -- state -------------------------------------------------------------------------------
+    @property
+    def epsilon(self) -> float:
+        """The ε of the current release."""
+        return float(self.epsilon_slider.value)
+
+    @property
+    def theta(self) -> int:
+        """The θ slider's value (used by the threshold family)."""
+        return int(self.theta_slider.value)
+
+    @property
+    def policy(self) -> Policy:
+        """The policy the controls describe now."""
+        family = self.family_dropdown.value
+        if family == "custom":
+            return self.canvas.policy
+        if family == "partition":
+            b, k = int(self.block_slider.value), self.domain.size
+            return resolve_policy("partition", self.domain, blocks=[list(range(s, min(k, s + b))) for s in range(0, k, b)])
+        return resolve_policy(family, self.domain, theta=self.theta)
+
+    def select_tradeoff_point(self, epsilon: float, theta: int) -> None:
+        """What clicking a point of the privacy–utility plot does: show the release at that ε and θ."""
+        self._batching = True
+        try:
+            self.family_dropdown.value = "threshold"
+            self.theta_slider.value = int(theta)
+            self.epsilon_slider.value = float(epsilon)
+        finally:
+            self._batching = False
+        self._debouncer.trigger()
+
+    # -- building --------------------------------------------------------------------------
+    def _domain_for(self, column):
+        return domain_for(self._df, [column], self._bins, self._width, self._bounds)
+
+    def _build_bars(self) -> None:
+        xs, ys = bqplot.LinearScale(), bqplot.LinearScale()
+        scales = {"x": xs, "y": ys}
+        self.band = bqplot.Lines(x=[0.0, 1.0], y=np.zeros((2, 2)), scales=scales, fill="between",
+                                 colors=["#f2b880", "#f2b880"], fill_colors=["#f2b880"], fill_opacities=[0.35],
+                                 stroke_width=0, labels=["±2·stderr"])
+        self.true_bars = bqplot.Bars(x=[0.0], y=[0.0], scales=scales, colors=["#b0b0b0"], padding=0.05,
+                                     labels=["true"])
+        self.noisy_bars = bqplot.Bars(x=[0.0], y=[0.0], scales=scales, colors=["#3b6ea5"], opacities=[0.85],
+                                      padding=0.45, labels=["noisy"])
+        self.brush = BrushIntervalSelector(scale=xs, marks=[self.true_bars], color="#55a868")
+        self.x_axis = bqplot.Axis(scale=xs, label="bin", num_ticks=8)
+        self.figure = bqplot.Figure(
+            marks=[self.true_bars, self.band, self.noisy_bars],
+            axes=[self.x_axis, bqplot.Axis(scale=ys, orientation="vertical", label="count", tick_format=".3s",
+                                           label_offset="50px")],
+            interaction=self.brush,
+            fig_margin={"top": 30, "bottom": 50, "left": 70, "right": 20},
+            layout=w.Layout(width="62%", height="340px"),
+        )
+        self.figure.add_class("blowfish-bars")
+
+    def _build_tradeoff(self) -> None:
+        xs, ys = bqplot.LogScale(), bqplot.LogScale()
+        colors = ["#c44e52", "#dd8452", "#4c72b0", "#55a868"]
+        self._tradeoff_eps = list(TRADEOFF_EPSILONS)
+        self.tradeoff_lines = [bqplot.Lines(x=[1.0], y=[1.0], scales={"x": xs, "y": ys}, colors=[c])
+                               for c in colors[: len(self._tradeoff_eps)]]
+        self.tradeoff_points = []
+        for eps, c in zip(self._tradeoff_eps, colors):
+            dots = bqplot.Scatter(x=[1.0], y=[1.0], scales={"x": xs, "y": ys}, colors=[c], default_size=40,
+                                  labels=[f"ε = {eps:g}"], display_legend=True,
+                                  tooltip=bqplot.Tooltip(fields=["x", "y"], labels=["θ", "rms error"]))
+            dots.on_element_click(self._tradeoff_click(eps))
+            self.tradeoff_points.append(dots)
+        self.current_point = bqplot.Scatter(x=[1.0], y=[1.0], scales={"x": xs, "y": ys}, colors=["black"],
+                                            marker="diamond", default_size=90)
+        self.tradeoff = bqplot.Figure(
+            marks=[*self.tradeoff_lines, *self.tradeoff_points, self.current_point],
+            axes=[bqplot.Axis(scale=xs, label="θ (bins)"),
+                  bqplot.Axis(scale=ys, orientation="vertical", label="rms error per answer", tick_format=".2s")],
+            title="privacy–utility: error against θ (click a point)",
+            legend_location="top-left",
+            fig_margin={"top": 40, "bottom": 50, "left": 60, "right": 10},
+            layout=w.Layout(width="38%", height="340px"),
+        )
+        self.tradeoff.add_class("blowfish-tradeoff")
+
+    def _tradeoff_click(self, eps):
+        def handler(_mark, event):
+            index = int(event["data"]["index"])
+            self.select_tradeoff_point(eps, int(self._thetas[index]))
+        return handler
+
+    # -- column / query / policy ------------------------------------------------------------
+    def _load_column(self, column: str, theta: int | None = None, block: int | None = None) -> None:
+        self.domain = self._domain_for(column)
+        self._column = column
+        self._x = self.domain.histogram(self._df)
+        k = self.domain.size
+        self._plans.clear()
+        self._tradeoff_key = None
+        with self.hold_trait_notifications():
+            self.theta_slider.max = max(2, k - 1)
+            self.theta_slider.value = min(theta if theta is not None else self.theta, max(1, k - 1))
+            self.block_slider.max = max(2, k)
+            self.block_slider.value = min(block if block is not None else self.block_slider.value, k)
+        self._labels = [f"{iv.left:g}" for iv in self.domain.labels]
+        self.x_axis.label = f"{column} (bin index; bin 0 starts at {self._labels[0]})"
+        self.brush.selected = None
+
+    def _on_control(self, _change) -> None:
+        if not self._batching:
+            self._debouncer.trigger()
+
+    def _on_column(self, change) -> None:
+        self._load_column(change["new"])
+        self._debouncer.trigger()
+
+    def _on_canvas(self, change) -> None:
+        if self._syncing or change["new"] is None:
+            return
+        # an edit made on the canvas: the release now follows the drawn graph
+        self._syncing = True
+        try:
+            self.family_dropdown.value = "custom"
+        finally:
+            self._syncing = False
+        self._debouncer.trigger()
+
+    def _budgeted(self, pol: Policy, query: str, epsilon: float) -> Budgeted:
+        """The plan with its auto-chosen mechanism, chosen once per (column, query, policy) (ε only scales noise)."""
+        key = (self._column, query, pol.to_json() if pol.edge_count() < 50_000 else id(pol))
+        hit = self._plans.get(key)
+        if hit is None:
+            plan = Plan(self.domain, build_query(self.domain, query), pol, [self._column])
+            hit = plan_budget(plan, epsilon=1.0, projection=False)
+            self._plans[key] = hit
+        return Budgeted(hit.plan, hit.run, hit.mechanism, hit.table, epsilon, None)
+
+    # -- recomputation -------------------------------------------------------------------------
+    def _recompute(self) -> None:
+        family, query, eps = self.family_dropdown.value, self.query_dropdown.value, self.epsilon
+        self.theta_slider.disabled = family != "threshold"
+        self.block_slider.disabled = family != "partition"
+        pol = self.policy
+        b = self._budgeted(pol, query, eps)
+        release = execute(self._x, b, rng=self._rng)
+        truth = np.asarray(b.plan.query.workload @ self._x, dtype=float)
+        self.recomputations += 1
+        self.release, self._budget = release, b
+        self.true_answers = pd.Series(truth, index=b.plan.query.labels, name=f"true {query}")
+        se = math.sqrt(release.expected_error)
+        idx = np.arange(truth.size, dtype=float)
+        with self.figure.hold_sync():
+            self.true_bars.x = idx
+            self.true_bars.y = truth
+            self.noisy_bars.x = idx
+            self.noisy_bars.y = release.answers.to_numpy()
+            self.band.x = idx
+            self.band.y = np.vstack([truth - 2 * se, truth + 2 * se])
+            self.figure.title = f"{query} of {self._column}: true (grey) vs noisy (blue)"
+        self.readout.value = (
+            f"<b>{release.mechanism}</b> · ε = {release.epsilon:.3g} · sensitivity Δ = "
+            f"{release.provenance['sensitivity']:g} · expected squared error per answer "
+            f"<b>{release.expected_error:.4g}</b> (± {se:.3g}) · {html.escape(pol.summary())}"
+        )
+        if not self._syncing and (self.canvas.policy is None or family != "custom"):
+            if self.canvas.policy is None or not self.canvas.policy.same_graph(pol):
+                self._syncing = True
+                try:
+                    self.canvas.policy = pol
+                finally:
+                    self._syncing = False
+        self.canvas.workload = b.plan.query.workload
+        self._update_tradeoff(query)
+        self._on_brush(None)
+
+    def _show_error(self, exc: Exception) -> None:
+        if not isinstance(exc, BlowfishError):
+            raise exc
+        self.readout.value = f"<span style='color:#b00020'>✗ {html.escape(str(exc))}</span>"
+
+    def _update_tradeoff(self, query: str) -> None:
+        key = (self._column, query)
+        k = self.domain.size
+        if key != self._tradeoff_key:
+            thetas = np.unique(np.round(np.geomspace(1, max(1, k - 1), num=min(10, max(1, k - 1)))).astype(int))
+            errors = []
+            for t in thetas:
+                b = self._budgeted(resolve_policy("threshold", self.domain, theta=int(t)), query, 1.0)
+                errors.append(b.mechanism.expected_error(b.run.workload, b.run.policy, 1.0))
+            self._thetas, self._errors_at_1 = thetas, np.asarray(errors)
+            self._tradeoff_key = key
+        with self.tradeoff.hold_sync():
+            for eps, line, dots in zip(self._tradeoff_eps, self.tradeoff_lines, self.tradeoff_points):
+                rms = np.sqrt(self._errors_at_1) / eps  # data-independent mechanisms: error ∝ 1/ε²
+                line.x, line.y = self._thetas.astype(float), rms
+                dots.x, dots.y = self._thetas.astype(float), rms
+            here = self.theta if self.family_dropdown.value == "threshold" else np.nan
+            self.current_point.x = [float(here) if np.isfinite(here) else float(self._thetas[-1])]
+            self.current_point.y = [math.sqrt(self.release.expected_error)]
+            self.current_point.opacities = [1.0 if np.isfinite(here) else 0.0]
+
+    def _on_brush(self, _change) -> None:
+        sel = self.brush.selected
+        if sel is None or len(sel) != 2:
+            return
+        k = self.domain.size
+        lo = int(max(0, math.ceil(min(sel) - 0.5)))
+        hi = int(min(k - 1, math.floor(max(sel) + 0.5)))
+        if hi < lo:
+            return
+        answers = self.release.answers.to_numpy()
+        if self.release.query == "cumulative":
+            noisy = answers[hi] - (answers[lo - 1] if lo > 0 else 0.0)
+        else:
+            noisy = float(answers[lo : hi + 1].sum())
+        true = float(self._x[lo : hi + 1].sum())
+        b = self._budget
+        err = b.mechanism.expected_error(Ranges(k, [lo], [hi]), b.run.policy, b.epsilon)
+        self.range_readout.value = (
+            f"range <b>bins {lo}–{hi}</b> ({html.escape(self._labels[lo])} … up to bin {hi}): "
+            f"true <b>{true:,.0f}</b> · noisy <b>{noisy:,.1f}</b> (derived from this release, no extra ε) · "
+            f"error {noisy - true:+,.1f} · expected ±{math.sqrt(err):.3g} (one standard error)"
+        )
+
+
+#: The quickstart's name for the curator's explorer.
+Explorer = CuratorExplorer

@@ -1,0 +1,55 @@
+"""At most one recomputation per burst of slider events."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+__all__ = ["Debouncer"]
+
+
+class Debouncer:
+    """Calls ``fn`` once, ``delay`` seconds after the last of a burst of :meth:`trigger` calls.
+
+    Inside a running event loop (a Jupyter kernel) the call is deferred and
+    earlier pending calls are cancelled; with no loop (scripts, unit tests)
+    every trigger calls ``fn`` at once. Errors ``fn`` raises are passed to
+    ``on_error`` (a deferred call has no caller to raise into).
+
+    Examples
+    --------
+    >>> calls = []
+    >>> d = Debouncer(lambda: calls.append(1), delay=0.01)
+    >>> d.trigger(); calls  # no event loop here: immediate
+    [1]
+    """
+
+    def __init__(self, fn: Callable[[], None], delay: float = 0.08,
+                 on_error: Callable[[Exception], None] | None = None):
+        self.fn, self.delay, self.on_error = fn, float(delay), on_error
+        self._handle: asyncio.TimerHandle | None = None
+
+    def trigger(self) -> None:
+        """Schedule ``fn`` (replacing a pending call)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._fire()
+            return
+        if self._handle is not None:
+            self._handle.cancel()
+        self._handle = loop.call_later(self.delay, self._fire)
+
+    @property
+    def pending(self) -> bool:
+        """Whether a deferred call is waiting."""
+        return self._handle is not None and not self._handle.cancelled()
+
+    def _fire(self) -> None:
+        self._handle = None
+        try:
+            self.fn()
+        except Exception as exc:  # noqa: BLE001 - reported, never lost in the loop
+            if self.on_error is None:
+                raise
+            self.on_error(exc)

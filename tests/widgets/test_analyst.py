@@ -1,0 +1,66 @@
+"""AnalystPanel: the quoted ε before running, charges, refusals that charge nothing, history and comparison."""
+
+import numpy as np
+import pytest
+
+from blowfish_nb import datasets
+from blowfish_nb.widgets import AnalystPanel
+
+
+@pytest.fixture
+def session():
+    df = datasets.salaries(n=2000, seed=4)
+    return df.blowfish.session(1.0, bins={"age": 31, "salary": 50}, policy={"age": "line", "salary": "dp"})
+
+
+def test_quote_is_shown_before_running_and_charges_nothing(session):
+    panel = AnalystPanel(session, alpha=40, beta=0.05, rng=0)
+    q = session.quote("histogram", "age", accuracy=(40, 0.05))
+    assert panel.quoted_epsilon == pytest.approx(q.epsilon) and session.spent == 0
+    assert f"ε = {q.epsilon:.4g}" in panel.cost.value and q.mechanism.name in panel.cost.value
+    panel.alpha_text.value = 10  # tighter accuracy costs more
+    assert panel.quoted_epsilon > q.epsilon and session.spent == 0
+    panel.beta_text.value = 0.0  # β outside (0, 1): cannot quote, says why
+    assert panel.quoted_epsilon is None and "beta" in panel.cost.value
+
+
+def test_two_runs_charge_the_session_and_fill_history_and_comparison(session):
+    panel = AnalystPanel(session, alpha=60, beta=0.05, rng=1)
+    e1 = panel.quoted_epsilon
+    r1 = panel.run()
+    assert session.spent == pytest.approx(e1) and panel.budget_bar.value == pytest.approx(1 - e1)
+    panel.query_dropdown.value = "cumulative"
+    e2 = panel.quoted_epsilon
+    r2 = panel.run()
+    assert session.spent == pytest.approx(e1 + e2) and panel.budget_bar.value == pytest.approx(session.remaining)
+    assert len(session.ledger) == 2 and panel.history.value.count("<tr><td>") == 2
+    assert (panel.compare_a.value, panel.compare_b.value) == (0, 1)
+    np.testing.assert_array_equal(panel.compare_bars.y[0], r1.answers.to_numpy())
+    np.testing.assert_array_equal(panel.compare_bars.y[1], r2.answers.to_numpy())
+    # every release met its stated accuracy request
+    assert r1.accuracy == (60.0, 0.05) and r2.accuracy == (60.0, 0.05)
+
+
+def test_over_budget_is_refused_in_the_panel_and_nothing_is_charged(session):
+    panel = AnalystPanel(session, alpha=2, beta=0.01, rng=0)  # a very tight request: ε above the budget
+    assert panel.quoted_epsilon > 1 and "more than the 1 left" in panel.cost.value
+    assert panel.run() is None
+    assert "refused" in panel.message.value and "nothing was computed or charged" in panel.message.value
+    assert session.spent == 0 and len(session.ledger) == 0 and panel.releases == []
+
+
+def test_granularity_answers_sums_of_bins(session):
+    panel = AnalystPanel(session, alpha=60, beta=0.05, rng=2)
+    assert "line on age (31 cells); differential privacy (unbounded) on salary" in panel.children[0].value
+    panel.granularity_slider.value = 4
+    r = panel.run()
+    # age bins of 2 years from 18: groups of 4 bins are 8 years, the last group 3 bins (ending at 80, closed)
+    starts = list(range(18, 80, 8))
+    expected = [f"[{a}, {a + 8})" for a in starts[:-1]] + ["[74, 80]"]
+    assert r.query == "range" and list(r.answers.index) == expected
+    panel.query_dropdown.value = "cumulative"
+    r = panel.run()
+    assert list(r.answers.index) == [f"[18, {a + 8})" for a in starts[:-1]] + ["[18, 80]"]
+    panel.column_dropdown.value = "salary"
+    assert not panel.granularity_slider.disabled and panel.granularity_slider.max == 25
+    assert session.spent == pytest.approx(sum(x.epsilon for x in panel.releases))

@@ -1,0 +1,131 @@
+"""CuratorExplorer: kernel-side state and handlers (what front-end updates do, without a browser)."""
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from blowfish_nb import datasets, policy, workload
+from blowfish_nb.accessor import Plan, plan_budget
+from blowfish_nb.queries import build_query
+from blowfish_nb.widgets import CuratorExplorer, Explorer
+
+
+@pytest.fixture
+def ex():
+    return CuratorExplorer(datasets.salaries(n=1500, seed=5), column="salary", bins=25, theta=2, rng=0)
+
+
+def test_initial_state(ex):
+    assert Explorer is CuratorExplorer
+    assert ex.release.epsilon == 1.0 and ex.release.policy.family == "threshold"
+    np.testing.assert_array_equal(ex.true_bars.y, ex.true_answers.to_numpy())
+    np.testing.assert_array_equal(ex.noisy_bars.y, ex.release.answers.to_numpy())
+    assert len(ex.canvas.nodes) == 25 and len(ex.canvas.edges) == 24 + 23
+    # threshold policy, histogram: Δ = 2, so 2·(Δ/ε)² = 8 per bin at ε = 1
+    assert ex.release.expected_error == pytest.approx(8.0)
+    assert "Laplace" in ex.readout.value and "<b>8</b>" in ex.readout.value
+    assert ex.canvas.facts["sensitivity"] == 2.0 and ex.recomputations == 1
+    se = np.sqrt(8.0)
+    np.testing.assert_allclose(ex.band.y, np.vstack([ex.true_bars.y - 2 * se, ex.true_bars.y + 2 * se]))
+
+
+def test_epsilon_slider_makes_one_new_release(ex):
+    before = ex.noisy_bars.y.copy()
+    ex.epsilon_slider.set_state({"value": 0.1})  # what the front end sends
+    assert ex.release.epsilon == pytest.approx(0.1) and ex.recomputations == 2
+    assert not np.allclose(ex.noisy_bars.y, before)
+    assert ex.release.expected_error == pytest.approx(2 * (2 / 0.1) ** 2)
+    np.testing.assert_array_equal(ex.true_bars.y, ex.true_answers.to_numpy())  # truth unchanged
+
+
+def test_theta_moves_canvas_bars_and_tradeoff_marker(ex):
+    bars = ex.noisy_bars.y.copy()
+    ex.theta_slider.value = 5
+    assert len(ex.canvas.edges) == sum(25 - d for d in range(1, 6))
+    assert ex.release.policy.params["theta"] == 5 and not np.allclose(ex.noisy_bars.y, bars)
+    assert ex.current_point.x == [5.0]
+    assert ex.current_point.y[0] == pytest.approx(np.sqrt(ex.release.expected_error))
+    ex.family_dropdown.value = "dp"
+    assert ex.canvas.nodes[-1]["id"] == "bottom" and ex.theta_slider.disabled
+    ex.query_dropdown.value = "cumulative"
+    assert ex.release.query == "cumulative" and ex.release.mechanism == "Laplace"
+    ex.family_dropdown.value = "line"
+    # noisy prefix sums with the public total: at most the Ordered mechanism's 2/ε²
+    assert ex.release.mechanism == "Transformed+Laplace" and ex.release.expected_error <= 2.0
+
+
+def test_partition_slider_sets_the_blocks(ex):
+    ex.family_dropdown.value = "partition"
+    ex.block_slider.value = 5
+    comps = ex.release.policy.components()
+    assert sorted(len(c) for c in comps) == [5] * 5 and not ex.block_slider.disabled
+    assert ex.canvas.facts["components"] == 5
+
+
+def test_canvas_edit_drives_the_release(ex):
+    ex.canvas.edit({"op": "add", "source": "c0", "target": "c20"})
+    assert ex.family_dropdown.value == "custom"
+    assert (0, 20) in {tuple(e) for e in ex.release.policy.edges().tolist()}
+    # the histogram's sensitivity is still 2 (one record moves one unit between two bins)
+    assert ex.canvas.facts["sensitivity"] == 2.0
+    ex.query_dropdown.value = "cumulative"
+    assert ex.canvas.facts["sensitivity"] == ex.release.policy.sensitivity(workload.prefix(25))
+    assert ex.canvas.facts["sensitivity"] == 20.0  # the long edge crosses 20 prefixes
+    ex.canvas.undo()
+    assert ex.release.policy.edge_count() == 24 + 23
+
+
+def test_tradeoff_points_are_the_auto_mechanisms_errors_and_clicking_one_shows_it(ex):
+    k = ex.domain.size
+    for i, theta in enumerate(ex._thetas):
+        plan = Plan(ex.domain, build_query(ex.domain, "histogram"), policy.threshold(ex.domain, int(theta)), ["salary"])
+        b = plan_budget(plan, epsilon=0.5, projection=False)
+        expected = b.mechanism.expected_error(b.run.workload, b.run.policy, 0.5)
+        assert ex.tradeoff_points[1].y[i] == pytest.approx(np.sqrt(expected))  # the ε = 0.5 series
+    assert ex._thetas[0] == 1 and ex._thetas[-1] == k - 1
+    # a click on the third point of the ε = 0.1 series
+    ex._tradeoff_click(0.1)(ex.tradeoff_points[0], {"data": {"index": 2}})
+    assert ex.release.epsilon == pytest.approx(0.1) and ex.release.policy.params["theta"] == ex._thetas[2]
+    assert ex.current_point.y[0] == pytest.approx(ex.tradeoff_points[0].y[2])
+
+
+def test_brushing_a_range_shows_its_true_and_noisy_answer(ex):
+    ex.brush.selected = [2.6, 5.2]  # bars 3, 4, 5 have their centres inside
+    x = ex._x
+    answers = ex.release.answers.to_numpy()
+    text = ex.range_readout.value
+    assert "bins 3–5" in text
+    assert f"true <b>{x[3:6].sum():,.0f}</b>" in text and f"noisy <b>{answers[3:6].sum():,.1f}</b>" in text
+    # Laplace with Δ = 2 on three cells: variance 3 · 2 · (2/ε)², one standard error shown
+    assert f"±{np.sqrt(3 * 2 * 4):.3g}" in text
+    ex.query_dropdown.value = "cumulative"
+    answers = ex.release.answers.to_numpy()
+    assert f"noisy <b>{answers[5] - answers[2]:,.1f}</b>" in ex.range_readout.value
+
+
+def test_a_burst_of_slider_moves_costs_one_recomputation():
+    async def burst():
+        ex = CuratorExplorer(datasets.salaries(n=500, seed=1), column="age", bins=20, theta=2, rng=0, debounce=0.05)
+        start = ex.recomputations
+        for eps in (0.2, 0.3, 0.4, 0.5, 0.6):
+            ex.epsilon_slider.value = eps
+        ex.theta_slider.value = 4
+        assert ex.recomputations == start and ex._debouncer.pending
+        await asyncio.sleep(0.2)
+        return ex, start
+
+    ex, start = asyncio.run(burst())
+    assert ex.recomputations == start + 1
+    assert ex.release.epsilon == pytest.approx(0.6) and ex.release.policy.params["theta"] == 4
+
+
+def test_column_picker_rebins_and_bad_family_is_refused():
+    df = datasets.salaries(n=800, seed=3)
+    ex = CuratorExplorer(df, column="salary", bins=30, columns=["salary", "age"], rng=0)
+    ex.column_dropdown.value = "age"
+    assert ex.release.columns == ("age",) and ex.domain.names == ("age",) and len(ex.true_bars.y) == 30
+    assert ex.true_answers.sum() == len(df)
+    from blowfish_nb.exceptions import PolicyError
+    with pytest.raises(PolicyError, match="policy must be one of"):
+        CuratorExplorer(df, column="salary", bins=30, policy="lenient")
