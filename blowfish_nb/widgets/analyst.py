@@ -89,16 +89,20 @@ class AnalystPanel(w.VBox):
                             (self.granularity_slider, "blowfish-granularity")):
             widget.add_class(cls)
 
-        xs, ys = bqplot.OrdinalScale(), bqplot.LinearScale()
-        self.compare_bars = bqplot.Bars(x=["-"], y=np.zeros((2, 1)), scales={"x": xs, "y": ys}, type="grouped",
-                                        colors=["#4c72b0", "#dd8452"], labels=["A", "B"], display_legend=True)
-        self.compare_axis = bqplot.Axis(scale=xs, label="answer", tick_rotate=-45, num_ticks=12)
+        xs, ys = bqplot.LinearScale(), bqplot.LinearScale()
+        scales = {"x": xs, "y": ys}
+        # two overlaid bar marks (wide and narrow), as in the curator's true/noisy bars
+        self.compare_bars_a = bqplot.Bars(x=[0.0], y=[0.0], scales=scales, colors=["#9db4d6"], padding=0.05,
+                                          labels=["A"], display_legend=True)
+        self.compare_bars_b = bqplot.Bars(x=[0.0], y=[0.0], scales=scales, colors=["#dd8452"], padding=0.5,
+                                          opacities=[0.9], labels=["B"], display_legend=True)
+        self.compare_axis = bqplot.Axis(scale=xs, label="answer (position)", num_ticks=10, tick_format="d")
         self.compare_figure = bqplot.Figure(
-            marks=[self.compare_bars],
+            marks=[self.compare_bars_a, self.compare_bars_b],
             axes=[self.compare_axis, bqplot.Axis(scale=ys, orientation="vertical", label="noisy answer",
                                                  tick_format=".3s")],
-            title="two releases side by side", legend_location="top-right",
-            fig_margin={"top": 40, "bottom": 70, "left": 70, "right": 20},
+            title="two releases side by side", legend_location="top-left",
+            fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 20},
             layout=w.Layout(width="100%", height="300px"),
         )
         self.compare_figure.add_class("blowfish-compare")
@@ -224,12 +228,9 @@ class AnalystPanel(w.VBox):
             return
         ra, rb = self.releases[a], self.releases[b]
         ya, yb = ra.answers.to_numpy(dtype=float), rb.answers.to_numpy(dtype=float)
-        n = max(ya.size, yb.size)
-        same = ya.size == yb.size and list(ra.answers.index.astype(str)) == list(rb.answers.index.astype(str))
-        labels = [str(x) for x in ra.answers.index] if same else [str(i) for i in range(n)]
-        pad = lambda y: np.r_[y, np.full(n - y.size, np.nan)]  # noqa: E731
         with self.compare_figure.hold_sync():
-            self.compare_bars.x = labels
-            self.compare_bars.y = np.vstack([pad(ya), pad(yb)])
-            self.compare_bars.labels = [f"#{a + 1}", f"#{b + 1}"]
-            self.compare_figure.title = (f"#{a + 1} vs #{b + 1}" + ("" if same else " (answers by position)"))
+            self.compare_bars_a.x, self.compare_bars_a.y = np.arange(ya.size, dtype=float), ya
+            self.compare_bars_b.x, self.compare_bars_b.y = np.arange(yb.size, dtype=float), yb
+            self.compare_bars_a.labels = [f"#{a + 1} {ra.provenance.get('panel query', ra.query)}"]
+            self.compare_bars_b.labels = [f"#{b + 1} {rb.provenance.get('panel query', rb.query)}"]
+            self.compare_figure.title = f"release #{a + 1} (wide bars) vs #{b + 1} (narrow bars)"

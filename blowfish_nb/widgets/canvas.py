@@ -281,7 +281,7 @@ class PolicyCanvas(anywidget.AnyWidget):
             "forest": bool(pol.is_forest()),
             "bottom": bool(pol.has_bottom),
             "sensitivity": delta if math.isfinite(delta) else None,
-            "query": type(w).__name__.lower() if self._workload is not None else "histogram",
+            "query": _query_name(w),
         }
 
     def _draw(self, window: tuple[int, int] | None = None) -> None:
@@ -319,6 +319,19 @@ class PolicyCanvas(anywidget.AnyWidget):
             self.title = title
 
 
+def _query_name(w: Workload) -> str:
+    from ..ranges import Ranges
+    from ..workload import Prefix
+
+    if isinstance(w, Identity):
+        return "histogram"
+    if isinstance(w, Prefix):
+        return "cumulative histogram"
+    if isinstance(w, Ranges):
+        return f"{w.shape[0]} range queries"
+    return f"query ({w.shape[0]} rows)"
+
+
 def _as_list(x) -> list:
     if isinstance(x, (list, tuple)):
         return list(x)
@@ -336,7 +349,7 @@ def _short_label(label) -> str:
     if isinstance(label, tuple):
         return "·".join(_short_label(part) for part in label)
     left = getattr(label, "left", None)
-    return f"{left:g}" if left is not None else str(label)
+    return f"{left:.4g}" if left is not None else str(label)
 
 
 def _cells_view(pol: Policy, start: int, stop: int):

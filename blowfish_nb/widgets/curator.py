@@ -241,9 +241,9 @@ class CuratorExplorer(w.VBox):
                                             marker="diamond", default_size=90)
         self.tradeoff = bqplot.Figure(
             marks=[*self.tradeoff_lines, *self.tradeoff_points, self.current_point],
-            axes=[bqplot.Axis(scale=xs, label="θ (bins)"),
+            axes=[bqplot.Axis(scale=xs, label="θ (bins)", tick_format="d"),
                   bqplot.Axis(scale=ys, orientation="vertical", label="rms error per answer", tick_format=".2s")],
-            title="privacy–utility: error against θ (click a point)",
+            title="error against θ (click a point)",
             legend_location="top-left",
             fig_margin={"top": 40, "bottom": 50, "left": 60, "right": 10},
             layout=w.Layout(width="38%", height="340px"),

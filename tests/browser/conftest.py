@@ -142,3 +142,18 @@ def run_last_cell(page) -> None:
             await window.jupyterapp.commands.execute('notebook:run-cell');
         }"""
     )
+
+
+def run_cell(page, marker: str) -> None:
+    """Run the code cell whose source contains ``marker``."""
+    page.evaluate(
+        """async (marker) => {
+            const panel = window.jupyterapp.shell.currentWidget;
+            const cells = panel.content.widgets;
+            const i = cells.findIndex(c => c.model.sharedModel.getSource().includes(marker));
+            if (i < 0) throw new Error('no cell contains ' + marker);
+            panel.content.activeCellIndex = i;
+            await window.jupyterapp.commands.execute('notebook:run-cell');
+        }""",
+        marker,
+    )

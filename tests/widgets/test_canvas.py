@@ -143,6 +143,7 @@ def test_facts_follow_the_policy_and_the_query():
     assert c.facts == {"edges": 15, "components": 1, "tree": True, "forest": True, "bottom": False,
                        "sensitivity": 2.0, "query": "histogram"}
     c.workload = workload.prefix(16)
+    assert c.facts["query"] == "cumulative histogram"
     assert c.facts["sensitivity"] == policy.line(d).sensitivity(workload.prefix(16)) == 1.0
     c.edit({"op": "add", "source": "c0", "target": "c15"})
     assert c.facts["tree"] is False and c.facts["sensitivity"] == c.policy.sensitivity(workload.prefix(16)) == 15.0
