@@ -138,6 +138,8 @@ class Policy:
 
     def is_forest(self) -> bool:
         """Whether G (with ⊥ when present) has no cycle: |E| = |V| − number of components."""
+        if not self.has_bottom:  # the components of the cells are all there is (closed forms where families have them)
+            return self.edge_count() == self.domain.size - unique_sorted(self.component_labels()).size
         adj = self.adjacency()
         n_comp, _ = csgraph.connected_components(adj, directed=False)
         return self.edge_count() == adj.shape[0] - n_comp
@@ -279,7 +281,9 @@ class Policy:
         """Whether two policies have the same domain size, ⊥ and edge set."""
         if self.domain.size != other.domain.size or self.has_bottom != other.has_bottom:
             return False
-        return _edge_set(self) == _edge_set(other)
+        if self.edge_count() != other.edge_count():
+            return False
+        return np.array_equal(_edge_keys(self), _edge_keys(other))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Policy) and self.to_dict() == other.to_dict()
@@ -316,9 +320,11 @@ class Policy:
         return f"cell {int(u)} ({label})"
 
 
-def _edge_set(policy: Policy) -> set[tuple[int, int]]:
+def _edge_keys(policy: Policy) -> np.ndarray:
+    """The edge set as sorted integer keys (u < v, ⊥ last): equal sets give equal arrays."""
     e = policy.edges()
+    k = policy.domain.size
     lo, hi = np.minimum(e[:, 0], e[:, 1]), np.maximum(e[:, 0], e[:, 1])
     lo = np.where(e[:, 1] == BOTTOM, e[:, 0], lo)
     hi = np.where(e[:, 1] == BOTTOM, BOTTOM, hi)
-    return set(zip(lo.tolist(), hi.tolist()))
+    return unique_sorted(lo.astype(np.int64) * (k + 1) + (hi + 1))

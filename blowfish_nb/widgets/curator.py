@@ -36,6 +36,7 @@ FAMILIES = [
     ("partition (blocks of bins)", "partition"),
     ("drawn on the canvas", "custom"),
 ]
+PROVISIONAL = " · <i>(choosing the best mechanism for this graph…)</i>"
 #: the ε values the privacy–utility plot draws (the current ε is added)
 TRADEOFF_EPSILONS = (0.1, 0.5, 1.0)
 
@@ -154,9 +155,13 @@ class CuratorExplorer(w.VBox):
         self.true_answers: pd.Series
         self.recomputations = 0  # how many releases the controls caused (tests and the benchmark read it)
         self._plans: dict = {}
+        self._last_choice: dict = {}
+        self._pending = None
         self._syncing = False
         self._batching = False
         self._debouncer = Debouncer(self._recompute, debounce, on_error=self._show_error)
+        # the full mechanism choice comes after the quick answer has been drawn
+        self._refiner = Debouncer(self._refine, max(0.2, 4 * debounce), on_error=self._show_error)
         self._load_column(column, theta=theta, block=block)
         for control in (self.query_dropdown, self.family_dropdown, self.epsilon_slider, self.theta_slider,
                         self.block_slider):
@@ -263,6 +268,7 @@ class CuratorExplorer(w.VBox):
         self._x = self.domain.histogram(self._df)
         k = self.domain.size
         self._plans.clear()
+        self._last_choice.clear()
         self._tradeoff_key = None
         with self.hold_trait_notifications():
             self.theta_slider.max = max(2, k - 1)
@@ -292,15 +298,51 @@ class CuratorExplorer(w.VBox):
             self._syncing = False
         self._debouncer.trigger()
 
-    def _budgeted(self, pol: Policy, query: str, epsilon: float) -> Budgeted:
-        """The plan with its auto-chosen mechanism, chosen once per (column, query, policy) (ε only scales noise)."""
-        key = (self._column, query, pol.to_json() if pol.edge_count() < 50_000 else id(pol))
+    def _budgeted(self, pol: Policy, query: str, epsilon: float, provisional: bool = False) -> Budgeted:
+        """The plan with its auto-chosen mechanism, chosen once per (column, query, policy) (ε only scales noise).
+
+        ``provisional``: for a policy not seen yet, answer at once with the
+        mechanism last chosen for this query (its noise calibrated to the new
+        policy's exact sensitivity, so the release is as private as any) and
+        leave the full choice, which compares every candidate's error under the
+        new graph, to :meth:`_refine`, deferred in a kernel.
+        """
+        key = (self._column, query, pol)  # equal policies share a plan (Custom hashes its edge array)
         hit = self._plans.get(key)
+        if hit is None and provisional and query in self._last_choice and self._refiner.deferring():
+            plan = Plan(self.domain, build_query(self.domain, query), pol, [self._column])
+            try:
+                quick = plan_budget(plan, epsilon=1.0, mechanism=self._last_choice[query], projection=False)
+                quick.mechanism.sensitivity(pol)  # refuses policies this mechanism cannot serve
+            except BlowfishError:
+                quick = None
+            if quick is not None:
+                self._pending = (pol, query)
+                self._refiner.trigger()
+                return Budgeted(quick.plan, quick.run, quick.mechanism, None, epsilon, None)
         if hit is None:
             plan = Plan(self.domain, build_query(self.domain, query), pol, [self._column])
             hit = plan_budget(plan, epsilon=1.0, projection=False)
+            if len(self._plans) >= 64:  # the tradeoff grid plus the recent edits
+                self._plans.pop(next(iter(self._plans)))
             self._plans[key] = hit
+        if provisional:
+            self._last_choice[query] = hit.mechanism
         return Budgeted(hit.plan, hit.run, hit.mechanism, hit.table, epsilon, None)
+
+    def _refine(self) -> None:
+        """The full mechanism choice for a policy answered provisionally; a new release only if it differs."""
+        if self._pending is None:
+            return
+        pol, query = self._pending
+        self._pending = None
+        chosen = self._budgeted(pol, query, 1.0)
+        self._last_choice[query] = chosen.mechanism
+        current = self._budget
+        if current.plan.policy is pol and repr(chosen.mechanism) != repr(current.mechanism):
+            self._recompute()
+        elif current.plan.policy is pol:
+            self.readout.value = self.readout.value.replace(PROVISIONAL, "")
 
     # -- recomputation -------------------------------------------------------------------------
     def _recompute(self) -> None:
@@ -308,7 +350,7 @@ class CuratorExplorer(w.VBox):
         self.theta_slider.disabled = family != "threshold"
         self.block_slider.disabled = family != "partition"
         pol = self.policy
-        b = self._budgeted(pol, query, eps)
+        b = self._budgeted(pol, query, eps, provisional=True)
         release = execute(self._x, b, rng=self._rng)
         truth = np.asarray(b.plan.query.workload @ self._x, dtype=float)
         self.recomputations += 1
@@ -328,9 +370,11 @@ class CuratorExplorer(w.VBox):
             f"<b>{release.mechanism}</b> · ε = {release.epsilon:.3g} · sensitivity Δ = "
             f"{release.provenance['sensitivity']:g} · expected squared error per answer "
             f"<b>{release.expected_error:.4g}</b> (± {se:.3g}) · {html.escape(pol.summary())}"
+            + (PROVISIONAL if b.table is None else "")
         )
         if not self._syncing and (self.canvas.policy is None or family != "custom"):
-            if self.canvas.policy is None or not self.canvas.policy.same_graph(pol):
+            current = self.canvas.policy
+            if current is None or type(current) is not type(pol) or current != pol:
                 self._syncing = True
                 try:
                     self.canvas.policy = pol

@@ -40,6 +40,15 @@ class Debouncer:
             self._handle.cancel()
         self._handle = loop.call_later(self.delay, self._fire)
 
+    @staticmethod
+    def deferring() -> bool:
+        """Whether :meth:`trigger` defers (an event loop is running), rather than calling at once."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
+
     @property
     def pending(self) -> bool:
         """Whether a deferred call is waiting."""

@@ -129,3 +129,25 @@ def test_column_picker_rebins_and_bad_family_is_refused():
     from blowfish_nb.exceptions import PolicyError
     with pytest.raises(PolicyError, match="policy must be one of"):
         CuratorExplorer(df, column="salary", bins=30, policy="lenient")
+
+
+def test_a_new_graph_is_answered_at_once_then_by_the_best_mechanism():
+    """Inside a kernel: the last mechanism answers a never-seen graph at once; the full choice follows."""
+    async def scenario():
+        ex = CuratorExplorer(datasets.salaries(n=500, seed=1), column="age", bins=40, theta=2, rng=0, debounce=0.02)
+        ex.query_dropdown.value = "cumulative"
+        await asyncio.sleep(0.3)
+        assert ex.release.mechanism == "Ordered"  # θ = 2, cumulative: noisy prefixes
+        ex.canvas.edit({"op": "remove", "source": "c10", "target": "c12"})
+        await asyncio.sleep(0.05)  # the debounced recomputation ran; the refinement is pending
+        provisional = ex.release
+        assert provisional.mechanism == "Ordered" and "choosing the best mechanism" in ex.readout.value
+        # its noise is calibrated to the edited graph itself
+        assert provisional.provenance["sensitivity"] == ex.canvas.policy.sensitivity(workload.prefix(40))
+        await asyncio.sleep(0.6)
+        return ex
+
+    ex = asyncio.run(scenario())
+    plan = Plan(ex.domain, build_query(ex.domain, "cumulative"), ex.canvas.policy, ["age"])
+    best = plan_budget(plan, epsilon=1.0, projection=False).mechanism
+    assert ex.release.mechanism == best.name and "choosing" not in ex.readout.value
