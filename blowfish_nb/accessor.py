@@ -27,6 +27,7 @@ from .mechanisms import (
 from .policy import Policy, project
 from .queries import QUERIES, Query, build_query
 from .release import Release
+from .workload import Identity
 
 __all__ = ["BlowfishAccessor", "release", "release_counts", "prepare", "domain_for", "resolve_policy",
            "QUERIES", "POLICIES", "MECHANISMS"]
@@ -57,6 +58,7 @@ def release(
     theta: int | None = None,
     blocks=None,
     attributes=None,
+    constraints=None,
     epsilon: float | None = None,
     accuracy: tuple[float, float] | None = None,
     mechanism: str | Mechanism = "auto",
@@ -122,7 +124,7 @@ def release(
     ('Transformed+Laplace', 1.9677)
     """
     plan = prepare(df, query, columns, column=column, bins=bins, width=width, bounds=bounds, ranges=ranges,
-                   keep=keep, policy=policy, theta=theta, blocks=blocks, attributes=attributes)
+                   keep=keep, policy=policy, theta=theta, blocks=blocks, attributes=attributes, constraints=constraints)
     budgeted = plan_budget(plan, epsilon=epsilon, accuracy=accuracy, mechanism=mechanism, projection=projection)
     as_generator(rng)  # a bad rng is refused before the pass over the rows
     return execute(histogram(df, plan.domain), budgeted, rng=rng)
@@ -145,14 +147,38 @@ class Plan:
 
 
 def prepare(df, query="histogram", columns=None, *, column=None, bins=None, width=None, bounds=None, ranges=None,
-            keep=None, policy="dp", theta=None, blocks=None, attributes=None) -> Plan:
+            keep=None, policy="dp", theta=None, blocks=None, attributes=None, constraints=None) -> Plan:
     """Check every argument and build the domain, query and policy (no pass over the rows)."""
     frame, lazy = _schema(df)
     cols = _columns(frame, columns, column)
     domain = domain_for(frame, cols, bins, width, bounds, lazy=lazy)
     q = build_query(domain, query, ranges=ranges, keep=keep)
     pol = resolve_policy(policy, domain, theta=theta, blocks=blocks, attributes=attributes)
+    if constraints is not None:
+        pol = _constrained(pol, domain, q, constraints)
     return Plan(domain, q, pol, cols)
+
+
+def _constrained(pol: Policy, domain: Domain, q, constraints) -> Policy:
+    """The policy with known counts (He et al. §8): histogram only, Δ checked now (sparsity, size)."""
+    from .constraints import Constraints
+
+    if q.name != "histogram":
+        raise InvalidParameterError(
+            f"constraints= is for query='histogram' (only the histogram's sensitivity under known counts is "
+            f"established, He et al. §8), got query={q.name!r}; derive other answers from the histogram")
+    made = constraints(domain) if callable(constraints) else constraints
+    if not isinstance(made, Constraints):
+        raise InvalidParameterError(
+            "constraints must be blowfish_nb.constraints objects (marginal, rectangles, count) or a function of "
+            f"the domain returning one, got {constraints!r}")
+    if made.domain != domain:
+        raise InvalidParameterError(
+            f"constraints are over {made.domain.size} cells {made.domain.shape}, the query's domain has "
+            f"{domain.size} {domain.shape}; build them from the same bins (or pass a function of the domain)")
+    out = policies.constrained(pol, made)
+    out.sensitivity(Identity(domain.size))  # refuse non-sparse constraints before any data are read
+    return out
 
 
 def release_counts(x: np.ndarray, plan: Plan, *, epsilon=None, accuracy=None, mechanism="auto",
@@ -186,6 +212,13 @@ def plan_budget(plan: Plan, *, epsilon=None, accuracy=None, mechanism="auto", pr
     eps, acc = resolve_budget(epsilon, accuracy)
     if not isinstance(projection, (bool, np.bool_)):
         raise InvalidParameterError(f"projection must be True or False, got {projection!r}")
+    if isinstance(plan.policy, policies.Constrained):
+        if not (mechanism == "auto" or isinstance(mechanism, Laplace)
+                or (isinstance(mechanism, str) and mechanism.lower() == "laplace")):
+            raise InvalidParameterError(
+                f"under count constraints only the Laplace mechanism on the histogram is private (its Δ is the one "
+                f"He et al. §8 establishes), got mechanism={mechanism!r}")
+        mechanism, projection = Laplace(), False
     run = _Run(plan, projection)
     m, table = pick_mechanism(mechanism, run, accuracy=acc is not None)
     if plan.query.name == "workload":

@@ -8,6 +8,7 @@ from .attribute import Attribute, Categorical, attribute, categorical, sensitive
 from .base import BOTTOM, EDGE_LIMIT, Guarantee, Policy
 from .bounded import Bounded, bounded
 from .compose import Composed, compose
+from .constrained import Constrained, constrained
 from .custom import Custom, custom, from_networkx
 from .partition import Partition, partition
 from .project import Projection, project
@@ -21,6 +22,6 @@ __all__ = [
     "UnboundedDP", "Bounded", "Threshold", "Partition", "Attribute", "Categorical", "Custom", "Composed",
     "Projection", "Transform",
     "dp", "bounded", "line", "threshold", "grid", "partition", "attribute", "sensitive_attributes",
-    "categorical", "custom", "from_networkx", "compose", "project", "transform",
+    "categorical", "custom", "from_networkx", "compose", "project", "transform", "constrained", "Constrained",
     "spanning_tree", "stretch", "red_vertex_graph", "tree_distances",
 ]
