@@ -66,6 +66,9 @@ class PartitionFirst(Mechanism):
     window : int
         For ``"matching"`` under policies without cell–cell edges: cells up to
         ``window`` apart in the domain order are candidate pairs.
+    rounds : int
+        For ``"matching"``: match the buckets again ``rounds − 1`` times
+        (buckets of up to 2^rounds cells), ε₁ split evenly over the rounds.
 
     Examples
     --------
@@ -79,6 +82,7 @@ class PartitionFirst(Mechanism):
     partitioner: str = "dawa"
     split: float = 0.5
     window: int = 1
+    rounds: int = 1
 
     def __post_init__(self):
         if self.partitioner not in PARTITIONERS:
@@ -87,6 +91,10 @@ class PartitionFirst(Mechanism):
             raise InvalidParameterError(f"split must lie strictly between 0 and 1, got {self.split!r}")
         if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 1:
             raise InvalidParameterError(f"window must be an integer >= 1, got {self.window!r}")
+        if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or self.rounds < 1:
+            raise InvalidParameterError(f"rounds must be an integer >= 1, got {self.rounds!r}")
+        if self.rounds > 1 and self.partitioner != "matching":
+            raise InvalidParameterError(f"rounds > 1 is for partitioner='matching', got {self.partitioner!r}")
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -117,7 +125,16 @@ class PartitionFirst(Mechanism):
             order = np.arange(x.size)
             starts = l1_partition(x[order], eps1 / g, 1.0 / eps2, rng)
             return np.cumsum(np.isin(np.arange(x.size), starts)) - 1
-        return matching_partition(x, candidate_pairs(policy, self.window), eps1 / g, eps2, rng)
+        # Beyond the paper: later rounds match the buckets of the previous one (their counts, the projected
+        # policy's edges), so buckets grow to 4, 8, ... cells; each round is (ε₁/rounds)-private on the
+        # bucket counts, which one record changes as it changes cell counts, and rounds compose.
+        blocks = np.arange(x.size)
+        for _ in range(self.rounds):
+            proj = project(policy, blocks)
+            merged = matching_partition(proj.data(x), candidate_pairs(proj.policy, self.window),
+                                        eps1 / (g * self.rounds), eps2, rng)
+            blocks = merged[proj.block_of]
+        return blocks
 
     def expected_error(self, workload, policy, epsilon):
         raise InvalidParameterError(f"{self.name} is data-dependent: it has no analytic expected error; measure it")
@@ -146,6 +163,17 @@ def candidate_pairs(policy: Policy, window: int = 1) -> np.ndarray:
 def matching_partition(x, pairs: np.ndarray, epsilon: float, eps2: float, rng: np.random.Generator) -> np.ndarray:
     """Buckets of one or two cells by a noisy maximum-weight perfect matching (ε-DP for one changed count).
 
+    The perfect matching of the module notes is found on the cells alone:
+    a perfect matching is a matching P of cells along candidate pairs (the
+    secondaries of paired cells pair up along the same candidate pairs at
+    weight 0, the others take their singleton edge), so its weight is
+    Σᵢ wᵢ + Σ_{(i,j)∈P} (w_ij − wᵢ − w_j), and the best perfect matching is
+    networkx's maximum-weight matching on the cells with weights
+    w_ij − wᵢ − w_j, keeping only the positive ones (the others never
+    improve a matching). Same noise, same argmax, so the same mechanism;
+    k nodes instead of 2k, and few edges (seconds at 4,096 cells where the
+    2k-node graph took minutes).
+
     Examples
     --------
     >>> x = np.array([0.0, 0.0, 50.0, 51.0])
@@ -155,21 +183,19 @@ def matching_partition(x, pairs: np.ndarray, epsilon: float, eps2: float, rng: n
     x = np.asarray(x, dtype=float)
     k = x.size
     scale = 2.0 / epsilon
+    single = -1.0 / eps2 + rng.laplace(0.0, scale, size=k)  # w_i: cell i alone
+    pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
+    pair = -(np.abs(x[pairs[:, 0]] - x[pairs[:, 1]]) + 1.0 / eps2) + rng.laplace(0.0, scale, size=len(pairs))
+    gain = pair - single[pairs[:, 0]] - single[pairs[:, 1]]
+    keep = gain > 0
     G = nx.Graph()
-    noise_single = rng.laplace(0.0, scale, size=k)
-    for i in range(k):
-        G.add_edge(("c", i), ("s", i), weight=-1.0 / eps2 + noise_single[i])
-    noise_pair = rng.laplace(0.0, scale, size=len(pairs))
-    for (i, j), z in zip(pairs.tolist(), noise_pair):
-        G.add_edge(("c", i), ("c", j), weight=-(abs(x[i] - x[j]) + 1.0 / eps2) + z)
-        G.add_edge(("s", i), ("s", j), weight=0.0)
-    matching = nx.max_weight_matching(G, maxcardinality=True)
+    G.add_weighted_edges_from(zip(pairs[keep, 0].tolist(), pairs[keep, 1].tolist(), gain[keep].tolist()))
+    matching = nx.max_weight_matching(G)
     blocks = np.full(k, -1, dtype=np.intp)
     next_id = 0
     for a, b in matching:
-        if a[0] == "c" and b[0] == "c":
-            blocks[[a[1], b[1]]] = next_id
-            next_id += 1
+        blocks[[a, b]] = next_id
+        next_id += 1
     for i in range(k):
         if blocks[i] < 0:
             blocks[i] = next_id

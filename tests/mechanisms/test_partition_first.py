@@ -121,3 +121,105 @@ def test_audit_finds_no_violation(partitioner):
     g = policy.line(Domain.grid(4))
     result = audit(mechanisms.PartitionFirst(partitioner), g, 1.0, samples=1000, edges=2, rng=7)
     assert not result.violation, str(result)
+
+
+def _full_perfect_matching(x, pairs, epsilon, eps2, rng):
+    """The paper's construction: cells and secondaries, a maximum-weight perfect matching on all 2k nodes."""
+    import networkx as nx
+
+    k = len(x)
+    scale = 2.0 / epsilon
+    single = -1.0 / eps2 + rng.laplace(0.0, scale, size=k)
+    pair = -(np.abs(x[pairs[:, 0]] - x[pairs[:, 1]]) + 1.0 / eps2) + rng.laplace(0.0, scale, size=len(pairs))
+    G = nx.Graph()
+    for i in range(k):
+        G.add_edge(("c", i), ("s", i), weight=float(single[i]))
+    for (i, j), w in zip(pairs.tolist(), pair):
+        G.add_edge(("c", i), ("c", j), weight=float(w))
+        G.add_edge(("s", i), ("s", j), weight=0.0)
+    m = nx.max_weight_matching(G, maxcardinality=True)
+    return {tuple(sorted((a[1], b[1]))) for a, b in m if a[0] == b[0] == "c"}
+
+
+def test_matching_on_the_cells_equals_the_perfect_matching_on_cells_and_secondaries():
+    rng = np.random.default_rng(3)
+    for trial in range(40):
+        k = int(rng.integers(3, 10))
+        x = rng.integers(0, 8, size=k).astype(float)
+        pairs = np.array([(i, j) for i in range(k) for j in range(i + 1, k) if rng.random() < 0.5] or [(0, 1)])
+        eps, eps2 = float(rng.choice([0.5, 2.0, 10.0])), float(rng.choice([0.3, 1.0]))
+        full = _full_perfect_matching(x, pairs, eps, eps2, np.random.default_rng(trial))
+        blocks = matching_partition(x, pairs, eps, eps2, np.random.default_rng(trial))  # the same noise draws
+        ours = {tuple(np.flatnonzero(blocks == b)) for b in range(blocks.max() + 1) if (blocks == b).sum() == 2}
+        assert ours == full
+
+
+def _partition_loss(partitioner, pol, x, x1, eps, n):
+    """Lower confidence bound (99%) on the partition step's privacy loss from exact-partition frequencies."""
+    m = mechanisms.PartitionFirst(partitioner, split=0.5)
+    freq = []
+    for data, seed in ((x, 0), (x1, 1)):
+        rng = np.random.default_rng(seed)
+        counts = {}
+        for _ in range(n):
+            key = tuple(m.partition(data, pol, eps, rng))
+            counts[key] = counts.get(key, 0) + 1
+        freq.append(counts)
+    keys = set(freq[0]) | set(freq[1])
+    a = 0.01 / (2 * len(keys))
+    worst = 0.0
+    for key in keys:
+        for num, den in ((freq[0].get(key, 0), freq[1].get(key, 0)), (freq[1].get(key, 0), freq[0].get(key, 0))):
+            if num:
+                lo = beta.ppf(a, num, n - num + 1)
+                hi = beta.ppf(1 - a, den + 1, n - den) if den < n else 1.0
+                worst = max(worst, math.log(lo / hi))
+    return worst
+
+
+FLAT = np.array([3.0, 3.0, 3.0, 3.0])
+MOVED = np.array([3.0, 2.0, 4.0, 3.0])  # one record moved along the edge (1, 2)
+
+
+@pytest.mark.parametrize("partitioner", ["dawa", "matching"])
+def test_partition_step_spends_at_most_eps1_on_a_move(partitioner):
+    loss = _partition_loss(partitioner, policy.line(Domain.grid(4)), FLAT, MOVED, 8.0, 6000)
+    assert loss <= 4.0  # ε₁ = split · ε
+
+
+def test_dawa_partition_without_the_half_is_flagged(monkeypatch):
+    """DAWA's partition must run as (ε₁/2)-DP under a policy that moves records: without the /2 the same test fails."""
+    import blowfish_nb.mechanisms.partition_first as pf
+
+    monkeypatch.setattr(pf, "_group", lambda _policy: 1)
+    loss = _partition_loss("dawa", policy.line(Domain.grid(4)), FLAT, MOVED, 8.0, 8000)
+    assert loss > 4.0
+
+
+@pytest.mark.parametrize("partitioner", ["dawa", "matching"])
+@pytest.mark.parametrize("pol", [policy.threshold(Domain.grid(6), 4), policy.grid(Domain.grid((3, 3)), 1)],
+                         ids=["threshold4", "grid"])
+def test_audit_finds_no_violation_under_threshold_and_grid(partitioner, pol):
+    result = audit(mechanisms.PartitionFirst(partitioner), pol, 1.0, samples=1000, edges=2, rng=11)
+    assert not result.violation, str(result)
+
+
+def test_matching_rounds_grow_buckets_and_charge_epsilon_once():
+    d = Domain.grid(32)
+    x = np.repeat([0.0, 50.0, 0.0, 80.0], 8)
+    m = mechanisms.PartitionFirst("matching", rounds=3)
+    for seed in range(5):
+        blocks = m.partition(x, policy.line(d), 5.0, np.random.default_rng(seed))
+        assert np.bincount(blocks).max() <= 8  # up to 2³ cells
+        assert all(np.all(np.diff(np.flatnonzero(blocks == b)) == 1) for b in range(blocks.max() + 1))  # line: runs
+    # more rounds, fewer buckets (mean over fixed seeds)
+    buckets = {r: np.mean([mechanisms.PartitionFirst("matching", rounds=r).partition(
+        x, policy.line(d), 5.0, np.random.default_rng(s)).max() + 1 for s in range(20)]) for r in (1, 3)}
+    assert buckets[3] < buckets[1]
+    with pytest.raises(InvalidParameterError, match="rounds"):
+        mechanisms.PartitionFirst("dawa", rounds=2)
+    from blowfish_nb import datasets
+
+    s = datasets.salaries(n=300, seed=0).blowfish.session(1.0, bins={"age": 31}, policy="line")
+    s.release("histogram", "age", epsilon=0.4, mechanism=m, rng=0)
+    assert s.spent == pytest.approx(0.4)
