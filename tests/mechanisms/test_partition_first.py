@@ -223,3 +223,23 @@ def test_matching_rounds_grow_buckets_and_charge_epsilon_once():
     s = datasets.salaries(n=300, seed=0).blowfish.session(1.0, bins={"age": 31}, policy="line")
     s.release("histogram", "age", epsilon=0.4, mechanism=m, rng=0)
     assert s.spent == pytest.approx(0.4)
+
+
+def test_bipartite_assignment_matching_equals_networkx_blossom():
+    import networkx as nx
+
+    from blowfish_nb.mechanisms.partition_first import best_matching
+
+    rng = np.random.default_rng(5)
+    for trial in range(30):
+        shape = (int(rng.integers(2, 6)), int(rng.integers(2, 6)))
+        e = policy.grid(Domain.grid(shape), 1).edges()
+        e = e[rng.random(len(e)) < 0.7]
+        w = rng.exponential(1.0, size=len(e))
+        ours = best_matching(e, w)
+        G = nx.Graph()
+        G.add_weighted_edges_from(zip(e[:, 0].tolist(), e[:, 1].tolist(), w.tolist()))
+        theirs = nx.max_weight_matching(G)
+        weight = {tuple(sorted(p)): x for p, x in zip(e.tolist(), w)}
+        assert len({v for p in ours for v in p}) == 2 * len(ours)  # a matching
+        assert sum(weight[p] for p in ours) == pytest.approx(sum(weight[tuple(sorted(p))] for p in theirs))
