@@ -15,7 +15,9 @@ Private Algorithm for Histogram Queries").
      data-dependent edge gets Laplace(2g/ε₁) noise.
 2. **Bucket counts** (ε₂): merge G's vertices by bucket into G'
    (:func:`~blowfish_nb.policy.project`) and answer them with Transformed +
-   Laplace under G'.
+   Laplace under G' (the paper), or with plain Laplace when G' is far from a
+   tree and the spanning tree's stretch makes that better — chosen by the
+   expected-error formulas from the released partition alone.
 3. **Uniform expansion** within each bucket (post-processing).
 
 **Why the matching step is private (checked, not taken on trust).** The
@@ -47,6 +49,7 @@ from ..ranges import as_ranges
 from ..workload import Identity, Workload
 from .base import Mechanism, _check_histogram, _check_workload
 from .dawa import _group, l1_partition
+from .laplace import Laplace
 from .transformed import Transformed
 
 __all__ = ["PartitionFirst", "matching_partition", "best_matching"]
@@ -145,7 +148,11 @@ def expand(x: np.ndarray, blocks: np.ndarray, policy: Policy, epsilon: float, rn
     """Steps 2 and 3: bucket counts by Transformed + Laplace under the projected policy, spread uniformly."""
     proj = project(policy, blocks)
     m = proj.policy.domain.size
-    counts = Transformed().release(proj.data(x), Identity(m), proj.policy, epsilon, rng=rng)
+    # Transformed + Laplace as in the paper, unless G' is far from a tree and its stretch makes plain Laplace
+    # better: the choice depends on the released partition and public formulas only
+    candidates = [Transformed(), Laplace()]
+    errors = [c.expected_error(Identity(m), proj.policy, epsilon) for c in candidates]
+    counts = candidates[int(np.argmin(errors))].release(proj.data(x), Identity(m), proj.policy, epsilon, rng=rng)
     sizes = np.bincount(proj.block_of, minlength=m)
     return (counts / sizes)[proj.block_of]
 

@@ -25,6 +25,7 @@ from .._arrays import unique_sorted
 from ..exceptions import BlowfishError, PolicyError
 from ..policy import BOTTOM, Policy, project
 from ..policy import edit as edits
+from ..policy.threshold import Threshold
 from ..policy.threshold import grid as grid_policy
 from ..policy.threshold import threshold as threshold_policy
 from ..workload import Identity, Workload
@@ -125,8 +126,12 @@ class PolicyCanvas(anywidget.AnyWidget):
 
     @workload.setter
     def workload(self, w: Workload | None) -> None:
+        same = (w is self._workload or (w is not None and self._workload is not None
+                                        and type(w) is type(self._workload) and w.shape == self._workload.shape
+                                        and type(w).__name__ in ("Identity", "Prefix")))
         self._workload = w
-        self._update_facts()
+        if not same:  # the histogram and the prefix workloads are fixed by their size
+            self._update_facts()
 
     def edit(self, request: dict[str, Any]) -> None:
         """Apply one edit request (what the browser sends); a refused one sets :attr:`message` and changes nothing.
@@ -379,14 +384,21 @@ def _blocks_view(pol: Policy, start: int, stop: int):
     outside = [b for b, cells in ((BLOCKS, idx < start), (BLOCKS + 1, idx >= stop)) if cells.any()]
     block_of[idx < start] = BLOCKS
     block_of[idx >= stop] = BLOCKS + (1 if start > 0 else 0)  # project() wants blocks numbered 0..m−1
-    drawn = project(pol, block_of).policy
     firsts = start + (np.arange(BLOCKS) * width + BLOCKS - 1) // BLOCKS  # first cell of each inner block
     labels = pol.domain.labels
     nodes = [{"id": f"b{j}", "label": _short_label(labels[int(firsts[j])])} for j in range(BLOCKS)]
-    if drawn.has_bottom:
-        nodes.append({"id": BOTTOM_ID, "label": "⊥", "bottom": True})
-    edges = [[f"b{u}", BOTTOM_ID if v == BOTTOM else f"b{v}"] for u, v in drawn.edges().tolist()
-             if u < BLOCKS and (v == BOTTOM or v < BLOCKS)]
+    if isinstance(pol, Threshold):
+        # closed form on a line: blocks [f_i, l_i] and [f_j, l_j] (i < j) are joined iff f_j − l_i ≤ θ
+        lasts = np.r_[firsts[1:] - 1, stop - 1]
+        i, j = np.triu_indices(BLOCKS, 1)
+        joined = firsts[j] - lasts[i] <= pol.theta
+        edges = [[f"b{u}", f"b{v}"] for u, v in zip(i[joined].tolist(), j[joined].tolist())]
+    else:
+        drawn = project(pol, block_of).policy
+        if drawn.has_bottom:
+            nodes.append({"id": BOTTOM_ID, "label": "⊥", "bottom": True})
+        edges = [[f"b{u}", BOTTOM_ID if v == BOTTOM else f"b{v}"] for u, v in drawn.edges().tolist()
+                 if u < BLOCKS and (v == BOTTOM or v < BLOCKS)]
     note = (f"cells {start}–{stop - 1} drawn as {BLOCKS} blocks of ≈{width / BLOCKS:.0f} cells "
             "(blocks joined when any of their cells are)" + ("; cells outside the view not drawn" if outside else "")
             + "; zoom in to edit")

@@ -200,3 +200,19 @@ def test_bundle_is_built_and_holds_cytoscape_and_edgehandles():
     text = (ROOT / "blowfish_nb" / "widgets" / "static" / "canvas.js").read_text()
     assert "cytoscape" in text.lower() and len(text) > 100_000  # the real library, bundled
     assert "ehcomplete" in text and "enableDrawMode" in text
+
+
+@pytest.mark.parametrize("theta, window", [(40, (0, 1000)), (7, (130, 870)), (300, (0, 1000))])
+def test_threshold_block_view_closed_form_equals_the_projection(theta, window):
+    from blowfish_nb.policy import project
+
+    pol = policy.threshold(domain(1000), theta)
+    c = PolicyCanvas(pol)
+    c.zoom(*window)
+    start, stop = window
+    idx = np.arange(1000)
+    block_of = np.where(idx < start, BLOCKS, np.where(idx >= stop, BLOCKS + 1, (idx - start) * BLOCKS // (stop - start)))
+    used = np.unique(block_of)
+    drawn = project(pol, np.searchsorted(used, block_of)).policy
+    expected = {(int(u), int(v)) for u, v in drawn.edges().tolist() if used[u] < BLOCKS and used[v] < BLOCKS}
+    assert {(int(a[1:]), int(b[1:])) for a, b in c.edges} == expected
