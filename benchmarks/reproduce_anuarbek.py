@@ -109,8 +109,10 @@ def main() -> None:
            else "do not lower the error at any ε tested") + ".",
         "## A non-tree policy: grid G¹ on the tweets, 64 × 64 cells",
         markdown_table(["data", "ε", *all_m], rowsg),
-        "Transformed + Laplace under the grid uses a spanning tree and pays its stretch; the partition-first "
-        "methods answer the bucket counts with Transformed + Laplace under the projected (merged) grid.",
+        "Transformed + Laplace under the grid uses a spanning tree and pays its stretch (the automatic choice, "
+        "`mechanism='auto'`, takes Laplace here); the partition-first methods answer the bucket counts under the "
+        "projected (merged) grid with Transformed + Laplace, or with Laplace when the merged grid's stretch makes "
+        "that better (decided from the released partition only).",
     ])
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(text + "\n")
