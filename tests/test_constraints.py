@@ -151,3 +151,22 @@ def test_constraint_builders_validate():
     x = np.arange(12.0)
     assert q.answers(x).tolist() == [x[0::3].sum(), x[1::3].sum(), x[2::3].sum()]
     assert bf.constraints.count(Domain.grid(3), lambda c: c[0] > 0).names == ["count"]
+
+
+def test_parallel_composition_needs_the_condition_of_theorem_4_3():
+    d = Domain.grid(6)
+    halves = [[0, 1, 2], [3, 4, 5]]
+    G = policy.partition(d, halves)
+    own = constraints.combine(constraints.count(d, [0, 1], "left pair"), constraints.count(d, [4], "cell 4"))
+    assert policy.constrained(G, own).parallel_epsilon(halves, [0.2, 0.7]) == 0.7
+    # a count that moves inside both groups: no disjoint split of the constraints exists
+    shared = constraints.count(d, [0, 3], "zero and three")
+    with pytest.raises(PolicyError, match=r"'zero and three' is changed by moves inside group 0 and inside group 1"):
+        policy.constrained(G, shared).parallel_epsilon(halves, [0.2, 0.7])
+    # an edge between the groups: records can change group
+    with pytest.raises(PolicyError, match="different groups"):
+        policy.constrained(policy.line(d), own).parallel_epsilon(halves, [0.2, 0.7])
+    with pytest.raises(PolicyError, match="⊥"):
+        policy.constrained(policy.dp(d), own).parallel_epsilon(halves, [0.2, 0.7])
+    with pytest.raises(PolicyError, match="one ε > 0 per block"):
+        policy.constrained(G, own).parallel_epsilon(halves, [0.2])

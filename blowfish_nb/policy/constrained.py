@@ -208,6 +208,59 @@ class Constrained(Policy):
             return 2.0 * (_largest_component(boxes, base.theta, base.metric) + 1)  # Thm 8.6
         return None
 
+    # -- parallel composition (Thm 4.3) --------------------------------------------
+    def parallel_epsilon(self, blocks, epsilons) -> float:
+        """ε of releases on disjoint groups of records (records whose cell is in ``blocks[i]`` get ``epsilons[i]``).
+
+        Thm 4.3: max εᵢ, provided the constraints split into disjoint sets Qᵢ each of which only affects group
+        i — a constraint affects a group when a move along an edge inside it lifts or lowers the count. The
+        groups must also be closed under G (no edge between two groups), or a record's move would change which
+        group it is in. Otherwise refused with the reason (then only sequential composition, Σ εᵢ, holds).
+
+        Examples
+        --------
+        >>> from blowfish_nb import Domain, constraints, policy
+        >>> d = Domain.grid(6)
+        >>> G = policy.partition(d, [[0, 1, 2], [3, 4, 5]])
+        >>> q = constraints.combine(constraints.count(d, [0, 1, 2], "S"), constraints.count(d, [3, 4, 5], "rest"))
+        >>> constrained(G, q).parallel_epsilon([[0, 1, 2], [3, 4, 5]], [0.5, 0.3])
+        0.5
+        """
+        k = self.domain.size
+        group = np.full(k, -1)
+        for i, b in enumerate(blocks):
+            cells = np.asarray(list(b), dtype=np.intp)
+            if cells.size == 0 or cells.min() < 0 or cells.max() >= k or (group[cells] >= 0).any():
+                raise PolicyError(f"blocks must be disjoint, non-empty sets of cells in [0, {k}); block {i} is not")
+            group[cells] = i
+        eps = [float(e) for e in epsilons]
+        if len(eps) != len(blocks) or any(not np.isfinite(e) or e <= 0 for e in eps):
+            raise PolicyError(f"give one ε > 0 per block ({len(blocks)}), got {epsilons!r}")
+        M = self.constraints.masks
+        names = self.constraints.names
+        owner: dict[int, int] = {}
+        for u, v in self.edge_chunks():
+            if (v == BOTTOM).any():
+                raise PolicyError("a policy with ⊥ lets records appear anywhere: groups of records are not fixed, "
+                                  "so parallel composition (Thm 4.3) does not apply")
+            gu, gv = group[u], group[v]
+            cross = (gu != gv) | (gu < 0)
+            if cross.any():
+                j = int(np.flatnonzero(cross)[0])
+                raise PolicyError(
+                    f"cells {int(u[j])} and {int(v[j])} are joined by an edge but lie in different groups (or outside "
+                    "every block): a record's move would change its group, so parallel composition (Thm 4.3) is "
+                    "refused; use sequential composition (the sum of the ε)")
+            changed = M[:, u] != M[:, v]  # (p, edges): the move lifts or lowers the count
+            for q in np.flatnonzero(changed.any(axis=1)):
+                for g_ in np.unique(gu[changed[q]]):
+                    if owner.setdefault(int(q), int(g_)) != int(g_):
+                        raise PolicyError(
+                            f"the known count {names[q]!r} is changed by moves inside group {owner[int(q)]} and inside "
+                            f"group {int(g_)}: no split of the constraints gives each group its own (Thm 4.3), so "
+                            "parallel composition is refused; use sequential composition (the sum of the ε)")
+        return max(eps)
+
     # -- privacy: only the histogram -------------------------------------------------
     def sensitivity(self, strategy) -> float:
         from ..workload import Identity, Kron
