@@ -243,3 +243,17 @@ def test_bipartite_assignment_matching_equals_networkx_blossom():
         weight = {tuple(sorted(p)): x for p, x in zip(e.tolist(), w)}
         assert len({v for p in ours for v in p}) == 2 * len(ours)  # a matching
         assert sum(weight[p] for p in ours) == pytest.approx(sum(weight[tuple(sorted(p))] for p in theirs))
+
+
+def test_large_non_bipartite_candidate_sets_keep_the_unit_steps():
+    from blowfish_nb.mechanisms.partition_first import BLOSSOM_LIMIT
+
+    small = policy.threshold(Domain.grid(BLOSSOM_LIMIT), 3)
+    assert len(candidate_pairs(small)) == small.edge_count()  # all policy edges
+    big = policy.threshold(Domain.grid(BLOSSOM_LIMIT + 8), 3)
+    assert candidate_pairs(big).tolist() == [[i, i + 1] for i in range(BLOSSOM_LIMIT + 7)]
+    grid = policy.grid(Domain.grid((40, 40)), 2)
+    pairs = candidate_pairs(grid)
+    coords = np.stack(np.unravel_index(pairs, (40, 40)), axis=-1)  # (m, 2 ends, 2 axes)
+    assert len(pairs) == policy.grid(Domain.grid((40, 40)), 1).edge_count()
+    assert (np.abs(coords[:, 0] - coords[:, 1]).sum(axis=1) == 1).all()
