@@ -42,19 +42,15 @@ def test_noiseless_matching_is_the_least_cost_partition():
         assert math.isclose(_cost(x, chosen, eps2), best, rel_tol=1e-9, abs_tol=1e-9)
 
 
-def test_matching_step_is_epsilon_dp_empirically():
-    """Partition frequencies on x and x' (one count +1) stay within e^ε (Clopper–Pearson, 99%)."""
-    eps, n = 1.0, 6000
-    pairs = np.array([[0, 1], [1, 2], [2, 3], [0, 2]])
-    x = np.array([2.0, 3.0, 1.0, 2.0])
-    x1 = x.copy()
-    x1[1] += 1
+def _loss_bound(draw, x, x1, n):
+    """Lower confidence bound (99%, Clopper–Pearson, Bonferroni over outcomes) on max |log P(o|x)/P(o|x1)| over the
+    discrete outcomes o = tuple(draw(data, rng)), from n runs on each database; and the number of outcomes seen."""
     freq = []
     for data, seed in ((x, 0), (x1, 1)):
         rng = np.random.default_rng(seed)
         counts = {}
         for _ in range(n):
-            key = tuple(matching_partition(data, pairs, eps, 1.0, rng))
+            key = tuple(draw(data, rng))
             counts[key] = counts.get(key, 0) + 1
         freq.append(counts)
     keys = set(freq[0]) | set(freq[1])
@@ -66,7 +62,18 @@ def test_matching_step_is_epsilon_dp_empirically():
                 lo = beta.ppf(a, num, n - num + 1)
                 hi = beta.ppf(1 - a, den + 1, n - den) if den < n else 1.0
                 worst = max(worst, math.log(lo / hi))
-    assert len(keys) >= 3 and worst <= eps
+    return worst, len(keys)
+
+
+def test_matching_step_is_epsilon_dp_empirically():
+    """Partition frequencies on x and x' (one count +1) stay within e^ε (Clopper–Pearson, 99%)."""
+    eps = 1.0
+    pairs = np.array([[0, 1], [1, 2], [2, 3], [0, 2]])
+    x = np.array([2.0, 3.0, 1.0, 2.0])
+    x1 = x.copy()
+    x1[1] += 1
+    worst, outcomes = _loss_bound(lambda data, rng: matching_partition(data, pairs, eps, 1.0, rng), x, x1, 6000)
+    assert outcomes >= 3 and worst <= eps
 
 
 POLICIES = {
@@ -157,24 +164,7 @@ def test_matching_on_the_cells_equals_the_perfect_matching_on_cells_and_secondar
 def _partition_loss(partitioner, pol, x, x1, eps, n):
     """Lower confidence bound (99%) on the partition step's privacy loss from exact-partition frequencies."""
     m = mechanisms.PartitionFirst(partitioner, split=0.5)
-    freq = []
-    for data, seed in ((x, 0), (x1, 1)):
-        rng = np.random.default_rng(seed)
-        counts = {}
-        for _ in range(n):
-            key = tuple(m.partition(data, pol, eps, rng))
-            counts[key] = counts.get(key, 0) + 1
-        freq.append(counts)
-    keys = set(freq[0]) | set(freq[1])
-    a = 0.01 / (2 * len(keys))
-    worst = 0.0
-    for key in keys:
-        for num, den in ((freq[0].get(key, 0), freq[1].get(key, 0)), (freq[1].get(key, 0), freq[0].get(key, 0))):
-            if num:
-                lo = beta.ppf(a, num, n - num + 1)
-                hi = beta.ppf(1 - a, den + 1, n - den) if den < n else 1.0
-                worst = max(worst, math.log(lo / hi))
-    return worst
+    return _loss_bound(lambda data, rng: m.partition(data, pol, eps, rng), x, x1, n)[0]
 
 
 FLAT = np.array([3.0, 3.0, 3.0, 3.0])
