@@ -23,3 +23,10 @@ def markdown_table(header: list[str], rows: list[list[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def publish(path, text: str) -> None:
+    """Write a results table to ``path`` (benchmarks/results/…) and print it."""
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text + "\n")
+    print(text)

@@ -18,7 +18,7 @@ from blowfish_nb import policy
 from blowfish_nb.accessor import plan_budget, prepare, release_counts
 from blowfish_nb.accuracy import epsilon_for_accuracy
 from blowfish_nb import Domain
-from benchmarks._timing import markdown_table, median_seconds
+from benchmarks._timing import markdown_table, median_seconds, publish
 
 RESULTS = Path(__file__).parent / "results" / "accessor_scale.md"
 ROWS = 10**7
@@ -109,9 +109,7 @@ def main() -> None:
         "99% upper bound on the quantile). *With the pick*: choosing that mechanism by expected error too.",
         markdown_table(["query", "policy", "mechanism", "ε", "translation ms", "≤ 50 ms", "with the pick ms"], parts[2]),
     ])
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(text + "\n")
-    print(text)
+    publish(RESULTS, text)
 
 
 if __name__ == "__main__":

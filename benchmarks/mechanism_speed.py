@@ -19,7 +19,7 @@ from tqdm import tqdm
 from blowfish_nb import Domain, mechanisms, policy, workload
 from blowfish_nb.ranges import random_ranges
 from benchmarks import _data
-from benchmarks._timing import markdown_table, median_seconds
+from benchmarks._timing import markdown_table, median_seconds, publish
 
 RESULTS = Path(__file__).parent / "results" / "mechanism_speed.md"
 K = 10**6
@@ -57,9 +57,7 @@ def main() -> None:
         "## DAWA at k = 4096 (median of 3 releases, ε = 1 and 0.01; baseline as above)",
         markdown_table(["data", "workload", "ε", "buckets", "seconds", "< 1 s"], dawa_rows),
     ])
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(text + "\n")
-    print(text)
+    publish(RESULTS, text)
 
 
 def dawa_times(rng) -> list[list[object]]:

@@ -14,7 +14,7 @@ import numpy as np
 from tqdm import tqdm
 
 from blowfish_nb import Domain, policy, workload
-from benchmarks._timing import markdown_table, median_seconds
+from benchmarks._timing import markdown_table, median_seconds, publish
 
 RESULTS = Path(__file__).parent / "results" / "policy_scale.md"
 
@@ -90,9 +90,7 @@ def main() -> None:
         "## x_G against a dense numpy.linalg.pinv(P_G) (setup + solve both sides)",
         markdown_table(["policy", "k", "ours ms", "dense pinv ms", "speed-up"], pinv),
     ])
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(text + "\n")
-    print(text)
+    publish(RESULTS, text)
 
 
 if __name__ == "__main__":

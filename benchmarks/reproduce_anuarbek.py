@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from blowfish_nb import Domain, mechanisms, policy, workload
 from benchmarks._data import dpbench
-from benchmarks._timing import markdown_table
+from benchmarks._timing import markdown_table, publish
 
 RESULTS = Path(__file__).parent / "results" / "anuarbek.md"
 DATASETS = {"A": "PATENT", "B": "INCOME", "C": "HEPTH", "D": "SEARCHLOGS", "E": "NETTRACE", "F": "ADULTFRANK",
@@ -114,9 +114,7 @@ def main() -> None:
         "projected (merged) grid with Transformed + Laplace, or with Laplace when the merged grid's stretch makes "
         "that better (decided from the released partition only).",
     ])
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(text + "\n")
-    print(text)
+    publish(RESULTS, text)
 
 
 if __name__ == "__main__":

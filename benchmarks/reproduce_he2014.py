@@ -18,7 +18,7 @@ from tqdm import tqdm
 from blowfish_nb import Domain, mechanisms, policy
 from blowfish_nb.ranges import random_ranges
 from benchmarks._data import adult
-from benchmarks._timing import markdown_table
+from benchmarks._timing import markdown_table, publish
 
 RESULTS = Path(__file__).parent / "results" / "he2014.md"
 K = 4357
@@ -65,9 +65,7 @@ def main() -> None:
         "claim that OH is never worse than the hierarchical mechanism does not hold for the Eq. 15 split "
         "with an exact sensitivity (see tests/mechanisms/test_ordered_hierarchical.py).",
     ])
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(text + "\n")
-    print(text)
+    publish(RESULTS, text)
 
 
 if __name__ == "__main__":

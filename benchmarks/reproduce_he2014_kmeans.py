@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from blowfish_nb import Domain, kmeans, policy
 from benchmarks._data import adult, dpbench
-from benchmarks._timing import markdown_table
+from benchmarks._timing import markdown_table, publish
 
 RESULTS = Path(__file__).parent / "results" / "he2014_kmeans.md"
 K = 4
@@ -106,9 +106,7 @@ def main() -> None:
         "SuLQ uses the exact sensitivity of (sizes, sums) for the current centroids, not He et al.'s Lemma 6.1.",
         *sections,
     ])
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(text + "\n")
-    print(text)
+    publish(RESULTS, text)
 
 
 if __name__ == "__main__":

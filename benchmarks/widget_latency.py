@@ -16,7 +16,7 @@ import numpy as np
 from blowfish_nb import datasets, mechanisms, policy, workload
 from blowfish_nb.widgets import AnalystPanel, CuratorExplorer
 
-from ._timing import markdown_table, median_seconds
+from benchmarks._timing import markdown_table, median_seconds, publish
 
 K = 4096
 RESULTS = Path(__file__).parent / "results" / "widget_latency.md"
@@ -107,9 +107,7 @@ def main() -> None:
         "new graph) runs after it, deferred, and redraws only if another mechanism wins. The θ values of the "
         "tradeoff plot are chosen once per column and query and cached.",
     ])
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(text + "\n")
-    print(text)
+    publish(RESULTS, text)
 
 
 if __name__ == "__main__":
