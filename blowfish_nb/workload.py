@@ -33,6 +33,8 @@ class Workload(LinearOperator):
     name: str = "workload"
     #: all entries are 0 or 1 and ``column_overlaps`` is available (Kronecker products need it)
     binary: bool = False
+    #: the identity (the histogram): policies answer its sensitivity in closed form without importing this module
+    is_identity: bool = False
 
     def __init__(self, shape: tuple[int, int]):
         super().__init__(dtype=np.float64, shape=shape)
@@ -73,6 +75,8 @@ class Identity(Workload):
     >>> (I @ np.array([1.0, 2.0, 3.0])).tolist(), I.column_differences(np.array([0]), np.array([2])).tolist()
     ([1.0, 2.0, 3.0], [2.0])
     """
+
+    is_identity = True
 
     name = "histogram"
     binary = True
@@ -441,6 +445,7 @@ class Kron(Workload):
     def __init__(self, factors):
         self.factors = tuple(factors)
         self.binary = all(f.binary for f in self.factors)
+        self.is_identity = all(f.is_identity for f in self.factors)
         self.cell_shape = tuple(f.shape[1] for f in self.factors)
         rows = int(np.prod([f.shape[0] for f in self.factors]))
         super().__init__((rows, int(np.prod(self.cell_shape))))

@@ -188,10 +188,7 @@ class Policy:
         ``strategy`` may be a structured :class:`~blowfish_nb.workload.Workload`,
         a dense array or a scipy.sparse matrix with ``domain.size`` columns.
         """
-        from ..workload import Identity, Kron
-
-        if isinstance(strategy, Identity) or (isinstance(strategy, Kron)
-                                              and all(isinstance(f, Identity) for f in strategy.factors)):
+        if getattr(strategy, "is_identity", False):
             # the histogram: ‖e_u − e_v‖₁ = 2 on a cell–cell edge, ‖e_u‖₁ = 1 on an edge to ⊥
             best = 0.0
             for u, v in self.edge_chunks():
@@ -332,11 +329,17 @@ class Policy:
         return f"cell {int(u)} ({label})"
 
 
+def edge_keys(e: np.ndarray, k: int) -> np.ndarray:
+    """One int64 per edge (u, v) of ``e``: a·(k+1) + b + 1 for its normal form (a, b) — cell pair with a < b, or
+    (cell, ⊥) with ⊥ = ``BOTTOM`` in either column. Sorting keys orders edges as ``sorted()`` orders the pairs;
+    ``key // (k+1)`` and ``key % (k+1) − 1`` give the normal form back."""
+    to_bottom = (e == BOTTOM).any(axis=1)
+    cell = np.where(e[:, 0] == BOTTOM, e[:, 1], e[:, 0])
+    a = np.where(to_bottom, cell, np.minimum(e[:, 0], e[:, 1]))
+    b = np.where(to_bottom, BOTTOM, np.maximum(e[:, 0], e[:, 1]))
+    return a.astype(np.int64) * (k + 1) + (b + 1)
+
+
 def _edge_keys(policy: Policy) -> np.ndarray:
-    """The edge set as sorted integer keys (u < v, ⊥ last): equal sets give equal arrays."""
-    e = policy.edges()
-    k = policy.domain.size
-    lo, hi = np.minimum(e[:, 0], e[:, 1]), np.maximum(e[:, 0], e[:, 1])
-    lo = np.where(e[:, 1] == BOTTOM, e[:, 0], lo)
-    hi = np.where(e[:, 1] == BOTTOM, BOTTOM, hi)
-    return unique_sorted(lo.astype(np.int64) * (k + 1) + (hi + 1))
+    """The edge set as sorted integer keys: equal sets give equal arrays."""
+    return unique_sorted(edge_keys(policy.edges(), policy.domain.size))

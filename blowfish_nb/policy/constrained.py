@@ -263,10 +263,7 @@ class Constrained(Policy):
 
     # -- privacy: only the histogram -------------------------------------------------
     def sensitivity(self, strategy) -> float:
-        from ..workload import Identity, Kron
-
-        kron_of_identities = isinstance(strategy, Kron) and all(isinstance(f, Identity) for f in strategy.factors)
-        if isinstance(strategy, Identity) or kron_of_identities or _is_identity(strategy, self.domain.size):
+        if getattr(strategy, "is_identity", False) or _is_identity(strategy, self.domain.size):
             if self._delta is None:
                 self._delta = self.histogram_sensitivity()
             return self._delta

@@ -10,7 +10,7 @@ import numpy as np
 from .._arrays import unique_sorted
 from ..domain import Domain
 from ..exceptions import PolicyError
-from .base import BOTTOM, Policy
+from .base import BOTTOM, Policy, edge_keys
 
 __all__ = ["Custom", "custom", "from_networkx"]
 
@@ -59,11 +59,7 @@ class Custom(Policy):
             row = e[np.flatnonzero(e[:, 0] == e[:, 1])[0]]
             raise PolicyError(f"self-loops are not edges: {tuple(row.tolist())!r}")
         to_bottom = (e == BOTTOM).any(axis=1)
-        cell = np.where(e[:, 0] == BOTTOM, e[:, 1], e[:, 0])
-        lo, hi = np.minimum(e[:, 0], e[:, 1]), np.maximum(e[:, 0], e[:, 1])
-        a = np.where(to_bottom, cell, lo)
-        b = np.where(to_bottom, BOTTOM, hi)
-        key = unique_sorted(a.astype(np.int64) * (k + 1) + (b + 1))  # lexicographic order of (a, b), as sorted() gives
+        key = unique_sorted(edge_keys(e, k))  # lexicographic order of the normal forms, as sorted() gives
         self._edges = np.column_stack([key // (k + 1), key % (k + 1) - 1]).astype(np.intp).reshape(-1, 2)
         has_bottom_edge = bool(to_bottom.any())
         self._bottom = has_bottom_edge if bottom is None else bool(bottom)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ..exceptions import PolicyError
-from .base import BOTTOM, Policy
+from .base import BOTTOM, Policy, edge_keys
 from .custom import Custom
 
 __all__ = ["add_edges", "remove_edges", "join_block", "toggle_bottom", "edge_array"]
@@ -38,10 +38,6 @@ def edge_array(pairs: Iterable[Sequence[int]], k: int) -> np.ndarray:
     return np.array(rows, dtype=np.intp).reshape(-1, 2)
 
 
-def _keys(e: np.ndarray, k: int) -> np.ndarray:
-    return e[:, 0].astype(np.int64) * (k + 1) + (e[:, 1] + 1)
-
-
 def add_edges(policy: Policy, pairs: Iterable[Sequence[int]]) -> Custom:
     """``policy`` with the edges ``pairs`` added.
 
@@ -55,7 +51,7 @@ def add_edges(policy: Policy, pairs: Iterable[Sequence[int]]) -> Custom:
     k = policy.domain.size
     new = edge_array(pairs, k)
     old = policy.edges()
-    present = np.isin(_keys(new, k), _keys(old, k))
+    present = np.isin(edge_keys(new, k), edge_keys(old, k))
     if present.all():
         raise PolicyError(f"{_names(new)} {'is' if len(new) == 1 else 'are'} already in the graph; nothing to add")
     edges = np.concatenate([old, new[~present]])
@@ -74,10 +70,10 @@ def remove_edges(policy: Policy, pairs: Iterable[Sequence[int]]) -> Custom:
     k = policy.domain.size
     gone = edge_array(pairs, k)
     old = policy.edges()
-    missing = ~np.isin(_keys(gone, k), _keys(old, k))
+    missing = ~np.isin(edge_keys(gone, k), edge_keys(old, k))
     if missing.any():
         raise PolicyError(f"{_names(gone[missing])} is not an edge of the graph; nothing to remove")
-    keep = old[~np.isin(_keys(old, k), _keys(gone, k))]
+    keep = old[~np.isin(edge_keys(old, k), edge_keys(gone, k))]
     return Custom(policy.domain, keep, bottom=bool((keep[:, 1] == BOTTOM).any()))
 
 
@@ -123,7 +119,7 @@ def toggle_bottom(policy: Policy, cells: Sequence[int]) -> Custom:
         raise PolicyError("no cells given to join to ⊥")
     pairs = [(c, BOTTOM) for c in cells]
     e = edge_array(pairs, k)
-    have = np.isin(_keys(e, k), _keys(policy.edges(), k))
+    have = np.isin(edge_keys(e, k), edge_keys(policy.edges(), k))
     return remove_edges(policy, pairs) if have.all() else add_edges(policy, [p for p, h in zip(pairs, have) if not h])
 
 
