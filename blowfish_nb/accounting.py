@@ -109,6 +109,14 @@ class Session:
         """The columns releases may use."""
         return list(self._attributes)
 
+    def attribute(self, column: str):
+        """The binned attribute (domain) of ``column``."""
+        return self._attributes[self._check_columns(column)[0]]
+
+    def column_policy(self, column: str) -> Policy:
+        """The curator's policy for ``column`` alone."""
+        return self._policies[self._check_columns(column)[0]]
+
     @property
     def policy(self) -> Policy:
         """G: the composition of every column's policy."""

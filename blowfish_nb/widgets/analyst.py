@@ -134,10 +134,10 @@ class AnalystPanel(w.VBox):
 
     # -- the query the controls describe --------------------------------------------------
     def _policy_text(self) -> str:
-        return "; ".join(self.session._policies[c].summary() for c in self.session.columns)
+        return "; ".join(self.session.column_policy(c).summary() for c in self.session.columns)
 
     def _load_column(self) -> None:
-        attr = self.session._attributes[self.column_dropdown.value]
+        attr = self.session.attribute(self.column_dropdown.value)
         ordered = not isinstance(attr, CategoricalAttribute)
         self.granularity_slider.max = max(2, attr.size // 2) if ordered else 2
         self.granularity_slider.value = min(self.granularity_slider.value, self.granularity_slider.max)
@@ -146,7 +146,7 @@ class AnalystPanel(w.VBox):
     def _request(self) -> dict:
         """The session.release arguments for the current controls (granularity g: sums of g bins)."""
         column, query, g = self.column_dropdown.value, self.query_dropdown.value, int(self.granularity_slider.value)
-        attr = self.session._attributes[column]
+        attr = self.session.attribute(column)
         args = {"columns": column, "accuracy": (float(self.alpha_text.value), float(self.beta_text.value))}
         if g == 1 or isinstance(attr, CategoricalAttribute):
             return {"query": query, **args}

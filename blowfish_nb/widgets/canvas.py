@@ -257,7 +257,7 @@ class PolicyCanvas(anywidget.AnyWidget):
                 f"the view shows blocks of cells, not cells; zoom in to ≤ {MAX_DRAWN_NODES} cells to edit"
             )
         if node == BOTTOM_ID:
-            if not self.policy.has_bottom and not any(n.get("bottom") for n in self.nodes):
+            if not self.policy.has_bottom:  # ⊥ is drawn exactly when the policy has it
                 raise PolicyError("this graph has no ⊥ node; use the ⊥ mode to join cells to ⊥")
             return BOTTOM
         if isinstance(node, str) and node.startswith("c") and node[1:].isdigit():
