@@ -93,7 +93,6 @@ class TreeFactor(Factor):
         """
         b = self.branching
         c = self._coefficients(A)
-        n = Y.shape[0]
         bounds = np.r_[0, np.cumsum(A.level_sizes)]  # level 0 (the cells) first, the root last
         levels = len(A.level_sizes)
         if levels == 1:

@@ -191,7 +191,6 @@ class _Plan:
 
     def group_rows(self, workload: Workload) -> sp.csr_array:
         """W_H in the group layout (sparse): ranges in closed form, others through a sparse W."""
-        k = self.policy.domain.size
         ranges = as_ranges(workload)
         e = self.t.edges
         if ranges is None:

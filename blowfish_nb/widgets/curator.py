@@ -309,19 +309,18 @@ class CuratorExplorer(w.VBox):
         """
         key = (self._column, query, pol)  # equal policies share a plan (Custom hashes its edge array)
         hit = self._plans.get(key)
-        if hit is None and provisional and query in self._last_choice and self._refiner.deferring():
-            plan = Plan(self.domain, build_query(self.domain, query), pol, [self._column])
-            try:
-                quick = plan_budget(plan, epsilon=1.0, mechanism=self._last_choice[query], projection=False)
-                quick.mechanism.sensitivity(pol)  # refuses policies this mechanism cannot serve
-            except BlowfishError:
-                quick = None
-            if quick is not None:
-                self._pending = (pol, query)
-                self._refiner.trigger()
-                return Budgeted(quick.plan, quick.run, quick.mechanism, None, epsilon, None)
         if hit is None:
             plan = Plan(self.domain, build_query(self.domain, query), pol, [self._column])
+            if provisional and query in self._last_choice and self._refiner.deferring():
+                try:
+                    quick = plan_budget(plan, epsilon=1.0, mechanism=self._last_choice[query], projection=False)
+                    quick.mechanism.sensitivity(pol)  # refuses policies this mechanism cannot serve
+                except BlowfishError:
+                    quick = None
+                if quick is not None:
+                    self._pending = (pol, query)
+                    self._refiner.trigger()
+                    return Budgeted(quick.plan, quick.run, quick.mechanism, None, epsilon, None)
             hit = plan_budget(plan, epsilon=1.0, projection=False)
             if len(self._plans) >= 64:  # the tradeoff grid plus the recent edits
                 self._plans.pop(next(iter(self._plans)))
@@ -372,7 +371,7 @@ class CuratorExplorer(w.VBox):
             f"<b>{release.expected_error:.4g}</b> (± {se:.3g}) · {html.escape(pol.summary())}"
             + (PROVISIONAL if b.table is None else "")
         )
-        if not self._syncing and (self.canvas.policy is None or family != "custom"):
+        if not self._syncing and family != "custom":  # the controls drew the policy: show it on the canvas
             current = self.canvas.policy
             if current is None or type(current) is not type(pol) or current != pol:
                 self._syncing = True
