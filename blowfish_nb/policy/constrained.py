@@ -134,8 +134,10 @@ class Constrained(Policy):
         graph): moves along G only; ``"definition"``: every move (see :meth:`histogram_sensitivity`).
         """
         _check_model(neighbours)
+        return self._graph(self._move_effects(neighbours)[0])
+
+    def _graph(self, effects) -> nx.DiGraph:
         names = self.constraints.names
-        effects, _ = self._move_effects(neighbours)
         g = nx.DiGraph()
         g.add_nodes_from([V_PLUS, *names, V_MINUS])
         for lowered, lifted, marked in effects.values():
@@ -179,7 +181,7 @@ class Constrained(Policy):
             closed = self._closed_form(neighbours)
             if closed is not None:
                 return closed
-        g = self.constraint_graph(neighbours)
+        g = self._graph(effects)
         if g.number_of_nodes() > EXACT_LIMIT:
             bound = 2 * (q + 1) if neighbours == "definition" else 2 * max(q, 1)
             raise PolicyError(
