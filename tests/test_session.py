@@ -1,4 +1,9 @@
-"""Sessions: budget, ledger, atomic charges, composition across columns, save/load."""
+"""Sessions: budget, ledger, atomic charges, composition across columns, save/load.
+
+More in ``test_session_budget.py`` (concurrent releases), ``test_session_integrity.py``
+(signed files, tampering, loaded values), ``test_session_reproducible.py`` (seeds and
+mechanism objects) and ``test_session_leaks.py`` (cell limit, messages, what a session is).
+"""
 
 import numpy as np
 import pandas as pd
@@ -7,6 +12,15 @@ import pytest
 import blowfish_nb.accessor as acc
 from blowfish_nb import BudgetExceededError, Session, SessionError, datasets, policy
 from blowfish_nb.exceptions import BlowfishError, DomainError, InvalidParameterError, PolicyError
+
+
+KEY = "test key: 0123456789abcdef"
+
+
+@pytest.fixture(autouse=True)
+def _curator_key(monkeypatch):
+    monkeypatch.setenv("BLOWFISH_SESSION_KEY", KEY)
+    monkeypatch.delenv("BLOWFISH_SESSION_KEY_FILE", raising=False)
 
 
 @pytest.fixture()
@@ -20,9 +34,9 @@ def session(df):
 
 
 def test_charges_add_up_and_the_ledger_records_them(session):
-    a = session.release("histogram", "salary", epsilon=0.3, rng=0)
-    b = session.release("cumulative", "age", epsilon=0.2, rng=1)
-    c = session.release("range", ["salary", "age"], ranges=[((0, 50_000), (20, 40))], epsilon=0.25, rng=2)
+    a = session.release("histogram", "salary", epsilon=0.3)
+    b = session.release("cumulative", "age", epsilon=0.2)
+    c = session.release("range", ["salary", "age"], ranges=[((0, 50_000), (20, 40))], epsilon=0.25)
     assert session.spent == pytest.approx(0.75) and session.remaining == pytest.approx(0.25)
     led = session.ledger
     assert list(led["epsilon"]) == [0.3, 0.2, 0.25]
@@ -35,20 +49,20 @@ def test_charges_add_up_and_the_ledger_records_them(session):
 
 
 def test_budget_exceeded_is_raised_before_any_pass_over_the_rows(session, monkeypatch):
-    session.release("histogram", "age", epsilon=0.9, rng=0)
+    session.release("histogram", "age", epsilon=0.9)
     counted = []
     real = acc.histogram
     monkeypatch.setattr(acc, "histogram", lambda *a: counted.append(1) or real(*a))
     with pytest.raises(BudgetExceededError, match=r"needs ε = 0.2 .* 0.1 of 1 left"):
-        session.release("histogram", "salary", epsilon=0.2, rng=0)
+        session.release("histogram", "salary", epsilon=0.2)
     assert not counted and session.spent == pytest.approx(0.9) and len(session.ledger) == 1
 
 
 def test_accuracy_requests_are_priced_before_they_run(session):
     with pytest.raises(BudgetExceededError):
-        session.release("histogram", "salary", accuracy=(0.5, 0.01), rng=0)  # needs far more than 1.0
+        session.release("histogram", "salary", accuracy=(0.5, 0.01))  # needs far more than 1.0
     assert session.spent == 0
-    r = session.release("histogram", "salary", accuracy=(60, 0.05), rng=0)
+    r = session.release("histogram", "salary", accuracy=(60, 0.05))
     assert session.spent == pytest.approx(r.epsilon) and r.accuracy == (60, 0.05)
 
 
@@ -56,10 +70,13 @@ def test_a_failing_release_charges_nothing(session, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("mechanism crashed")
 
-    monkeypatch.setattr(acc, "execute", boom)
-    with pytest.raises(RuntimeError):
-        session.release("histogram", "salary", epsilon=0.1, rng=0)
-    assert session.spent == 0 and session.ledger.empty
+    with monkeypatch.context() as m:
+        m.setattr(acc, "execute", boom)
+        with pytest.raises(RuntimeError):
+            session.release("histogram", "salary", epsilon=0.1)
+    assert session.spent == 0 and session.ledger.empty and session.reserved == 0
+    session.release("histogram", "salary", epsilon=1.0)  # the failed release's reservation was dropped
+    assert session.spent == 1.0 and session.remaining == 0
 
 
 @pytest.mark.parametrize("call,error,words", [
@@ -86,15 +103,15 @@ def test_bad_session_construction(df):
 
 
 def test_save_and_load_keep_the_budget(session, df, tmp_path):
-    session.release("histogram", "age", epsilon=0.4, rng=0)
+    session.release("histogram", "age", epsilon=0.4)
     path = tmp_path / "s.json"
     session.save(path)
     again = Session.load(path, df)
     assert again.spent == pytest.approx(0.4) and again.remaining == pytest.approx(0.6)
     assert again.policy.same_graph(session.policy)
-    again.release("histogram", "salary", epsilon=0.5, rng=0)
+    again.release("histogram", "salary", epsilon=0.5)
     with pytest.raises(BudgetExceededError):
-        again.release("histogram", "salary", epsilon=0.2, rng=0)
+        again.release("histogram", "salary", epsilon=0.2)
 
 
 def test_load_refuses_another_frame_or_file(session, df, tmp_path):
