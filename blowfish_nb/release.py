@@ -116,8 +116,27 @@ class Release:
         )
 
     def privacy_statement(self) -> str:
-        """The guarantee in words."""
+        """The guarantee in words — or, for a policy with no edge, that there is none.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> from blowfish_nb import Domain, policy
+        >>> answers = pd.Series([3.0, 1.0])
+        >>> Release(answers, "histogram", 0.5, policy.line(Domain.grid(2)), "Laplace", 8.0).privacy_statement()[:44]
+        '(0.5, G)-Blowfish private, G = line on x0 (2'
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     empty = policy.partition(Domain.grid(2), [])
+        >>> Release(answers, "histogram", 0.5, empty, "Laplace", 0.0).privacy_statement()[:38]
+        'No privacy protection: G = partition b'
+        """
         p = self.policy
+        if p.protects_nothing:
+            return (
+                f"No privacy protection: G = {p.summary()} has no edge, so no pair of values is kept "
+                f"indistinguishable and the answers may be exact; the ε = {self.epsilon:g} spent guarantees nothing."
+            )
         if p.has_bottom and p.family == "dp":
             what = "adding or removing any one person's record"
         elif p.family == "line":
@@ -153,7 +172,8 @@ class Release:
         )
 
     def __repr__(self) -> str:
+        unprotected = " (protects nothing)" if self.policy.protects_nothing else ""
         return (
-            f"<Release {self.query} · {self.mechanism} · ε={self.epsilon:g} · {self.policy.summary()} · "
+            f"<Release {self.query} · {self.mechanism} · ε={self.epsilon:g} · {self.policy.summary()}{unprotected} · "
             f"{len(self.answers)} answers, {self._error_text()}>"
         )

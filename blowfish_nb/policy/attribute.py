@@ -38,6 +38,7 @@ class Attribute(Policy):
             raise PolicyError(f"attributes must be distinct names among {names!r}, got {attributes!r}")
         self.axes = sorted(names.index(a) for a in chosen)
         self.all = attributes is None or len(chosen) == len(names)
+        self.warn_if_protects_nothing()
 
     @property
     def family(self) -> str:  # type: ignore[override]
@@ -117,6 +118,7 @@ class Categorical(Policy):
         self.attribute = attribute
         self.sensitive = sensitive
         self.codes = sorted(values.index(s) for s in sensitive)
+        self.warn_if_protects_nothing()
 
     @property
     def params(self):

@@ -7,12 +7,23 @@ chunks of integer arrays ``(u, v)``; ``v == BOTTOM`` marks an edge to ⊥
 (adding or removing a record: unbounded DP). Families with too many edges to
 list (complete graphs, partitions, attribute policies) answer sensitivity,
 distance and components by closed forms instead.
+
+A graph with no edge protects nothing: no two values need stay
+indistinguishable, so a release under it may be exact. Such a policy warns
+with :class:`~blowfish_nb.exceptions.PrivacyLeakWarning` when it is built
+(:meth:`Policy.warn_if_protects_nothing`), and
+:attr:`Policy.protects_nothing` lets other layers refuse it. Policies the
+library derives from another one (projections, spanning trees) are built
+inside :func:`derived` and do not warn again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import math
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -24,16 +35,32 @@ from scipy.sparse import csgraph
 from .._arrays import unique_sorted
 from .._validation import check_epsilon
 from ..domain import Domain
-from ..exceptions import InvalidParameterError, PolicyError
+from ..exceptions import InvalidParameterError, PolicyError, PrivacyLeakWarning
 from .sensitivity import edge_sensitivity
 
-__all__ = ["Policy", "Guarantee", "BOTTOM", "EDGE_LIMIT"]
+__all__ = ["Policy", "Guarantee", "BOTTOM", "EDGE_LIMIT", "derived"]
 
 BOTTOM = -1
 #: largest number of edges materialised at once by ``edges()`` / ``adjacency()``
 EDGE_LIMIT = 20_000_000
 
 _FAMILIES: dict[str, type["Policy"]] = {}
+_DERIVED = contextvars.ContextVar("blowfish_nb_derived_policy", default=False)
+
+
+@contextlib.contextmanager
+def derived():
+    """Build policies derived from another one (projection, spanning tree) without the empty-graph warning.
+
+    The policy they come from warned already if it protects nothing; a
+    projection with no edge left is normal (e.g. every edge inside one block).
+    Thread- and task-safe (a context variable, not the global warning filters).
+    """
+    token = _DERIVED.set(True)
+    try:
+        yield
+    finally:
+        _DERIVED.reset(token)
 
 
 @dataclass(frozen=True)
@@ -95,6 +122,39 @@ class Policy:
     def edge_count(self) -> int:
         """Number of edges of the graph."""
         return int(sum(len(u) for u, _ in self.edge_chunks()))
+
+    @property
+    def protects_nothing(self) -> bool:
+        """Whether the graph has no edge: no pair of values is kept indistinguishable, answers may be exact.
+
+        Cheap: families with a closed-form edge count use it; others stop at
+        the first non-empty chunk of edges.
+
+        Examples
+        --------
+        >>> from blowfish_nb import Domain, policy
+        >>> policy.line(Domain.grid(4)).protects_nothing
+        False
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     policy.partition(Domain.grid(4), [[0], [1]]).protects_nothing
+        True
+        """
+        if type(self).edge_count is not Policy.edge_count:
+            return self.edge_count() == 0
+        return not any(len(u) for u, _ in self.edge_chunks())
+
+    def warn_if_protects_nothing(self) -> None:
+        """Warn with :class:`PrivacyLeakWarning` when the graph has no edge (called once a policy is built)."""
+        if not _DERIVED.get() and self.protects_nothing:
+            warnings.warn(
+                f"the policy {self.summary()} has no edge: it protects no pair of values, so releases under it "
+                "may be exact answers whatever ε is spent; join values that must stay indistinguishable "
+                "(e.g. partition blocks of two or more cells) or use another policy",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
 
     def edges(self) -> np.ndarray:
         """All edges as an ``(m, 2)`` int array (``BOTTOM`` = ⊥), for graphs small enough to list."""
@@ -255,7 +315,12 @@ class Policy:
         if not isinstance(data, dict) or data.get("kind") not in _FAMILIES:
             kind = data.get("kind") if isinstance(data, dict) else data
             raise PolicyError(f"unknown policy kind {kind!r}; known: {sorted(_FAMILIES)}")
-        return _FAMILIES[data["kind"]]._from_params(Domain.from_dict(data["domain"]), data["params"])
+        if "domain" not in data or not isinstance(data.get("params"), dict):
+            raise PolicyError(f"a {data['kind']!r} policy description needs 'domain' and a 'params' dict")
+        try:
+            return _FAMILIES[data["kind"]]._from_params(Domain.from_dict(data["domain"]), data["params"])
+        except (TypeError, KeyError) as err:  # parameters the family does not take, or missing ones
+            raise PolicyError(f"not a valid {data['kind']!r} policy description ({err})") from None
 
     @staticmethod
     def from_json(text: str) -> "Policy":

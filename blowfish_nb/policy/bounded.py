@@ -21,6 +21,10 @@ class Bounded(Policy):
     family = "bounded"
     kind = "bounded"
 
+    def __init__(self, domain: Domain):
+        super().__init__(domain)
+        self.warn_if_protects_nothing()  # one cell: nothing to move to
+
     def edge_chunks(self):
         k = self.domain.size
         for d in range(1, k):

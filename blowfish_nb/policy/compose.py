@@ -27,6 +27,8 @@ class Composed(Policy):
 
     def __init__(self, domain: Domain, parts: Mapping[str, Policy]):
         super().__init__(domain)
+        if not isinstance(parts, Mapping):
+            raise PolicyError(f"compose needs a dict attribute -> policy, got {parts!r}")
         for name, part in parts.items():
             if name not in domain.names:
                 raise PolicyError(f"compose got a policy for {name!r}, not an attribute of {list(domain.names)!r}")
@@ -44,6 +46,7 @@ class Composed(Policy):
                     "(compose bounded per-attribute policies)"
                 )
         self.parts = {n: parts[n] for n in domain.names if n in parts}
+        self.warn_if_protects_nothing()
 
     @property
     def params(self):

@@ -10,7 +10,7 @@ import numpy as np
 from .._arrays import unique_sorted
 from ..domain import Domain
 from ..exceptions import PolicyError
-from .base import BOTTOM, Policy, edge_keys
+from .base import BOTTOM, Policy, derived, edge_keys
 
 __all__ = ["Custom", "custom", "from_networkx"]
 
@@ -26,9 +26,14 @@ class Custom(Policy):
     def __init__(self, domain: Domain, edges: Iterable, bottom: bool | None = None):
         super().__init__(domain)
         k = domain.size
+        if bottom is not None and not isinstance(bottom, (bool, np.bool_)):
+            raise PolicyError(f"bottom must be True, False or None, got {bottom!r}")
         if isinstance(edges, np.ndarray) and edges.ndim == 2 and edges.shape[1] == 2 and edges.dtype.kind in "iu":
             self._from_array(edges, k, bottom)
+            self.warn_if_protects_nothing()
             return
+        if isinstance(edges, (str, bytes)) or not isinstance(edges, Iterable):
+            raise PolicyError(f"edges must be a list of pairs (u, v), got {edges!r}")
         pairs = []
         for edge in edges:
             try:
@@ -47,6 +52,7 @@ class Custom(Policy):
         self._bottom = has_bottom_edge if bottom is None else bool(bottom)
         if has_bottom_edge and not self._bottom:
             raise PolicyError("edges to ⊥ given but bottom=False")
+        self.warn_if_protects_nothing()
 
     def _from_array(self, e: np.ndarray, k: int, bottom) -> None:
         """The same checks and normal form as the generic path, vectorised (BOTTOM = −1 names ⊥)."""
@@ -100,6 +106,8 @@ def custom(domain: Domain, edges: Iterable, bottom: bool | None = None) -> Custo
     """A policy from an explicit list of edges ``(u, v)`` between cell indices (``"⊥"`` for ⊥).
 
     Cells that appear in no edge are privacy-agnostic: nothing protects them.
+    A graph with no edge at all protects nothing and warns with
+    :class:`~blowfish_nb.exceptions.PrivacyLeakWarning`.
 
     Examples
     --------
@@ -128,7 +136,8 @@ def from_networkx(graph, domain: Domain | None = None) -> Policy:
     if stored is not None:
         pol = Policy.from_dict(stored)
         if domain is None or domain == pol.domain:
-            rebuilt = Custom(pol.domain, graph.edges(), bottom="⊥" in graph)
+            with derived():  # only compared with pol, which warned already if it protects nothing
+                rebuilt = Custom(pol.domain, graph.edges(), bottom="⊥" in graph)
             if rebuilt.same_graph(pol):
                 return pol
     cells = [n for n in graph.nodes if n not in _BOTTOM_NAMES]

@@ -83,9 +83,9 @@ def join_block(policy: Policy, cells: Sequence[int]) -> Custom:
     Examples
     --------
     >>> from blowfish_nb import Domain, policy
-    >>> p = join_block(policy.custom(Domain.grid(5), []), [0, 2, 4])
+    >>> p = join_block(policy.custom(Domain.grid(5), [(0, 1)]), [0, 2, 4])
     >>> p.edge_count(), [c.tolist() for c in p.components()]
-    (3, [[0, 2, 4], [1], [3]])
+    (4, [[0, 1, 2, 4], [3]])
     """
     cells = sorted({int(c) for c in cells})
     if len(cells) < 2:

@@ -2,12 +2,15 @@
 
 Values in the same block must stay indistinguishable; values in different
 blocks need not (the policy graph is disconnected, Haney et al. App. E).
-Cells not listed in any block are privacy-agnostic (no edges).
+Cells not listed in any block are privacy-agnostic (no edges). A partition
+whose blocks are all single cells (or that has no block) protects nothing and
+warns with :class:`~blowfish_nb.exceptions.PrivacyLeakWarning`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Integral
 
 import numpy as np
 
@@ -28,10 +31,12 @@ class Partition(Policy):
     def __init__(self, domain: Domain, blocks: Sequence[Sequence[int]]):
         super().__init__(domain)
         k = domain.size
+        if isinstance(blocks, (str, bytes)) or not isinstance(blocks, (Sequence, np.ndarray)):
+            raise PolicyError(f"blocks must be a list of blocks, each a list of cell indices, got {blocks!r}")
         block_of = np.full(k, -1, dtype=np.intp)
         clean = []
         for b, block in enumerate(blocks):
-            cells = np.asarray(block, dtype=np.int64).reshape(-1)
+            cells = _cells(block, b)
             if cells.size == 0:
                 raise PolicyError(f"blocks must not be empty (block {b} is)")
             if cells.min() < 0 or cells.max() >= k:
@@ -47,6 +52,7 @@ class Partition(Policy):
         singles = np.flatnonzero(block_of < 0)
         block_of[singles] = len(clean) + np.arange(singles.size)
         self.block_of = block_of
+        self.warn_if_protects_nothing()
 
     @property
     def params(self):
@@ -92,3 +98,15 @@ def partition(domain: Domain, blocks: Sequence[Sequence[int]]) -> Partition:
     (2.0, inf)
     """
     return Partition(domain, blocks)
+
+
+def _cells(block, b: int) -> np.ndarray:
+    """One block's cell indices as int64; bools, fractions, text and nested lists are refused (never coerced)."""
+    if isinstance(block, np.ndarray) and block.ndim == 1 and block.dtype.kind in "iu":
+        return block.astype(np.int64)
+    if isinstance(block, (str, bytes)) or not isinstance(block, (Sequence, np.ndarray)):
+        raise PolicyError(f"blocks must be lists of cell indices; block {b} is {block!r}")
+    bad = next((c for c in block if isinstance(c, (bool, np.bool_)) or not isinstance(c, Integral)), None)
+    if bad is not None:
+        raise PolicyError(f"blocks hold whole cell indices (not bools, fractions or text); block {b} has {bad!r}")
+    return np.asarray(list(block), dtype=np.int64).reshape(-1)

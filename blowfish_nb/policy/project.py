@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from .._arrays import unique_sorted
 from ..domain import CategoricalAttribute, Domain, OrderedAttribute
 from ..exceptions import PolicyError
-from .base import BOTTOM, Policy
+from .base import BOTTOM, Policy, derived
 from .custom import Custom
 
 __all__ = ["Projection", "project"]
@@ -91,7 +91,9 @@ def project(policy: Policy, partition) -> Projection:
     edges = [(int(a), "⊥" if b == m else int(b)) for a, b in zip(lo, hi)]
     domain = _projected_domain(policy.domain, block_of, m)
     matrix = sp.csr_array((np.ones(k), (block_of, np.arange(k))), shape=(m, k))
-    return Projection(Custom(domain, edges, bottom=policy.has_bottom), block_of, matrix, preserves)
+    with derived():  # no edge left is normal here (every edge inside one block): the policy itself warned if empty
+        projected = Custom(domain, edges, bottom=policy.has_bottom)
+    return Projection(projected, block_of, matrix, preserves)
 
 
 def _block_ids(partition, k: int) -> np.ndarray:

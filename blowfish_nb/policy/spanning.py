@@ -26,7 +26,7 @@ from scipy.sparse import csgraph
 
 from .._arrays import unique_sorted
 from ..exceptions import PolicyError
-from .base import BOTTOM, Policy
+from .base import BOTTOM, Policy, derived
 from .custom import Custom
 from .threshold import Threshold
 
@@ -48,6 +48,11 @@ def spanning_tree(policy: Policy, method: str = "auto") -> Custom:
     """
     if method not in METHODS:
         raise PolicyError(f"method must be one of {METHODS}, got {method!r}")
+    with derived():  # a forest of an edgeless graph has no edge either; the policy itself warned
+        return _spanning_tree(policy, method)
+
+
+def _spanning_tree(policy: Policy, method: str) -> Custom:
     one_d = isinstance(policy, Threshold) and len(policy.domain.shape) == 1
     if method == "auto":
         method = "htheta" if one_d else "red" if isinstance(policy, Threshold) else "bfs"
@@ -68,7 +73,8 @@ def red_vertex_graph(policy: Threshold) -> Custom:
     if not isinstance(policy, Threshold):
         raise PolicyError(f"red_vertex_graph is for distance-threshold grids, got {policy.summary()}")
     edges, red = _red_star_edges(policy)
-    return Custom(policy.domain, np.vstack([edges, _red_grid_edges(policy.domain.shape, red)]))
+    with derived():
+        return Custom(policy.domain, np.vstack([edges, _red_grid_edges(policy.domain.shape, red)]))
 
 
 def stretch(policy: Policy, tree: Policy) -> float:

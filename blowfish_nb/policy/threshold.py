@@ -36,6 +36,7 @@ class Threshold(Policy):
         if metric not in METRICS:
             raise InvalidParameterError(f"metric must be one of {METRICS}, got {metric!r}")
         self.metric = metric
+        self.warn_if_protects_nothing()  # one cell: nothing to move to
 
     @property
     def family(self) -> str:  # type: ignore[override]
