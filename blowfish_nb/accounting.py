@@ -98,9 +98,9 @@ MIN_KEY_BYTES = 16
 LEDGER_COLUMNS = ("time", "query", "columns", "epsilon", "policy", "mechanism", "expected_error", "accuracy",
                   "reproducible")
 _SECTIONS = ("session", "budget", "domain", "policies", "fingerprint", "reproducible")
-_SECTION_NAMES = {"session": "the session id", "budget": "the budget", "domain": "the domain (bins)",
-                  "policies": "the policies", "fingerprint": "the data fingerprint",
-                  "reproducible": "the reproducible flag"}
+_EDITED = {"session": "the session id was edited", "budget": "the budget was edited",
+           "domain": "the domain (bins) was edited", "policies": "the policies were edited",
+           "fingerprint": "the data fingerprint was edited", "reproducible": "the reproducible flag was edited"}
 _FIELDS = {"format", *_SECTIONS, "ledger", "integrity"}
 _NO_KEY = (
     "no session key: saved sessions are signed (HMAC-SHA256) so that an edited budget or ledger is detected. "
@@ -263,8 +263,8 @@ class Session:
         >>> from blowfish_nb import datasets
         >>> s = datasets.salaries(n=500, seed=2).blowfish.session(1.0, bins={"age": 62})
         >>> q = s.quote("histogram", "age", accuracy=(20, 0.05))
-        >>> q.mechanism.name, round(q.epsilon, 4), s.spent
-        ('Laplace', 0.3549, 0.0)
+        >>> q.mechanism.name, round(q.epsilon, 2), s.spent
+        ('Laplace', 0.35, 0.0)
         """
         from .accessor import CELL_LIMIT, Plan, plan_budget
 
@@ -661,7 +661,7 @@ def _verify(state: dict, key: bytes, where: str) -> None:
     count = integrity.get("entries")
     count_ok = (isinstance(count, int) and not isinstance(count, bool) and count >= 0
                 and _same(integrity.get("count"), _mac(key, sid, "ledger count", count)))
-    problems = [f"{_SECTION_NAMES[s]} was edited" for s in _SECTIONS if not ok[s]]
+    problems = [_EDITED[s] for s in _SECTIONS if not ok[s]]
     if not isinstance(ledger, list):
         problems.append("the ledger was replaced by something that is not a list of entries")
         ledger = []
@@ -678,26 +678,27 @@ def _verify(state: dict, key: bytes, where: str) -> None:
             "rewritten as a whole; nothing in it can be trusted"
         )
     n = len(ledger)
+    edited = [i for i, j in enumerate(matched) if j is None]
+    for i in edited:
+        problems.append(f"the ledger was edited (entry {i + 1} of {n})")
+    intact = [j for j in matched if j is not None]
     if not count_ok:
         problems.append("the ledger's entry count was edited")
     else:
-        missing = [j for j in range(count) if j not in matched]
+        # a saved entry is missing when no entry found is it, and no edited entry stands in its place
+        missing = [j for j in range(count) if j not in intact and not (j in edited and n <= count)]
         if missing:
             which = ", ".join(str(j + 1) for j in missing)
             problems.append(f"entries were removed from the ledger ({len(missing)} of {count} saved entries "
                             f"missing: entry {which})")
-    seen: set[int] = set()
-    for i, j in enumerate(matched):
-        if j is None:
-            problems.append(f"the ledger was edited (entry {i + 1} of {n})")
-        elif j in seen:
-            problems.append(f"entries were added to the ledger (entry {i + 1} of {n} repeats saved entry {j + 1})")
-        else:
-            if j != i:
-                problems.append(f"the ledger was reordered (saved entry {j + 1} is now entry {i + 1} of {n})")
-            seen.add(j)
-    if count_ok and n > count and all(j is not None for j in matched):
-        problems.append(f"entries were added to the ledger ({n} found, {count} saved)")
+        if n > count and not edited and len(set(intact)) == len(intact):
+            problems.append(f"entries were added to the ledger ({n} found, {count} saved)")
+    repeated = sorted({j for j in intact if intact.count(j) > 1})
+    if repeated:
+        problems.append("entries were added to the ledger (saved entry "
+                        + ", ".join(str(j + 1) for j in repeated) + " appears twice)")
+    if any(b <= a for a, b in zip(intact, intact[1:])) and not repeated:
+        problems.append("the ledger was reordered")
     if problems:
         raise SessionError(f"{where!r} was edited after it was saved: " + "; ".join(dict.fromkeys(problems))
                            + ". It is refused")
