@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import as_generator, check_epsilon
+from .mechanisms.noise import lattice_noisy
 from .domain import OrderedAttribute
 from .exceptions import InvalidParameterError
 from .policy import Policy
@@ -139,7 +140,9 @@ def kmeans(data: pd.DataFrame, columns, k: int, policy="dp", epsilon: float = 1.
             assign = _nearest(P, C)
             S = _stacked(P, assign, k)
             delta = pol.sensitivity(Matrix(S))
-            noisy = S @ x + generator.laplace(0.0, delta / eps, size=S.shape[0])
+            # real-valued sums (centred coordinates): the lattice sampler; a move changes the size and the d sums
+            # of at most two clusters
+            noisy = lattice_noisy(S @ x, float(delta), eps, 2 * (P.shape[1] + 1), generator)
             sizes, sums = noisy[:k], noisy[k:].reshape(P.shape[1], k).T
             ok = sizes >= 1
             C = np.where(ok[:, None], np.clip(sums / np.where(ok, sizes, 1.0)[:, None], lo, hi), C)

@@ -1,14 +1,15 @@
-"""Mechanisms: one per module, one common interface."""
+"""Mechanisms: one per module, one common interface (see :mod:`.base` for the contract and the registry)."""
 
-from .base import ColumnSlice, MatrixMechanism, Mechanism
+from .base import REGISTRY, ColumnSlice, MatrixMechanism, Mechanism, by_name
 from .dawa import DAWA
-from .htheta import HThetaRanges
-from .partition_first import PartitionFirst
 from .hierarchical import Hierarchical
+from .htheta import HThetaRanges
 from .laplace import Laplace
 from .ordered import Ordered
 from .ordered_hierarchical import OrderedHierarchical
+from .partition_first import PartitionFirst
 from .privelet import Privelet
 from .transformed import Transformed
 
-__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "DAWA", "HThetaRanges", "PartitionFirst", "Laplace", "Ordered", "OrderedHierarchical", "Hierarchical", "Privelet", "Transformed"]
+__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "REGISTRY", "by_name", "DAWA", "HThetaRanges",
+           "PartitionFirst", "Laplace", "Ordered", "OrderedHierarchical", "Hierarchical", "Privelet", "Transformed"]

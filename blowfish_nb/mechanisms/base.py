@@ -5,11 +5,28 @@ A x + Lap(Δ_A(G)/ε) and reconstructing W x̂ by least squares is
 (ε, G)-Blowfish private, with expected squared error 2 (Δ_A(G)/ε)² w (AᵀA)⁻¹ wᵀ
 for each query w. Δ_A(G) comes from the policy (edge differences), so one
 strategy serves every policy: no transform and no spanning tree is needed.
+(The Laplace noise is the discrete law of :mod:`.noise`, variance
+1/(2 sinh²(ε/2Δ)) instead of 2(Δ/ε)².)
+
+**The mechanism contract.** :meth:`Mechanism.release` is the one public
+door: it validates ε, the rng, the histogram (whole, non-negative counts) and
+the workload once, then calls the subclass's ``_release`` with clean inputs.
+Every draw of released noise goes through :func:`.noise.noisy` (whole-valued
+measurements) or :func:`.noise.lattice_noisy` (real-valued ones); selection
+noise that is only compared goes through :func:`.noise.selection_laplace`.
+A class declares ``linear`` (answers are the truth plus a fixed linear map
+of the noise: what accuracy targets and confidence intervals need) and the
+names under which ``mechanism="..."`` finds it (``registry``). **Adding a
+mechanism is one file** — a subclass with ``_release``, ``linear``,
+``registry`` and, when it has one, ``expected_error`` — **plus its import in
+``mechanisms/__init__.py``**; the accessor's name table, the sessions and the
+analyst panel pick it up from the registry.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import ClassVar
 
 import numpy as np
 
@@ -17,20 +34,85 @@ from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
 from ..policy import Policy
 from ..ranges import Boxes, as_ranges
-from ..workload import DENSE_LIMIT, Kron, Workload
-from .factors import Factor
+from ..workload import DENSE_LIMIT, Identity, Kron, Workload
+from . import noise
+from .factors import Factor, IdentityFactor, PrefixFactor, TreeFactor
 
-__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice"]
+__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "REGISTRY", "by_name", "apply_rows"]
+
+#: name → (class, constructor arguments), filled by the classes' ``registry`` declarations
+REGISTRY: dict[str, tuple[type, dict]] = {}
+
+
+def by_name(name: str) -> "Mechanism":
+    """A new mechanism from its registered name (``"laplace"``, ``"ordered"``, ``"dawa"``, ...).
+
+    Examples
+    --------
+    >>> by_name("ordered-consistent")
+    Ordered(consistent=True)
+    """
+    if not isinstance(name, str) or name.lower() not in REGISTRY:
+        raise InvalidParameterError(f"mechanism must be one of {sorted(REGISTRY)}, got {name!r}")
+    cls, params = REGISTRY[name.lower()]
+    return cls(**params)
 
 
 class Mechanism(ABC):
-    """A mechanism: parameters in the constructor, data and privacy inputs in the call."""
+    """A mechanism: parameters in the constructor, data and privacy inputs in the call (see the module notes)."""
 
     name: str = "mechanism"
+    #: answers are the true answers plus a fixed linear map of the noise
+    linear: bool = False
+    #: registered names → constructor arguments (read once, when the class is defined)
+    registry: ClassVar[dict[str, dict]] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for key, params in cls.__dict__.get("registry", {}).items():
+            REGISTRY[key] = (cls, dict(params))
+
+    def release(self, x, workload: Workload, policy: Policy, epsilon: float, rng=None) -> np.ndarray:
+        """Noisy answers to ``workload @ x`` under (ε, policy)-Blowfish privacy.
+
+        Parameters
+        ----------
+        x : array of k whole, non-negative counts
+        workload : Workload with k columns
+        policy : Policy over the k cells
+        epsilon : float
+        rng : None, int or numpy.random.Generator
+            None draws from OS entropy; a seed makes the noise replayable by
+            anyone who knows it (tests and teaching only).
+        """
+        epsilon = check_epsilon(epsilon)
+        rng = as_generator(rng)
+        x = _check_histogram(x, policy.domain.size)
+        _check_workload(workload, x.size)
+        return np.asarray(self._release(x, workload, policy, epsilon, rng), dtype=float)
 
     @abstractmethod
-    def release(self, x, workload: Workload, policy: Policy, epsilon: float, rng=None) -> np.ndarray:
-        """Noisy answers to ``workload @ x`` under (ε, policy)-Blowfish privacy."""
+    def _release(self, x: np.ndarray, workload: Workload, policy: Policy, epsilon: float,
+                 rng: np.random.Generator) -> np.ndarray:
+        """The mechanism itself, on validated inputs."""
+
+    def sample(self, x, workload: Workload, policy: Policy, epsilon: float, size: int, rng=None) -> np.ndarray:
+        """``size`` independent releases as rows of an array (audits, Monte Carlo, tests).
+
+        Linear mechanisms override :meth:`_sample` with a vectorised form; the
+        default runs :meth:`_release` ``size`` times.
+        """
+        epsilon = check_epsilon(epsilon)
+        rng = as_generator(rng)
+        x = _check_histogram(x, policy.domain.size)
+        _check_workload(workload, x.size)
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise InvalidParameterError(f"size must be a positive integer, got {size!r}")
+        return self._sample(x, workload, policy, epsilon, int(size), rng)
+
+    def _sample(self, x, workload, policy, epsilon, size, rng) -> np.ndarray:
+        return np.stack([np.asarray(self._release(x, workload, policy, epsilon, rng), dtype=float)
+                         for _ in range(size)])
 
     def privacy(self, policy: Policy, epsilon: float) -> str:
         """The guarantee in words."""
@@ -42,8 +124,7 @@ class MatrixMechanism(Mechanism):
     """Measure a strategy (a Kronecker product of 1-D factors on grids) with Laplace noise, then least squares."""
 
     factor: Factor
-    #: answers are a fixed linear map of the noise (no non-linear post-processing)
-    linear: bool = True
+    linear = True
 
     # -- the strategy ------------------------------------------------------------------
     def _sizes(self, policy: Policy) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -70,12 +151,8 @@ class MatrixMechanism(Mechanism):
         return self.sensitivity(policy) / epsilon
 
     # -- release -----------------------------------------------------------------------
-    def release(self, x, workload, policy, epsilon, rng=None) -> np.ndarray:
-        epsilon = check_epsilon(epsilon)
-        rng = as_generator(rng)
-        x = _check_histogram(x, policy.domain.size)
-        _check_workload(workload, x.size)
-        return np.asarray(workload @ self.estimate(x, policy, epsilon, rng), dtype=float)
+    def _release(self, x, workload, policy, epsilon, rng) -> np.ndarray:
+        return workload @ self.estimate(x, policy, epsilon, rng)
 
     def estimate(self, x: np.ndarray, policy: Policy, epsilon: float, rng: np.random.Generator) -> np.ndarray:
         """The least-squares histogram estimate x̂ (post-processing of the noisy measurements)."""
@@ -84,39 +161,61 @@ class MatrixMechanism(Mechanism):
         X = np.zeros(padded)
         X[tuple(slice(0, k) for k in shape)] = x.reshape(shape)
         A = ops[0] if len(ops) == 1 else Kron(ops)
-        scale = self.noise_scale(policy, epsilon)
-        y = A @ X.reshape(-1)
-        if scale > 0:
-            y = y + rng.laplace(0.0, scale, size=y.size)
+        y = noise.noisy(A @ X.reshape(-1), self.noise_scale(policy, epsilon), rng, epsilon=epsilon)
         y = self._postprocess(y, len(ops))
         X = self._solve_all(ops, y).reshape(padded)
         return X[tuple(slice(0, k) for k in shape)].reshape(-1)
 
-    def sample(self, x, workload, policy, epsilon, size: int, rng=None) -> np.ndarray:
-        """``size`` independent releases as rows of an array (vectorised for linear mechanisms).
+    def _sample(self, x, workload, policy, epsilon, size, rng) -> np.ndarray:
+        """Vectorised releases: answers = W x + M η with M the public least-squares map.
 
-        For small domains (tests, audits, Monte-Carlo): the least-squares map is
-        formed densely once, then every release is one row of a matrix product.
+        One-dimensional identity, prefix and tree strategies apply M row-wise
+        in O(K) per release (any k); other strategies form M densely once
+        (small domains only).
         """
-        epsilon = check_epsilon(epsilon)
-        rng = as_generator(rng)
-        x = _check_histogram(x, policy.domain.size)
         if not self.linear:
-            return np.stack([self.release(x, workload, policy, epsilon, rng=rng) for _ in range(size)])
+            return super()._sample(x, workload, policy, epsilon, size, rng)
+        scale = self.noise_scale(policy, epsilon)
+        noise.check_scale(scale, value=epsilon)
+        truth = np.asarray(workload @ x, dtype=float)
         shape, padded = self._sizes(policy)
         ops = self.measured(policy)
+        k = x.size
+        if len(ops) == 1 and isinstance(self.factor, (IdentityFactor, PrefixFactor, TreeFactor)):
+            eta = noise.discrete_laplace(rng, scale, (size, ops[0].shape[0]))
+            if isinstance(self.factor, IdentityFactor):
+                est = eta
+            elif isinstance(self.factor, PrefixFactor):
+                est = np.diff(eta, axis=1, prepend=0.0)
+            else:
+                est = self.factor.lstsq_rows(ops[0], eta, overwrite=True)
+            return truth[None, :] + apply_rows(workload, est[:, :k], scratch=isinstance(self.factor, TreeFactor))
         A = ops[0] if len(ops) == 1 else Kron(ops)
         if A.shape[0] * A.shape[1] > DENSE_LIMIT**2 // 16:
             raise InvalidParameterError(f"sample() is for small domains; {padded} cells is too many")
-        X = np.zeros(padded)
-        X[tuple(slice(0, k) for k in shape)] = x.reshape(shape)
         keep = np.zeros(padded, dtype=bool)
         keep[tuple(slice(0, k) for k in shape)] = True
         solve = np.stack([self._solve_all(ops, e) for e in np.eye(A.shape[0])], axis=1)[keep.reshape(-1)]
         W = workload.dense() if hasattr(workload, "dense") else np.asarray(workload)
-        M = W @ solve  # answers = M y
-        noise = rng.laplace(0.0, self.noise_scale(policy, epsilon), size=(size, A.shape[0]))
-        return (M @ (A @ X.reshape(-1)))[None, :] + noise @ M.T
+        M = W @ solve  # answers = W x + M η
+        return truth[None, :] + noise.discrete_laplace(rng, scale, (size, A.shape[0])) @ M.T
+
+    def single_terms(self, workload: Workload, policy: Policy) -> tuple[int, float] | None:
+        """(q, Δ) when each of the q answers carries one noise term of its own, else None.
+
+        The identity strategy on distinct single cells, and the prefix
+        strategy (unprojected) on prefixes with distinct ends, on one axis:
+        the error of each answer is then ±Z, Z discrete Laplace of scale Δ/ε.
+        """
+        r = as_ranges(workload)
+        if r is None or len(policy.domain.shape) != 1 or not self.linear:
+            return None
+        distinct = np.unique(r.hi).size == r.hi.size
+        if isinstance(self.factor, IdentityFactor) and np.array_equal(r.lo, r.hi) and distinct:
+            return r.lo.size, self.sensitivity(policy)
+        if isinstance(self.factor, PrefixFactor) and not r.lo.any() and distinct:
+            return r.hi.size, self.sensitivity(policy)
+        return None
 
     def _solve_all(self, ops, y):
         Y = y.reshape(tuple(op.shape[0] for op in ops))
@@ -160,11 +259,11 @@ class MatrixMechanism(Mechanism):
         return np.sum(Z**2, axis=0)
 
     def expected_error(self, workload: Workload, policy: Policy, epsilon: float) -> float:
-        """Expected squared error per query: 2 (Δ/ε)² · mean of w (AᵀA)⁻¹ wᵀ."""
+        """Expected squared error per query: Var(noise of scale Δ/ε) · mean of w (AᵀA)⁻¹ wᵀ."""
         epsilon = check_epsilon(epsilon)
         _check_workload(workload, policy.domain.size)
         scale = self.noise_scale(policy, epsilon)
-        return float(2.0 * scale**2 * np.mean(self.query_variances(workload, policy)))
+        return float(noise.variance(scale) * np.mean(self.query_variances(workload, policy)))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -204,9 +303,27 @@ def _check_histogram(x, k: int) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     if x.shape != (k,):
         raise InvalidParameterError(f"x must be a histogram of {k} cells, got shape {x.shape}")
-    if not np.all(np.isfinite(x)) or (x < 0).any():
-        raise InvalidParameterError("x must hold finite, non-negative counts")
+    if not np.all(np.isfinite(x)) or (x < 0).any() or not np.all(x == np.round(x)):
+        raise InvalidParameterError("x must hold whole, non-negative counts (a histogram of records)")
     return x
+
+
+def apply_rows(workload: Workload, X: np.ndarray, scratch: bool = False) -> np.ndarray:
+    """W applied to every row of X (ranges by prefix sums, others row by row).
+
+    ``scratch=True`` lets prefix workloads overwrite X (no fresh array: on
+    these machines a new large temporary costs more than the sum itself).
+    """
+    if isinstance(workload, Identity):
+        return X
+    r = as_ranges(workload)
+    if r is not None:
+        if not r.lo.any():  # prefixes: one running sum, no leading zero column to copy in
+            C = np.cumsum(X, axis=1, out=X) if scratch else np.cumsum(X, axis=1)
+            return C if np.array_equal(r.hi, np.arange(X.shape[1])) else C[:, r.hi]
+        C = np.concatenate([np.zeros((X.shape[0], 1)), np.cumsum(X, axis=1)], axis=1)
+        return C[:, r.hi + 1] - C[:, r.lo]
+    return np.stack([workload @ row for row in X])
 
 
 def _check_workload(workload, k: int) -> None:

@@ -65,13 +65,15 @@ from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
 from ..policy import BOTTOM, Policy
 from ..workload import Workload
-from .base import Mechanism, _check_histogram, _check_workload
-from .noise import selection_laplace
+from . import noise
+from .base import Mechanism, _check_histogram
 from ..ranges import as_ranges
 from .gram import as_sparse, bucket_gram
 
 __all__ = ["DAWA", "dawa_estimate", "l1_partition", "hilbert_order", "PENALTY"]
 
+#: DAWA's default share of ε spent on the partition
+RATIO = 0.25
 #: public per-bucket penalty, in units of the interval's noise scale (see the module notes)
 PENALTY = 2.0
 
@@ -96,9 +98,10 @@ class DAWA(Mechanism):
     ((64,), True)
     """
 
-    ratio: float = 0.25
+    ratio: float = RATIO
     granularity: int = 100
     name = "DAWA"
+    registry = {"dawa": {}}
     linear = False
 
     def __post_init__(self):
@@ -107,11 +110,7 @@ class DAWA(Mechanism):
         if isinstance(self.granularity, bool) or not isinstance(self.granularity, int) or self.granularity < 2:
             raise InvalidParameterError(f"granularity must be an integer >= 2, got {self.granularity!r}")
 
-    def release(self, x, workload: Workload, policy: Policy, epsilon: float, rng=None) -> np.ndarray:
-        epsilon = check_epsilon(epsilon)
-        rng = as_generator(rng)
-        x = _check_histogram(x, policy.domain.size)
-        _check_workload(workload, x.size)
+    def _release(self, x, workload: Workload, policy: Policy, epsilon: float, rng) -> np.ndarray:
         order = hilbert_order(policy.domain.shape)
         if np.array_equal(order, np.arange(x.size)) and as_ranges(workload) is not None:
             W = workload
@@ -123,6 +122,28 @@ class DAWA(Mechanism):
         )
         return np.asarray(workload @ estimate, dtype=float)
 
+    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None) -> np.ndarray:
+        """``size`` draws of step 1 alone: a block label per cell (the bucket's first cell in domain order).
+
+        The buckets are visible in the answers (uniform expansion), so the
+        partition is part of what is released; it claims
+        :meth:`partition_epsilon`.
+        """
+        epsilon = check_epsilon(epsilon)
+        rng = as_generator(rng)
+        x = _check_histogram(x, policy.domain.size)
+        order = hilbert_order(policy.domain.shape)
+        eps = epsilon / _group(policy)
+        starts = l1_partition(x[order], self.ratio * eps, 1.0 / ((1 - self.ratio) * eps), rng, size=size)
+        first = np.maximum.accumulate(np.where(starts, np.arange(x.size), 0), axis=1)
+        labels = np.empty_like(first)
+        labels[:, order] = order[first]
+        return labels
+
+    def partition_epsilon(self, epsilon: float) -> float:
+        """The ε the partition step spends."""
+        return self.ratio * epsilon
+
     def expected_error(self, workload, policy, epsilon):
         raise InvalidParameterError("DAWA is data-dependent: it has no analytic expected error; measure it")
 
@@ -130,7 +151,7 @@ class DAWA(Mechanism):
         return f"DAWA(ratio={self.ratio})"
 
 
-def dawa_estimate(x, W, epsilon: float, rng: np.random.Generator, *, ratio: float = 0.25,
+def dawa_estimate(x, W, epsilon: float, rng: np.random.Generator, *, ratio: float = RATIO,
                   granularity: int = 100) -> np.ndarray:
     """DAWA's estimate of the vector x (ε-DP when one record changes one entry of x by 1).
 
@@ -207,7 +228,7 @@ def l1_partition(x, epsilon: float, bucket_cost: float, rng: np.random.Generator
             windows = sliding_window_view(x, int(L))
             dev = np.abs(windows - windows.mean(axis=1, keepdims=True)).sum(axis=1)
         scale = (2.0 - 2.0 / L + top) / epsilon
-        cost[:, j, : dev.size] = dev + (bucket_cost + PENALTY * scale) + selection_laplace(rng, scale, (n, dev.size))
+        cost[:, j, : dev.size] = dev + (bucket_cost + PENALTY * scale) + noise.selection_laplace(rng, scale, (n, dev.size))
     best = np.zeros((n, k + 1))
     back = np.zeros((n, k + 1), dtype=np.intp)
     rows = np.arange(n)
@@ -323,13 +344,24 @@ class _GreedyTree:
         self.scale = scale
         self.weight = np.where([k is None for k in kids], scale, (1 - self.p) * scale)
 
-    def least_squares(self, totals: np.ndarray, noise: float, rng: np.random.Generator) -> np.ndarray:
-        """Measure every weighted node total with Laplace(``noise``) and return the bucket estimates."""
+    def least_squares(self, totals: np.ndarray, scale: float, rng: np.random.Generator) -> np.ndarray:
+        """Measure every weighted node total with noise of ``scale`` and return the bucket estimates.
+
+        Node v's row is weight_v times its (whole) total; it is measured as
+        weight_v · (total + DLap(scale/weight_v)), so one changed count moves
+        the privacy loss by Σ_path weight/scale = 1/scale (the weights along a
+        root-to-leaf path sum to 1).
+        """
         cum = np.r_[0.0, np.cumsum(totals)]
         node_totals = cum[self.hi] - cum[self.lo]
         measured = self.weight > 0
         y = np.zeros(self.weight.size)
-        y[measured] = self.weight[measured] * node_totals[measured] + rng.laplace(0.0, noise, int(measured.sum()))
+        w = self.weight[measured]
+        y[measured] = w * noise.noisy(node_totals[measured], scale / w, rng)
+        return self.solve(y)
+
+    def solve(self, y: np.ndarray) -> np.ndarray:
+        """Least-squares bucket totals from the weighted node measurements ``y``."""
         local = y / self.scale
         z: list[np.ndarray | None] = [None] * self.weight.size
         for v in range(self.weight.size - 1, -1, -1):

@@ -36,6 +36,7 @@ class Hierarchical(MatrixMechanism):
     branching: int = 2
 
     name = "Hierarchical"
+    registry = {"hierarchical": {}}
 
     def __post_init__(self):
         if isinstance(self.branching, bool) or not isinstance(self.branching, int) or self.branching < 2:

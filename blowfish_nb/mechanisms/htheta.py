@@ -26,13 +26,14 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 
 from .._arrays import unique_sorted
-from .._validation import as_generator, check_epsilon
+from .._validation import check_epsilon
 from ..exceptions import InvalidParameterError, PolicyError
 from ..policy import Policy, spanning_tree, transform
 from ..policy.threshold import Threshold
 from ..ranges import as_ranges
 from ..workload import Workload
-from .base import Mechanism, _check_histogram, _check_workload
+from . import noise
+from .base import Mechanism, _check_workload
 from .factors import HaarFactor
 from .gram import as_sparse
 
@@ -62,6 +63,9 @@ class HThetaRanges(Mechanism):
 
     budget: str = "exact"
 
+    linear = True
+    registry = {"h-theta": {}}
+
     def __post_init__(self):
         if self.budget not in BUDGETS:
             raise InvalidParameterError(f"budget must be one of {BUDGETS}, got {self.budget!r}")
@@ -88,33 +92,27 @@ class HThetaRanges(Mechanism):
     def noise_scale(self, policy: Policy, epsilon: float) -> float:
         return self.sensitivity(policy) / epsilon
 
-    def release(self, x, workload: Workload, policy: Policy, epsilon: float, rng=None) -> np.ndarray:
-        epsilon = check_epsilon(epsilon)
-        rng = as_generator(rng)
-        x = _check_histogram(x, policy.domain.size)
-        _check_workload(workload, x.size)
+    def _release(self, x, workload: Workload, policy: Policy, epsilon: float, rng) -> np.ndarray:
         plan = self.plan(policy)
         scale = self._sensitivity(plan) / epsilon
         X = plan.to_groups(plan.t.data(x))
-        Y = X @ plan.A.T + rng.laplace(0.0, scale, size=X.shape)
+        Y = noise.noisy(X @ plan.A.T, scale, rng, epsilon=epsilon)
         xh = plan.from_groups(np.linalg.solve(plan.A, Y.T).T)
         return np.asarray(plan.t.workload(workload) @ xh + plan.t.offset(workload, x), dtype=float)
 
-    def sample(self, x, workload: Workload, policy: Policy, epsilon: float, size: int, rng=None) -> np.ndarray:
+    def _sample(self, x, workload: Workload, policy: Policy, epsilon: float, size: int, rng) -> np.ndarray:
         """``size`` independent releases as rows (vectorised; for small domains, audits and tests)."""
-        epsilon = check_epsilon(epsilon)
-        rng = as_generator(rng)
-        x = _check_histogram(x, policy.domain.size)
         plan = self.plan(policy)
         scale = self.sensitivity(policy) / epsilon
+        noise.check_scale(scale, value=epsilon)
         X = plan.to_groups(plan.t.data(x))
-        noise = rng.laplace(0.0, scale, size=(size,) + X.shape)
+        eta = noise.discrete_laplace(rng, scale, (size,) + X.shape)
         # least squares is linear: the estimate is x_H plus the noise pulled back through A⁻¹
-        back = np.linalg.solve(plan.A, np.moveaxis(noise, -1, 1)).transpose(0, 2, 1)
-        xh = plan.from_groups(X)[None, :] + plan.sign * back.reshape(size, -1)[:, plan.column]
+        back = np.linalg.solve(plan.A, np.moveaxis(eta, -1, 1)).transpose(0, 2, 1)
+        delta = plan.sign * back.reshape(size, -1)[:, plan.column]
         WH = plan.t.workload(workload)
         truth = np.asarray(workload @ x, dtype=float)
-        return truth[None, :] + np.stack([WH @ row for row in xh - plan.from_groups(X)[None, :]])
+        return truth[None, :] + np.asarray(WH @ delta.T).T
 
     def query_variances(self, workload: Workload, policy: Policy) -> np.ndarray:
         """w_H (SᵀS)⁻¹ w_Hᵀ per query, block by block over the groups."""
@@ -127,7 +125,7 @@ class HThetaRanges(Mechanism):
         epsilon = check_epsilon(epsilon)
         _check_workload(workload, policy.domain.size)
         scale = self.sensitivity(policy) / epsilon
-        return float(2 * scale**2 * np.mean(self.query_variances(workload, policy)))
+        return float(noise.variance(scale) * np.mean(self.query_variances(workload, policy)))
 
     def __repr__(self) -> str:
         return f"HThetaRanges(budget={self.budget!r})"

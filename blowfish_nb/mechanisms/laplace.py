@@ -12,14 +12,19 @@ class Laplace(MatrixMechanism):
     """Add Lap(Δ_I(G)/ε) to every cell of the histogram, answer any workload from it.
 
     Δ_I(G) is 1 under unbounded DP (an edge to ⊥ changes one count) and 2 under
-    any policy with an edge between two cells (one count down, one up).
+    any policy with an edge between two cells (one count down, one up). The
+    noise is discrete Laplace (the geometric mechanism): counts plus noise
+    are whole numbers.
 
     Examples
     --------
     >>> from blowfish_nb import Domain, policy, workload
-    >>> Laplace().expected_error(workload.identity(8), policy.line(Domain.grid(8)), epsilon=1.0)
-    8.0
+    >>> round(Laplace().expected_error(workload.identity(8), policy.line(Domain.grid(8)), epsilon=1.0), 3)
+    7.835
+
+    (discrete Laplace noise of scale Δ/ε = 2 per cell: variance 2·2² − 1/6 + O(1/b²), see :mod:`.noise`)
     """
 
     name = "Laplace"
+    registry = {"laplace": {}}
     factor = IdentityFactor()

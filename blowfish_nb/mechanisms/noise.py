@@ -145,8 +145,11 @@ def discrete_laplace(rng: np.random.Generator, scale, shape) -> np.ndarray:
     return out.reshape(shape)
 
 
-def noisy(values: np.ndarray, scale, rng: np.random.Generator) -> np.ndarray:
+def noisy(values: np.ndarray, scale, rng: np.random.Generator, epsilon: float | None = None) -> np.ndarray:
     """``values`` (whole numbers) plus discrete Laplace noise of ``scale`` (a number, or one per value).
+
+    ``epsilon`` (when given) names the budget in the error raised for a
+    scale too large to draw (:func:`check_scale`).
 
     Raises
     ------
@@ -159,6 +162,7 @@ def noisy(values: np.ndarray, scale, rng: np.random.Generator) -> np.ndarray:
     >>> bool(np.all(y == np.round(y)))
     True
     """
+    check_scale(scale, value=epsilon)
     values = np.asarray(values, dtype=float)
     if not np.all(values == np.round(values)):
         raise InvalidParameterError("the measured values must be whole numbers for discrete noise; "
@@ -185,6 +189,7 @@ def lattice_noisy(values: np.ndarray, sensitivity: float, epsilon: float, change
     values = np.asarray(values, dtype=float)
     if sensitivity <= 0:
         return values.copy()
+    check_scale(sensitivity / epsilon, value=epsilon)
     gamma = 2.0 ** math.floor(math.log2(sensitivity / max(changed, 1)) - 20)
     w = np.round(values / gamma)
     scale = (sensitivity / gamma + changed) / epsilon
@@ -218,7 +223,7 @@ def variance(scale) -> np.ndarray | float:
     (1.8413, 19999.83)
     """
     b = np.asarray(scale, dtype=float)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         v = np.where(b > 0, 0.5 / np.sinh(0.5 / np.where(b > 0, b, 1.0)) ** 2, 0.0)
     return float(v) if v.ndim == 0 else v
 

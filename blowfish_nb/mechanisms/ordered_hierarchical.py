@@ -31,7 +31,8 @@ from ..exceptions import InvalidParameterError
 from ..policy import Policy, Threshold
 from ..ranges import Ranges, as_ranges
 from ..workload import BlockTrees, Stack, Workload
-from .base import Mechanism, _check_histogram, _check_workload
+from . import noise
+from .base import Mechanism, _check_workload
 from .factors import TreeFactor
 
 __all__ = ["OrderedHierarchical"]
@@ -56,8 +57,8 @@ class OrderedHierarchical(Mechanism):
     >>> from blowfish_nb import Domain, policy, workload
     >>> pol = policy.threshold(Domain.grid(64), 1)
     >>> m = OrderedHierarchical()
-    >>> m.expected_error(workload.prefix(64), pol, 1.0)  # θ = 1: the Ordered mechanism
-    2.0
+    >>> round(m.expected_error(workload.prefix(64), pol, 1.0), 4)  # θ = 1: the Ordered mechanism
+    1.8413
     """
 
     theta: int | None = None
@@ -65,6 +66,8 @@ class OrderedHierarchical(Mechanism):
     split: object = "eq15"
 
     name = "OrderedHierarchical"
+    linear = True
+    registry = {"ordered-hierarchical": {}}
 
     def __post_init__(self):
         if self.theta is not None:
@@ -154,20 +157,16 @@ class OrderedHierarchical(Mechanism):
         return policy.sensitivity(S) + policy.sensitivity(H)
 
     # -- release -------------------------------------------------------------------------
-    def release(self, x, workload: Workload, policy: Policy, epsilon: float, rng=None) -> np.ndarray:
-        epsilon = check_epsilon(epsilon)
-        rng = as_generator(rng)
-        x = _check_histogram(x, policy.domain.size)
-        _check_workload(workload, x.size)
+    def _release(self, x, workload: Workload, policy: Policy, epsilon: float, rng) -> np.ndarray:
         k, theta = x.size, self._theta(policy)
         b_s, b_h = self._scales(policy, epsilon, self.fraction(workload, policy, epsilon))
         S, H = self._parts(k, theta)
         measured_s = math.isfinite(b_s)
-        s = S @ x + rng.laplace(0.0, b_s, size=S.shape[0]) if measured_s else np.full(S.shape[0], np.nan)
+        s = noise.noisy(S @ x, b_s, rng, epsilon=epsilon) if measured_s else np.full(S.shape[0], np.nan)
         inside = np.zeros(k)
         if math.isfinite(b_h):
             tree, factor = H.tree, TreeFactor(self.branching)
-            y = H @ x + rng.laplace(0.0, b_h, size=H.shape[0])
+            y = noise.noisy(H @ x, b_h, rng, epsilon=epsilon)
             est = factor.lstsq_rows(tree, y.reshape(H.blocks, -1))
             cells = np.arange(k)
             inside = np.cumsum(est, axis=1)[cells // theta, cells % theta]  # prefix within each block
@@ -208,8 +207,8 @@ class OrderedHierarchical(Mechanism):
 
         block_a, s_a, tree_a = describe(a)
         block_b, s_b, tree_b = describe(b)
-        var_s = 2 * b_s**2 if math.isfinite(b_s) else 0.0
-        var_h = 2 * b_h**2 if math.isfinite(b_h) else 0.0
+        var_s = noise.variance(b_s) if math.isfinite(b_s) else 0.0
+        var_h = noise.variance(b_h) if math.isfinite(b_h) else 0.0
         total = np.where(s_a == s_b, 0.0, var_s * ((s_a >= 0).astype(float) + (s_b >= 0).astype(float)))
         same = tree_a & tree_b & (block_a == block_b)
         in_a = np.where(a >= 0, a % theta, 0)

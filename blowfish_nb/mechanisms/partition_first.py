@@ -47,7 +47,8 @@ from ..exceptions import InvalidParameterError
 from ..policy import BOTTOM, Policy, project
 from ..ranges import as_ranges
 from ..workload import Identity, Workload
-from .base import Mechanism, _check_histogram, _check_workload
+from .base import Mechanism, _check_histogram
+from .noise import selection_laplace
 from .dawa import _group, l1_partition
 from .laplace import Laplace
 from .transformed import Transformed
@@ -105,12 +106,9 @@ class PartitionFirst(Mechanism):
         return f"PartitionFirst({self.partitioner})"
 
     linear = False
+    registry = {"partition-first": {}, "partition-first-matching": {"partitioner": "matching"}}
 
-    def release(self, x, workload: Workload, policy: Policy, epsilon: float, rng=None) -> np.ndarray:
-        epsilon = check_epsilon(epsilon)
-        rng = as_generator(rng)
-        x = _check_histogram(x, policy.domain.size)
-        _check_workload(workload, x.size)
+    def _release(self, x, workload: Workload, policy: Policy, epsilon: float, rng) -> np.ndarray:
         r = as_ranges(workload)
         if not (isinstance(workload, Identity) or (r is not None and np.array_equal(r.lo, np.arange(x.size))
                                                     and np.array_equal(r.hi, r.lo))):
@@ -139,6 +137,23 @@ class PartitionFirst(Mechanism):
                                         eps1 / (g * self.rounds), eps2, rng)
             blocks = merged[proj.block_of]
         return blocks
+
+    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None) -> np.ndarray:
+        """``size`` draws of step 1: a block label per cell (the block's first cell), one row per draw."""
+        epsilon = check_epsilon(epsilon)
+        rng = as_generator(rng)
+        x = _check_histogram(x, policy.domain.size)
+        out = np.empty((size, x.size), dtype=np.intp)
+        for i in range(size):
+            blocks = self.partition(x, policy, epsilon, rng)
+            first = np.full(int(blocks.max()) + 1, x.size)
+            np.minimum.at(first, blocks, np.arange(x.size))
+            out[i] = first[blocks]
+        return out
+
+    def partition_epsilon(self, epsilon: float) -> float:
+        """The ε the partition step spends."""
+        return self.split * epsilon
 
     def expected_error(self, workload, policy, epsilon):
         raise InvalidParameterError(f"{self.name} is data-dependent: it has no analytic expected error; measure it")
@@ -246,16 +261,16 @@ def matching_partition(x, pairs: np.ndarray, epsilon: float, eps2: float, rng: n
 
     Examples
     --------
-    >>> x = np.array([0.0, 0.0, 50.0, 51.0])
+    >>> x = np.array([0.0, 0.0, 50.0, 50.0])
     >>> matching_partition(x, np.array([[0, 1], [1, 2], [2, 3]]), 1e9, 1.0, np.random.default_rng(0)).tolist()
     [0, 0, 1, 1]
     """
     x = np.asarray(x, dtype=float)
     k = x.size
     scale = 2.0 / epsilon
-    single = -1.0 / eps2 + rng.laplace(0.0, scale, size=k)  # w_i: cell i alone
+    single = -1.0 / eps2 + selection_laplace(rng, scale, k)  # w_i: cell i alone
     pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
-    pair = -(np.abs(x[pairs[:, 0]] - x[pairs[:, 1]]) + 1.0 / eps2) + rng.laplace(0.0, scale, size=len(pairs))
+    pair = -(np.abs(x[pairs[:, 0]] - x[pairs[:, 1]]) + 1.0 / eps2) + selection_laplace(rng, scale, len(pairs))
     gain = pair - single[pairs[:, 0]] - single[pairs[:, 1]]
     keep = gain > 0
     matching = best_matching(pairs[keep], gain[keep])

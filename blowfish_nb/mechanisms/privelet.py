@@ -25,4 +25,5 @@ class Privelet(MatrixMechanism):
     """
 
     name = "Privelet"
+    registry = {"privelet": {}}
     factor = HaarFactor()

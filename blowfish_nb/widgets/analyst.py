@@ -15,7 +15,7 @@ import numpy as np
 from .._validation import as_generator
 from ..accounting import Session
 from ..domain import CategoricalAttribute
-from ..exceptions import BlowfishError
+from ..exceptions import BlowfishError, InvalidParameterError
 from ..release import Release
 
 __all__ = ["AnalystPanel"]
@@ -43,13 +43,16 @@ class AnalystPanel(w.VBox):
     alpha, beta : float
         Initial accuracy request.
     rng : None, int or numpy.random.Generator
-        Randomness of the releases.
+        None (default): every release draws fresh noise from OS entropy, and
+        the panel holds nothing that could replay it. A seed or generator is
+        accepted only for a session opened with ``reproducible=True``
+        (teaching, tests): whoever copies it can remove the noise.
 
     Examples
     --------
     >>> from blowfish_nb import datasets
     >>> s = datasets.salaries(n=800, seed=1).blowfish.session(1.0, bins={"age": 31})
-    >>> panel = AnalystPanel(s, alpha=25, beta=0.05, rng=0)
+    >>> panel = AnalystPanel(s, alpha=25, beta=0.05)
     >>> round(panel.quoted_epsilon, 4), s.spent
     (0.2562, 0.0)
     >>> _ = panel.run(); round(s.spent, 4), len(panel.releases)
@@ -60,7 +63,11 @@ class AnalystPanel(w.VBox):
         if not isinstance(session, Session):
             raise BlowfishError(f"session must be a blowfish_nb Session (df.blowfish.session(...)), got {session!r}")
         self.session = session
-        self._rng = as_generator(rng)
+        if rng is not None and not session.reproducible:
+            raise InvalidParameterError(
+                f"rng={rng!r}: a seed or generator lets whoever holds it remove the noise; it is accepted only "
+                "for a session opened with reproducible=True (leave rng=None to draw from OS entropy)")
+        self._rng = None if rng is None else as_generator(rng)
         self.releases: list[Release] = []
         self._quotes: dict = {}
         self.quoted_epsilon: float | None = None

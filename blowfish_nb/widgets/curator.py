@@ -109,7 +109,7 @@ class CuratorExplorer(w.VBox):
     ):
         epsilon = check_epsilon(epsilon)
         self._df, self._bins, self._width, self._bounds = df, bins, width, bounds
-        self._rng = as_generator(rng)
+        self._rng = None if rng is None else as_generator(rng)  # None: fresh OS entropy per release
         public = list(getattr(df, "attrs", {}).get("public_bounds", {}) or [])
         options = list(columns) if columns is not None else ([c for c in public if c in df.columns] or [column])
         if column not in options:

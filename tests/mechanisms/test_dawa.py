@@ -11,6 +11,7 @@ from blowfish_nb import Domain, mechanisms, policy, workload
 from blowfish_nb.analysis import audit
 from blowfish_nb.exceptions import InvalidParameterError
 from blowfish_nb.mechanisms.dawa import _GreedyTree, dawa_estimate, hilbert_order, l1_partition
+from blowfish_nb.mechanisms import noise as noise_mod
 from blowfish_nb.mechanisms.gram import as_sparse, bucket_gram
 from blowfish_nb.ranges import random_ranges, ranges_2d
 
@@ -57,14 +58,6 @@ def test_noiseless_partition_is_the_least_cost_one():
         assert math.isclose(got_cost, best_cost, rel_tol=1e-9)
 
 
-class _FixedNoise:
-    def __init__(self, values):
-        self.values = np.asarray(values, dtype=float)
-
-    def laplace(self, loc, scale, size):
-        return self.values[:size] * scale
-
-
 @pytest.mark.parametrize("m", [1, 2, 5, 8])
 def test_greedy_tree_least_squares_equals_dense(m):
     rng = np.random.default_rng(m)
@@ -82,10 +75,29 @@ def test_greedy_tree_least_squares_equals_dense(m):
     assert np.allclose(np.abs(A).sum(axis=0), 1.0)  # sensitivity 1 for a one-count change
     assert math.isclose(tree.error, float(np.sum(np.linalg.inv(A.T @ A) * M)), rel_tol=1e-9)
     totals = rng.random(m) * 50
-    noise = rng.normal(size=len(rows))
-    got = tree.least_squares(totals, 0.7, _FixedNoise(noise))
-    want = np.linalg.lstsq(A, A @ totals + 0.7 * noise, rcond=None)[0]
-    assert np.allclose(got, want)
+    y = A @ totals + 0.7 * rng.normal(size=len(rows))
+    full = np.zeros(len(tree.lo))
+    full[tree.weight > 0] = y
+    assert np.allclose(tree.solve(full), np.linalg.lstsq(A, y, rcond=None)[0])
+
+
+def test_greedy_tree_measures_whole_totals_with_per_row_discrete_noise():
+    # node v is measured as weight_v · (total + DLap(scale / weight_v)): the noisy totals are whole numbers
+    M = np.eye(8)
+    tree = _GreedyTree(M, 10)
+    totals = np.arange(8.0)
+    measured = tree.weight > 0
+    draws = []
+    for seed in range(4000):
+        cum = np.r_[0.0, np.cumsum(totals)]
+        node = (cum[tree.hi] - cum[tree.lo])[measured]
+        y = tree.weight[measured] * noise_mod.noisy(node, 2.0 / tree.weight[measured], np.random.default_rng(seed))
+        draws.append(y / tree.weight[measured] - node)
+    d = np.array(draws)
+    assert np.all(d == np.round(d))
+    # per-row variance of the discrete law at scale 2/w, within 5 standard errors (variance SE ≈ var·sqrt(5/n))
+    want = noise_mod.variance(2.0 / tree.weight[measured])
+    assert np.all(np.abs(d.var(axis=0) - want) < 5 * want * np.sqrt(5 / len(d)))
 
 
 def test_greedy_weights_beat_the_plain_tree_on_their_workload():

@@ -15,6 +15,13 @@ RUNS = 2000
 K = 24
 
 
+def dlap_var(b):
+    """Variance of the discrete Laplace law P(z) ∝ e^{−|z|/b}, from its series (independent of the package)."""
+    t = np.exp(-1.0 / b)
+    z = np.arange(1, 20_000)
+    return 2 * np.sum(z**2 * t**z) * (1 - t) / (1 + t)
+
+
 def domain(k):
     return Domain.from_column(pd.Series([0.0], name="v"), bins=k, bounds=(0, k))
 
@@ -50,12 +57,14 @@ def test_monte_carlo_mse_within_three_standard_errors(mech, pol_name, query):
 def test_closed_forms():
     d = domain(10)
     eps = 0.5
-    # Laplace histogram: 2 (Δ/ε)² per cell; Δ = 1 under DP, 2 under the line graph.
-    assert mechanisms.Laplace().expected_error(workload.identity(10), policy.dp(d), eps) == pytest.approx(2 * 4)
-    assert mechanisms.Laplace().expected_error(workload.identity(10), policy.line(d), eps) == pytest.approx(2 * 16)
-    # Ordered cumulative: 2 (θ/ε)² per prefix sum (He et al. 2014, §7.1).
+    # Laplace histogram: the discrete Laplace variance 2t/(1−t)² (t = e^{−ε/Δ}) per cell, close to the
+    # continuous 2 (Δ/ε)²; Δ = 1 under DP, 2 under the line graph.
+    assert mechanisms.Laplace().expected_error(workload.identity(10), policy.dp(d), eps) == pytest.approx(dlap_var(2))
+    assert mechanisms.Laplace().expected_error(workload.identity(10), policy.line(d), eps) == pytest.approx(dlap_var(4))
+    assert abs(dlap_var(4) - 2 * 16) < 1 / 6 + 1e-3  # 2b² − 1/6 + O(1/b²)
+    # Ordered cumulative: one noise term of scale θ/ε per prefix sum (He et al. 2014, §7.1).
     assert mechanisms.Ordered().expected_error(workload.prefix(10), policy.threshold(d, 3), eps) == pytest.approx(
-        2 * 36
+        dlap_var(6)
     )
 
 

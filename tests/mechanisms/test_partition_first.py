@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+
+from blowfish_nb.mechanisms.noise import selection_laplace
 from scipy.stats import beta
 
 from blowfish_nb import Domain, mechanisms, policy, workload
@@ -136,8 +138,8 @@ def _full_perfect_matching(x, pairs, epsilon, eps2, rng):
 
     k = len(x)
     scale = 2.0 / epsilon
-    single = -1.0 / eps2 + rng.laplace(0.0, scale, size=k)
-    pair = -(np.abs(x[pairs[:, 0]] - x[pairs[:, 1]]) + 1.0 / eps2) + rng.laplace(0.0, scale, size=len(pairs))
+    single = -1.0 / eps2 + selection_laplace(rng, scale, k)
+    pair = -(np.abs(x[pairs[:, 0]] - x[pairs[:, 1]]) + 1.0 / eps2) + selection_laplace(rng, scale, len(pairs))
     G = nx.Graph()
     for i in range(k):
         G.add_edge(("c", i), ("s", i), weight=float(single[i]))

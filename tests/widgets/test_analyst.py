@@ -14,7 +14,7 @@ def session():
 
 
 def test_quote_is_shown_before_running_and_charges_nothing(session):
-    panel = AnalystPanel(session, alpha=40, beta=0.05, rng=0)
+    panel = AnalystPanel(session, alpha=40, beta=0.05)
     q = session.quote("histogram", "age", accuracy=(40, 0.05))
     assert panel.quoted_epsilon == pytest.approx(q.epsilon) and session.spent == 0
     assert f"ε = {q.epsilon:.4g}" in panel.cost.value and q.mechanism.name in panel.cost.value
@@ -25,7 +25,7 @@ def test_quote_is_shown_before_running_and_charges_nothing(session):
 
 
 def test_two_runs_charge_the_session_and_fill_history_and_comparison(session):
-    panel = AnalystPanel(session, alpha=60, beta=0.05, rng=1)
+    panel = AnalystPanel(session, alpha=60, beta=0.05)
     e1 = panel.quoted_epsilon
     r1 = panel.run()
     assert session.spent == pytest.approx(e1) and panel.budget_bar.value == pytest.approx(1 - e1)
@@ -44,7 +44,7 @@ def test_two_runs_charge_the_session_and_fill_history_and_comparison(session):
 
 
 def test_over_budget_is_refused_in_the_panel_and_nothing_is_charged(session):
-    panel = AnalystPanel(session, alpha=2, beta=0.01, rng=0)  # a very tight request: ε above the budget
+    panel = AnalystPanel(session, alpha=2, beta=0.01)  # a very tight request: ε above the budget
     assert panel.quoted_epsilon > 1 and "more than the 1 left" in panel.cost.value
     assert panel.run() is None
     assert "refused" in panel.message.value and "nothing was computed or charged" in panel.message.value
@@ -52,7 +52,7 @@ def test_over_budget_is_refused_in_the_panel_and_nothing_is_charged(session):
 
 
 def test_granularity_answers_sums_of_bins(session):
-    panel = AnalystPanel(session, alpha=60, beta=0.05, rng=2)
+    panel = AnalystPanel(session, alpha=60, beta=0.05)
     assert "line on age (31 cells); differential privacy (unbounded) on salary" in panel.children[0].value
     panel.granularity_slider.value = 4
     r = panel.run()
@@ -66,3 +66,16 @@ def test_granularity_answers_sums_of_bins(session):
     panel.column_dropdown.value = "salary"
     assert not panel.granularity_slider.disabled and panel.granularity_slider.max == 25
     assert session.spent == pytest.approx(sum(x.epsilon for x in panel.releases))
+
+
+def test_panel_holds_no_replayable_generator_unless_the_session_is_reproducible(session):
+    """Issue 13 §2: a panel's generator could be deep-copied before Run and replayed to subtract the noise."""
+    from blowfish_nb.exceptions import InvalidParameterError
+
+    panel = AnalystPanel(session, alpha=60, beta=0.05)
+    assert panel._rng is None  # every Run draws from OS entropy: nothing to copy
+    with pytest.raises(InvalidParameterError, match="reproducible=True"):
+        AnalystPanel(session, alpha=60, beta=0.05, rng=0)
+    df = datasets.salaries(n=500, seed=4)
+    teaching = df.blowfish.session(1.0, bins={"age": 31}, policy="line", reproducible=True)
+    assert AnalystPanel(teaching, alpha=60, beta=0.05, rng=0).run() is not None
