@@ -9,7 +9,7 @@ import numpy as np
 
 from .exceptions import InvalidParameterError
 
-__all__ = ["check_epsilon", "check_theta", "as_generator"]
+__all__ = ["check_epsilon", "check_theta", "check_number", "is_number", "as_generator"]
 
 
 def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
@@ -19,6 +19,34 @@ def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
     ):
         raise InvalidParameterError(f"{name} must be a positive finite number, got {epsilon!r}")
     return float(epsilon)
+
+
+def is_number(value: object) -> bool:
+    """Whether ``value`` is a real number that is not a bool (``True`` is an int to Python, never a number here).
+
+    Examples
+    --------
+    >>> is_number(3), is_number(2.5), is_number(np.float32(1)), is_number(True), is_number(np.True_), is_number("1")
+    (True, True, True, False, False, False)
+    """
+    return isinstance(value, Real) and not isinstance(value, (bool, np.bool_))
+
+
+def check_number(value: object, name: str) -> float:
+    """Return ``value`` as a float, or raise unless it is a finite real number (not a bool, not text).
+
+    Examples
+    --------
+    >>> check_number(3, "lo")
+    3.0
+    >>> check_number(True, "lo")
+    Traceback (most recent call last):
+    ...
+    blowfish_nb.exceptions.InvalidParameterError: lo must be a finite number (not a bool or text), got True
+    """
+    if not is_number(value) or not math.isfinite(float(value)):
+        raise InvalidParameterError(f"{name} must be a finite number (not a bool or text), got {value!r}")
+    return float(value)
 
 
 def check_theta(theta: object, name: str = "theta") -> int:

@@ -9,6 +9,15 @@ Bins are part of the *public* description of the data. Bins computed from the
 data's own minimum and maximum reveal those values, so pass public
 ``bounds=(lo, hi)`` or explicit edges; when the bounds have to be inferred from
 the data a :class:`~blowfish_nb.exceptions.PrivacyLeakWarning` says so.
+
+Errors about the data never quote it. A value that does not fit the domain
+(NaN, ±inf, outside the bins, text, an unknown category) raises
+:class:`~blowfish_nb.exceptions.DomainError` naming the column and the public
+domain (bounds or categories) and how to find the rows, but never an example
+value, a count of rows or a row number: on an analyst's path those would be
+facts about the private data released without noise and charged nothing.
+Sizes are checked before anything is allocated: no attribute may have more
+than :data:`CELL_LIMIT` bins.
 """
 
 from __future__ import annotations
@@ -22,9 +31,13 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 
+from ._validation import is_number
 from .exceptions import DomainError, InvalidParameterError, PrivacyLeakWarning
 
-__all__ = ["Domain", "OrderedAttribute", "CategoricalAttribute"]
+__all__ = ["Domain", "OrderedAttribute", "CategoricalAttribute", "CELL_LIMIT"]
+
+#: domains (and attributes) larger than this are refused: the counts and the policy graph are materialised
+CELL_LIMIT = 10**7
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,7 +64,8 @@ class OrderedAttribute:
     edges: np.ndarray
 
     def __post_init__(self) -> None:
-        edges = np.asarray(self.edges, dtype=float)
+        _check_name(self.name)
+        edges = _edges_array(self.edges, f"bins for column {self.name!r}")
         if edges.ndim != 1 or edges.size < 2:
             raise InvalidParameterError(
                 f"bins for column {self.name!r} need at least two edges, got {self.edges!r}"
@@ -91,11 +105,8 @@ class OrderedAttribute:
     def _values(self, values) -> np.ndarray:
         """The column as a numeric numpy array (no copy when it already is one); text raises."""
         series = pd.Series(values)
-        if not (pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)):
-            bad = _first_non_numeric(series)
-            raise DomainError(
-                f"column {self.name!r} must be numeric, found {bad!r} (dtype {series.dtype})"
-            )
+        if not _numeric(series):
+            raise DomainError(_not_numeric(self.name, series.dtype))
         v = series.to_numpy()
         if v.dtype.kind not in "iuf":
             v = series.to_numpy(dtype=float, na_value=np.nan)
@@ -109,14 +120,16 @@ class OrderedAttribute:
         return bool(vmin >= self.edges[0] and vmax <= self.edges[-1])  # False for NaN and ±inf too
 
     def _raise_misfit(self, v: np.ndarray) -> None:
-        lo, hi = self.edges[0], self.edges[-1]
-        if v.dtype.kind == "f" and not np.isfinite(v).all():
-            bad = v[~np.isfinite(v)][0]
-            raise DomainError(f"column {self.name!r} contains {bad!r}; drop or impute it first")
-        outside = (v < lo) | (v > hi)
+        """The one message for every misfit (NaN, ±inf, outside the bins): the column and the public bounds only.
+
+        Which kind of misfit, which value, how many rows and where are facts
+        about the private data, so none of them is said.
+        """
+        lo, hi = _num(self.edges[0]), _num(self.edges[-1])
         raise DomainError(
-            f"column {self.name!r} has value {v[outside][0]!r} outside the domain "
-            f"[{lo:g}, {hi:g}] ({int(outside.sum())} rows); widen bounds or filter the rows"
+            f"column {self.name!r} holds values that are missing (NaN), infinite or outside the domain [{lo}, {hi}]; "
+            f"keep the rows inside it (df[df[{self.name!r}].between({lo}, {hi})]) or widen the public bounds "
+            "(the values themselves are not shown: they are private)"
         )
 
     def _count(self, v: np.ndarray) -> np.ndarray | None:
@@ -212,6 +225,11 @@ class CategoricalAttribute:
     categories: tuple
 
     def __post_init__(self) -> None:
+        _check_name(self.name)
+        if isinstance(self.categories, (str, bytes)) or not isinstance(self.categories, (Sequence, np.ndarray, pd.Index)):
+            raise InvalidParameterError(
+                f"categories for column {self.name!r} must be a list of values, got {self.categories!r}"
+            )
         cats = tuple(self.categories)
         if not cats or len(set(cats)) != len(cats):
             raise InvalidParameterError(
@@ -231,12 +249,16 @@ class CategoricalAttribute:
 
     def encode(self, values: pd.Series) -> np.ndarray:
         """Cell index of every value; raise :class:`DomainError` for unknown categories or NaN."""
-        codes = pd.Index(self.categories).get_indexer(pd.Series(values).astype(object))
+        try:
+            codes = pd.Index(self.categories).get_indexer(pd.Series(values).astype(object))
+        except TypeError:  # unhashable values (lists, dicts) are no category either
+            codes = np.array([-1])
         if (codes < 0).any():
-            bad = pd.Series(values).to_numpy()[codes < 0][0]
             raise DomainError(
-                f"column {self.name!r} has value {bad!r} that is not one of the categories "
-                f"{list(self.categories)!r}"
+                f"column {self.name!r} holds values that are missing or not among the categories "
+                f"{list(self.categories)!r}; keep the rows inside them "
+                f"(df[df[{self.name!r}].isin(categories)]) or add the public category "
+                "(the values themselves are not shown: they are private)"
             )
         return codes.astype(np.intp)
 
@@ -276,6 +298,9 @@ class Domain:
         attributes = tuple(attributes)
         if not attributes:
             raise InvalidParameterError("attributes must not be empty, got ()")
+        bad = [a for a in attributes if not isinstance(a, (OrderedAttribute, CategoricalAttribute))]
+        if bad:
+            raise InvalidParameterError(f"attributes must be OrderedAttribute or CategoricalAttribute, got {bad[0]!r}")
         names = [a.name for a in attributes]
         if len(set(names)) != len(names):
             raise InvalidParameterError(f"attribute names must be distinct, got {names!r}")
@@ -306,12 +331,16 @@ class Domain:
         bounds : (float, float), optional
             Public lower and upper bounds of the column. When omitted (and
             ``bins`` is not a list of edges) they are taken from the data with
-            a :class:`PrivacyLeakWarning`.
+            a :class:`PrivacyLeakWarning`. With explicit edges they must equal
+            the first and last edge (a check, since the edges already fix the domain).
 
         Raises
         ------
         InvalidParameterError
-            Bad ``bins``, ``width`` or ``bounds``.
+            Bad ``bins``, ``width`` or ``bounds`` — a bool or text for a
+            number, ``lo >= hi``, NaN, bounds that disagree with explicit
+            edges, or more than :data:`CELL_LIMIT` bins (checked from the
+            numbers, before anything is allocated).
         PrivacyLeakWarning
             (a warning) when bounds are inferred from the data.
 
@@ -321,6 +350,11 @@ class Domain:
         >>> Domain.from_column(s, width=10, bounds=(20, 70)).attributes[0].edges.tolist()
         [20.0, 30.0, 40.0, 50.0, 60.0, 70.0]
         """
+        if not isinstance(series, pd.Series):
+            raise DomainError(
+                f"series must be one pandas Series, got {type(series).__name__} "
+                "(a DataFrame here usually means the column name appears twice in the frame)"
+            )
         name = name if name is not None else series.name
         if name is None:
             raise InvalidParameterError("series has no name; pass name=... to label the attribute")
@@ -345,8 +379,9 @@ class Domain:
             (categories from a pandas Categorical dtype, otherwise inferred from
             the data with a :class:`PrivacyLeakWarning`), or a list of category strings.
         bounds : dict, optional
-            Column → public (lo, hi) for numeric columns binned by count; falls
-            back to ``df.attrs["public_bounds"]``.
+            Column → public (lo, hi) for numeric columns binned by count (for
+            columns with explicit edges they must match the edges); falls back
+            to ``df.attrs["public_bounds"]``.
 
         Examples
         --------
@@ -355,19 +390,33 @@ class Domain:
         >>> d.shape, d.histogram(df).tolist()
         ((3, 2), [1, 0, 0, 1, 0, 0])
         """
+        if not isinstance(df, pd.DataFrame):
+            raise DomainError(f"data must be a pandas DataFrame, got {type(df).__name__}")
         if not isinstance(bins, dict) or not bins:
             raise InvalidParameterError(f"bins must be a non-empty dict column -> binning, got {bins!r}")
-        public = {**df.attrs.get("public_bounds", {}), **(bounds or {})}
+        if bounds is not None and not isinstance(bounds, dict):
+            raise InvalidParameterError(f"bounds must be a dict column -> (lo, hi), got {bounds!r}")
+        explicit = dict(bounds or {})
+        unknown = [c for c in explicit if c not in df.columns]
+        if unknown:
+            raise InvalidParameterError(
+                f"bounds names column {unknown[0]!r}, which is not in the data; available columns: {list(df.columns)!r}"
+            )
+        public = {**df.attrs.get("public_bounds", {}), **explicit}
         attributes = []
         for name, spec in bins.items():
-            if name not in df.columns:
-                raise DomainError(f"column {name!r} is not in the data; available columns: {list(df.columns)!r}")
-            if isinstance(spec, str) and spec == "categorical":
-                attributes.append(_categorical_attribute(df[name], name))
-            elif isinstance(spec, (list, tuple)) and spec and all(isinstance(c, str) for c in spec):
-                attributes.append(CategoricalAttribute(name, tuple(spec)))
+            column = _column(df, name)
+            if is_categorical_spec(spec):
+                if explicit.get(name) is not None:
+                    raise InvalidParameterError(
+                        f"bounds are for numeric bins; column {name!r} is binned by categories ({spec!r}), "
+                        f"got bounds={explicit[name]!r}"
+                    )
+                attributes.append(_categorical_attribute(column, name) if isinstance(spec, str)
+                                  else CategoricalAttribute(name, tuple(spec)))
             else:
-                attributes.append(_ordered_attribute(df[name], name, spec, None, public.get(name)))
+                given = explicit.get(name) if _is_edges(spec) else public.get(name)
+                attributes.append(_ordered_attribute(column, name, spec, None, given))
         return cls(attributes)
 
     @classmethod
@@ -466,7 +515,17 @@ class Domain:
 
         Rows are checked, encoded and counted in blocks that stay in cache, so
         no array of codes as long as the data is ever allocated; a bad value
-        raises the same error :meth:`encode` gives for the whole column.
+        raises the same error :meth:`encode` gives (which quotes no data).
+
+        Examples
+        --------
+        >>> d = Domain.from_column(pd.Series([0.0], name="v"), bins=4, bounds=(0, 4))
+        >>> d.histogram(pd.DataFrame({"v": [0.5, 3.5, 4.0]})).tolist()
+        [1, 0, 0, 2]
+        >>> d.histogram(pd.DataFrame({"v": [0.5, 17.25]}))
+        Traceback (most recent call last):
+        ...
+        blowfish_nb.exceptions.DomainError: column 'v' holds values that are missing (NaN), infinite or outside the domain [0, 4]; ...
         """
         columns = self._columns(data)
         values = [a._values(columns[a.name]) for a in self.attributes]  # numeric arrays, no copies
@@ -475,7 +534,7 @@ class Domain:
         if len(self.attributes) == 1 and isinstance(only, OrderedAttribute):
             counts = only._count(values[0])
             if counts is None:
-                only._validated(columns[only.name])  # raises, with the count over the whole column
+                only._validated(columns[only.name])  # raises: the column and its public bounds, no data
             return counts
         counts = np.zeros(self.size, dtype=np.int64)
         step = 1 << 16  # blocks that stay in cache across the few passes each one needs
@@ -484,7 +543,7 @@ class Domain:
             for a, v in zip(self.attributes, values):
                 block = v[s : s + step]
                 if not a._fits(block):
-                    a._validated(columns[a.name])  # raises, with the count over the whole column
+                    a._validated(columns[a.name])  # raises: the column and its public bounds, no data
                 codes.append(a._codes(block))
             flat = codes[0] if len(codes) == 1 else np.ravel_multi_index(codes, self.shape)
             counts += np.bincount(flat, minlength=self.size)
@@ -504,30 +563,74 @@ class Domain:
             raise DomainError(
                 f"column {missing[0]!r} is not in the data; available columns: {list(data.columns)!r}"
             )
-        return {n: data[n] for n in self.names}
+        return {n: _column(data, n) for n in self.names}
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{a.name}: {a.size}" for a in self.attributes)
         return f"Domain({parts}; {self.size} cells)"
 
 
+def is_categorical_spec(spec: object) -> bool:
+    """Whether a binning spec asks for categories: ``"categorical"`` or a non-empty list of strings."""
+    if isinstance(spec, str):
+        return spec == "categorical"
+    return isinstance(spec, (list, tuple)) and bool(spec) and all(isinstance(c, str) for c in spec)
+
+
 def _ordered_attribute(series, name, bins, width, bounds) -> OrderedAttribute:
+    """The attribute for a count, a width or explicit edges; every size is checked before anything is allocated."""
     if bins is not None and width is not None:
         raise InvalidParameterError(f"give bins or width, not both (got bins={bins!r}, width={width!r})")
-    if bins is not None and not isinstance(bins, Integral | Real):
-        return OrderedAttribute(name, np.asarray(bins, dtype=float))  # explicit, public edges
+    if isinstance(bins, str):
+        raise InvalidParameterError(
+            f"bins for column {name!r} must be a number of bins, a list of edges, 'categorical' or a list of "
+            f"categories, got {bins!r}; bins are never chosen from the data (that would reveal it): give a count "
+            "with public bounds=(lo, hi)"
+        )
+    if bins is not None and _is_edges(bins):
+        attr = OrderedAttribute(name, bins)  # explicit, public edges
+        if bounds is not None:
+            lo, hi = _checked_bounds(bounds)
+            first, last = attr.edges[0], attr.edges[-1]
+            if (lo, hi) != (first, last):
+                raise InvalidParameterError(
+                    f"bounds={bounds!r} disagree with the explicit edges of column {name!r}, which span "
+                    f"[{_num(first)}, {_num(last)}]; the edges fix the domain: drop bounds or make them equal"
+                )
+        return attr
     if bins is None and width is None:
         raise InvalidParameterError(f"column {name!r} needs bins=<count or edges> or width=<bin width>")
+    if bins is not None:
+        if not is_number(bins) or not isinstance(bins, Integral) or bins < 1:
+            raise InvalidParameterError(f"bins must be a positive integer or a list of edges, got {bins!r}")
+        if bins > CELL_LIMIT:
+            raise InvalidParameterError(
+                f"bins={bins!r} for column {name!r} is more than the {CELL_LIMIT:,} cells that can be materialised; "
+                "use fewer bins"
+            )
+    elif not is_number(width) or not (math.isfinite(width) and width > 0):
+        raise InvalidParameterError(f"width must be a positive finite number, got {width!r}")
     lo, hi = _public_bounds(series, name, bounds)
     if bins is not None:
-        if isinstance(bins, bool) or not isinstance(bins, Integral) or bins < 1:
-            raise InvalidParameterError(f"bins must be a positive integer or a list of edges, got {bins!r}")
-        return OrderedAttribute(name, np.linspace(lo, hi, int(bins) + 1))
-    if isinstance(width, bool) or not isinstance(width, Real) or not (math.isfinite(width) and width > 0):
-        raise InvalidParameterError(f"width must be a positive finite number, got {width!r}")
-    count = max(1, math.ceil((hi - lo) / width - 1e-9))
-    edges = lo + width * np.arange(count + 1, dtype=float)
-    edges[-1] = max(edges[-1], hi)
+        edges = np.linspace(lo, hi, int(bins) + 1)
+        what = f"bins={bins!r}"
+    else:
+        span = (hi - lo) / width
+        if not math.isfinite(span) or span > CELL_LIMIT:
+            over = f"bounds={bounds!r}" if bounds is not None else "the column's range"
+            raise InvalidParameterError(
+                f"width={width!r} over {over} makes more than the {CELL_LIMIT:,} bins that can be materialised; "
+                "use a wider width"
+            )
+        count = max(1, math.ceil(span - 1e-9))
+        edges = lo + width * np.arange(count + 1, dtype=float)
+        edges[-1] = max(edges[-1], hi)
+        what = f"width={width!r}"
+    if np.any(np.diff(edges) <= 0):  # bins narrower than the spacing of floats near the bounds
+        raise InvalidParameterError(
+            f"{what} cuts bounds ({_num(lo)}, {_num(hi)}) of column {name!r} into bins too narrow to tell apart in "
+            "floating point; use fewer bins"
+        )
     return OrderedAttribute(name, edges)
 
 
@@ -546,26 +649,30 @@ def _categorical_attribute(series: pd.Series, name: str) -> CategoricalAttribute
     return CategoricalAttribute(name, tuple(sorted(values, key=str)))
 
 
+def _checked_bounds(bounds) -> tuple[float, float]:
+    """(lo, hi) from public bounds given by the caller: two finite numbers with lo < hi."""
+    if isinstance(bounds, (str, bytes)) or not isinstance(bounds, (Sequence, np.ndarray)) or len(bounds) != 2:
+        raise InvalidParameterError(f"bounds must be a pair (lo, hi), got {bounds!r}")
+    if not all(is_number(b) for b in bounds):
+        raise InvalidParameterError(f"bounds must be two numbers (not bools or text), got {bounds!r}")
+    lo, hi = (float(b) for b in bounds)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise InvalidParameterError(f"bounds must be finite with lo < hi, got {bounds!r}")
+    return lo, hi
+
+
 def _public_bounds(series, name, bounds) -> tuple[float, float]:
     if bounds is not None:
-        try:
-            lo, hi = (float(b) for b in bounds)
-        except (TypeError, ValueError):
-            raise InvalidParameterError(f"bounds must be a pair (lo, hi), got {bounds!r}") from None
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise InvalidParameterError(f"bounds must be finite with lo < hi, got {bounds!r}")
-        return lo, hi
-    if not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
-        raise DomainError(
-            f"column {name!r} must be numeric, found {_first_non_numeric(series)!r} (dtype {series.dtype})"
-        )
+        return _checked_bounds(bounds)
+    if not _numeric(series):
+        raise DomainError(_not_numeric(name, series.dtype))
     values = series.to_numpy(dtype=float, na_value=np.nan)
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         raise DomainError(f"column {name!r} has no finite values to infer bounds from; pass bounds=(lo, hi)")
     warnings.warn(
-        f"bins for column {name!r} use the data's own min and max ({finite.min():g}, {finite.max():g}), "
-        "which are not protected; pass public bounds=(lo, hi) instead",
+        f"bins for column {name!r} use the data's own min and max, which are not protected (the bin labels show "
+        "them); pass public bounds=(lo, hi) instead",
         PrivacyLeakWarning,
         stacklevel=4,
     )
@@ -573,8 +680,64 @@ def _public_bounds(series, name, bounds) -> tuple[float, float]:
     return (lo, hi) if lo < hi else (lo, lo + 1.0)
 
 
-def _first_non_numeric(series: pd.Series) -> object:
-    for value in series:
-        if isinstance(value, bool) or not isinstance(value, Real):
-            return value
-    return series.iloc[0] if len(series) else None
+def _is_edges(spec) -> bool:
+    """Whether a binning spec is a collection (explicit edges) rather than a count or a name."""
+    return not isinstance(spec, (str, bytes, Real)) and spec is not None and not isinstance(spec, np.bool_)
+
+
+def _edges_array(edges, what: str) -> np.ndarray:
+    """Edges as a float array; bools, text and nested lists are refused (never coerced to numbers)."""
+    if isinstance(edges, np.ndarray):
+        if edges.dtype.kind not in "iuf":
+            raise InvalidParameterError(f"{what} must be numbers, got an array of dtype {edges.dtype}")
+        return edges.astype(float, copy=False)
+    if isinstance(edges, (str, bytes)) or not isinstance(edges, (Sequence, pd.Index, pd.Series)):
+        raise InvalidParameterError(f"{what} must be a list of numbers (bin edges), got {edges!r}")
+    bad = next((e for e in edges if not is_number(e)), None)
+    if bad is not None:
+        raise InvalidParameterError(f"{what} must be numbers (bin edges), got {bad!r} in {_short(edges)}")
+    return np.asarray(edges, dtype=float)
+
+
+def _check_name(name) -> None:
+    if not isinstance(name, str) or not name:
+        raise InvalidParameterError(
+            f"attribute names must be non-empty strings, got {name!r}; rename integer column labels "
+            "(df.columns = df.columns.astype(str))"
+        )
+
+
+def _column(df: pd.DataFrame, name) -> pd.Series:
+    """``df[name]`` as one Series: a label the frame holds twice (or not at all) raises DomainError."""
+    if not isinstance(name, str):
+        raise InvalidParameterError(
+            f"column names must be strings, got {name!r}; rename integer column labels (df.columns = df.columns.astype(str))"
+        )
+    if name not in df.columns:
+        raise DomainError(f"column {name!r} is not in the data; available columns: {list(df.columns)!r}")
+    column = df[name]
+    if not isinstance(column, pd.Series):
+        raise DomainError(f"column {name!r} appears more than once in the data; give the columns distinct names")
+    return column
+
+
+def _numeric(series: pd.Series) -> bool:
+    """Whether the column's dtype holds real numbers (bools, text, dates and complex numbers do not)."""
+    dtype = series.dtype
+    return (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+            and not pd.api.types.is_complex_dtype(dtype))
+
+
+def _not_numeric(name: str, dtype) -> str:
+    return (f"column {name!r} must be numeric, got dtype {dtype}; convert it (pd.to_numeric(df[{name!r}], "
+            "errors='coerce')) and drop what does not convert (the values themselves are not shown: they are private)")
+
+
+def _num(v: float) -> str:
+    """A public number for a message: integers without a decimal point, others to 15 significant digits."""
+    return f"{float(v):.15g}"
+
+
+def _short(values) -> str:
+    shown = list(values[:6]) if isinstance(values, Sequence) else list(values)[:6]
+    return f"{shown!r}"[:-1] + (", ...]" if len(values) > 6 else "]")

@@ -26,8 +26,9 @@ def test_categories_from_data_warn_and_explicit_lists_do_not():
     assert d.attributes[0].categories == ("a", "b")
     d = Domain.from_frame(df, {"c": ["a", "b", "z"]})
     assert d.histogram(df).tolist() == [1, 2, 0]
-    with pytest.raises(DomainError, match="'q'"):
+    with pytest.raises(DomainError, match=r"column 'c' .* not among the categories \['a', 'b'\]") as info:
         CategoricalAttribute("c", ("a", "b")).encode(pd.Series(["a", "q"]))
+    assert "'q'" not in str(info.value)  # the value is private data
 
 
 def test_bounds_and_widths():
@@ -88,7 +89,7 @@ def test_fast_encoding_equals_binary_search_at_and_around_every_edge():
                                   np.minimum(np.searchsorted(e, ints, side="right") - 1, k - 1))
 
 
-def test_a_bad_value_deep_in_a_large_column_is_reported_for_the_whole_column():
+def test_a_bad_value_deep_in_a_large_column_is_refused_without_quoting_it():
     import numpy as np
     import pandas as pd
     import pytest
@@ -98,8 +99,10 @@ def test_a_bad_value_deep_in_a_large_column_is_reported_for_the_whole_column():
     v = np.full(200_000, 5.0)
     v[150_000], v[190_000] = 11.0, 12.0
     d = Domain.from_column(pd.Series(v, name="x"), bins=10, bounds=(0, 10))
-    with pytest.raises(DomainError, match=r"11\.0\) outside the domain \[0, 10\] \(2 rows\)"):
+    with pytest.raises(DomainError, match=r"column 'x' .*outside the domain \[0, 10\]") as info:
         d.histogram(pd.DataFrame({"x": v}))
+    message = str(info.value)
+    assert "11" not in message and "12" not in message and "2 rows" not in message and "150000" not in message
 
 
 def test_blocked_counts_equal_encode_and_catch_every_bad_value():
