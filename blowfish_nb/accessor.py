@@ -19,7 +19,7 @@ from ._validation import as_generator, check_epsilon, check_theta
 from .accuracy import check_accuracy, epsilon_for_accuracy, error_draws
 from .analysis import choose_mechanism
 from .analysis.selection import default_candidates
-from .domain import Domain
+from .domain import CELL_LIMIT, Domain, is_categorical_spec
 from .exceptions import DomainError, InvalidParameterError, PolicyError
 from .mechanisms import (
     DAWA, Hierarchical, HThetaRanges, Laplace, Mechanism, Ordered, OrderedHierarchical, Privelet, Transformed,
@@ -30,17 +30,20 @@ from .release import Release
 from .workload import Identity
 
 __all__ = ["BlowfishAccessor", "release", "release_counts", "prepare", "domain_for", "resolve_policy",
-           "QUERIES", "POLICIES", "MECHANISMS"]
+           "check_policy_params", "QUERIES", "POLICIES", "POLICY_PARAMS", "MECHANISMS", "CELL_LIMIT"]
 
 POLICIES = ("dp", "bounded", "line", "threshold", "grid", "partition", "attribute", "sensitive_attributes")
+#: the parameters each policy name takes; any other one given with it is refused, never ignored
+POLICY_PARAMS = {"threshold": ("theta",), "grid": ("theta",), "partition": ("blocks",),
+                 "sensitive_attributes": ("attributes",)}
 MECHANISMS = {
     "laplace": Laplace, "ordered": Ordered, "ordered-consistent": lambda: Ordered(consistent=True),
     "hierarchical": Hierarchical, "privelet": Privelet, "ordered-hierarchical": OrderedHierarchical,
     "transformed": Transformed, "transformed-consistent": lambda: Transformed(inner="consistent"),
     "h-theta": HThetaRanges, "dawa": DAWA,
 }
-#: domains larger than this are refused (the counts and the policy graph are materialised)
-CELL_LIMIT = 10**7
+# CELL_LIMIT (from blowfish_nb.domain): domains larger than this are refused (the counts and the policy graph are
+# materialised); one attribute's bins are checked against it from the numbers, before anything is allocated
 
 
 def release(
@@ -151,6 +154,7 @@ def prepare(df, query="histogram", columns=None, *, column=None, bins=None, widt
     """Check every argument and build the domain, query and policy (no pass over the rows)."""
     frame, lazy = _schema(df)
     cols = _columns(frame, columns, column)
+    check_policy_params(policy, theta=theta, blocks=blocks, attributes=attributes)
     domain = domain_for(frame, cols, bins, width, bounds, lazy=lazy)
     q = build_query(domain, query, ranges=ranges, keep=keep)
     pol = resolve_policy(policy, domain, theta=theta, blocks=blocks, attributes=attributes)
@@ -316,8 +320,48 @@ def pick_mechanism(mechanism, run: _Run, accuracy: bool = False):
     )
 
 
+def check_policy_params(policy, *, theta=None, blocks=None, attributes=None) -> None:
+    """Refuse a policy parameter that ``policy`` does not take: given, it is never silently ignored.
+
+    ``theta`` goes with ``"threshold"`` and ``"grid"``, ``blocks`` with
+    ``"partition"``, ``attributes`` with ``"sensitive_attributes"``; a Policy
+    object or a dict of per-column policies takes none of them (an unknown
+    name is left to :func:`resolve_policy`, which names it).
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming the parameter, its value and the policy.
+
+    Examples
+    --------
+    >>> check_policy_params("threshold", theta=3)
+    >>> check_policy_params("dp", theta=3)
+    Traceback (most recent call last):
+    ...
+    blowfish_nb.exceptions.InvalidParameterError: theta=3 is not a parameter of policy='dp' (only threshold and grid take theta); drop it or choose a policy that uses it
+    """
+    if isinstance(policy, str) and policy not in POLICIES:
+        return
+    takes = POLICY_PARAMS.get(policy, ()) if isinstance(policy, str) else ()
+    for name, value in (("theta", theta), ("blocks", blocks), ("attributes", attributes)):
+        if value is not None and name not in takes:
+            users = " and ".join(p for p, params in POLICY_PARAMS.items() if name in params)
+            what = (f"policy={policy!r}" if isinstance(policy, str)
+                    else "a dict of per-column policies (give it per column, as (name, {...}))"
+                    if isinstance(policy, Mapping) else "a Policy object (its parameters are already fixed)")
+            raise InvalidParameterError(
+                f"{name}={value!r} is not a parameter of {what} (only {users} take{'s' if ' and ' not in users else ''} "
+                f"{name}); drop it or choose a policy that uses it")
+
+
 def resolve_policy(policy, domain: Domain, *, theta=None, blocks=None, attributes=None) -> Policy:
     """A Policy from a shorthand name, a dict column → policy, or a Policy.
+
+    Parameters the named family does not take are not looked at here (front
+    ends pass their controls' values along); :func:`prepare` and the per-column
+    specs of a dict refuse them with :func:`check_policy_params`. A policy that
+    protects no pair of values warns with :class:`PrivacyLeakWarning` when built.
 
     Examples
     --------
@@ -339,10 +383,18 @@ def resolve_policy(policy, domain: Domain, *, theta=None, blocks=None, attribute
         for attr in domain.attributes:
             spec = policy[attr.name]
             sub = Domain([attr])
-            if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], Mapping):
-                parts[attr.name] = resolve_policy(spec[0], sub, **spec[1])
-            elif isinstance(spec, tuple) and len(spec) == 2:
-                parts[attr.name] = resolve_policy(spec[0], sub, theta=spec[1])
+            if isinstance(spec, tuple) and len(spec) == 2:
+                name, params = spec
+                if not isinstance(params, Mapping):
+                    params = {"theta": params}
+                unknown = [k for k in params if k not in ("theta", "blocks", "attributes")]
+                if unknown:
+                    raise InvalidParameterError(
+                        f"the policy for column {attr.name!r} has an unknown parameter {unknown[0]!r}; "
+                        f"parameters are theta, blocks and attributes, got {spec!r}"
+                    )
+                check_policy_params(name, **params)
+                parts[attr.name] = resolve_policy(name, sub, **params)
             else:
                 parts[attr.name] = resolve_policy(spec, sub)
         return parts[domain.names[0]] if len(parts) == 1 else policies.compose(domain, parts)
@@ -382,23 +434,34 @@ def domain_for(df: pd.DataFrame, columns, bins=None, width=None, bounds=None, *,
     """
     if not lazy:
         _check_frame(df)
-    cols = [columns] if isinstance(columns, str) else list(columns)
-    for c in cols:
-        if c not in df.columns:
-            raise DomainError(f"column {c!r} is not in the data; available columns: {list(df.columns)!r}")
+    cols = _columns(df, columns, None)
     if isinstance(bins, Domain):
         if list(bins.names) != cols:
             raise DomainError(f"the Domain given as bins covers {list(bins.names)}, not the columns {cols}")
+        if width is not None or bounds is not None:
+            raise InvalidParameterError(
+                f"a Domain given as bins fixes the bins already; width={width!r} and bounds={bounds!r} would be "
+                "ignored, so they are refused"
+            )
         domain = bins
     elif len(cols) == 1:
         spec = bins.get(cols[0]) if isinstance(bins, Mapping) else bins
         b = bounds.get(cols[0]) if isinstance(bounds, Mapping) else bounds
         if lazy:
             _public_only(df, cols[0], spec, b)
-        if isinstance(spec, str) or (isinstance(spec, (list, tuple)) and spec and all(isinstance(v, str) for v in spec)):
+        if isinstance(spec, str):
+            if width is not None:
+                raise InvalidParameterError(f"give bins or width, not both (got bins={spec!r}, width={width!r})")
+            domain = Domain.from_frame(df, {cols[0]: spec}, bounds={cols[0]: b} if b is not None else None)
+        elif is_categorical_spec(spec):
+            if width is not None or b is not None:
+                raise InvalidParameterError(
+                    f"column {cols[0]!r} is binned by the categories {spec!r}; width={width!r} and bounds={b!r} are "
+                    "for numeric bins"
+                )
             domain = Domain.from_frame(df, {cols[0]: spec})
         else:
-            edges_given = spec is not None and np.ndim(spec) == 1
+            edges_given = spec is not None and not isinstance(spec, str) and np.ndim(spec) >= 1
             if b is None and not edges_given:
                 b = df.attrs.get("public_bounds", {}).get(cols[0])
             domain = Domain.from_column(df[cols[0]], spec, width=width, bounds=b, name=cols[0])
@@ -457,17 +520,22 @@ def _check_frame(df) -> None:
 def _columns(df, columns, column) -> list[str]:
     if columns is not None and column is not None:
         raise InvalidParameterError(f"give columns= or its alias column=, not both (got {columns!r} and {column!r})")
-    cols = columns if columns is not None else column
-    if cols is None:
+    given = columns if columns is not None else column
+    if given is None:
         raise InvalidParameterError("columns= is required: the column (or list of columns) to bin")
-    cols = [cols] if isinstance(cols, str) else list(cols)
+    cols = [given] if isinstance(given, str) else list(given) if isinstance(given, (list, tuple)) else None
     if not cols or not all(isinstance(c, str) for c in cols):
-        raise InvalidParameterError(f"columns must be a column name or a list of names, got {columns!r}")
+        raise InvalidParameterError(
+            f"columns must be a column name (a string) or a list of names, got {given!r}; integer column labels "
+            "are not supported: rename them (df.columns = df.columns.astype(str))"
+        )
     if len(set(cols)) != len(cols):
         raise InvalidParameterError(f"columns must be distinct, got {cols!r}")
     for c in cols:
         if c not in df.columns:
             raise DomainError(f"column {c!r} is not in the data; available columns: {list(df.columns)!r}")
+        if (df.columns == c).sum() > 1:
+            raise DomainError(f"column {c!r} appears more than once in the data; give the columns distinct names")
     return cols
 
 

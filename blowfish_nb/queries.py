@@ -22,12 +22,13 @@ computation, and the guarantee is still (ε, G).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from numbers import Real
 
 import numpy as np
 import pandas as pd
 
+from ._validation import is_number
 from .domain import CategoricalAttribute, Domain
 from .exceptions import DomainError, InvalidParameterError
 from .ranges import Boxes, Ranges
@@ -108,30 +109,35 @@ def _upper_labels(domain: Domain) -> pd.Index:
     return domain.labels
 
 
+def _is_seq(value) -> bool:
+    return isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes))
+
+
 def _ranges(domain: Domain, ranges) -> Query:
-    if ranges is None or isinstance(ranges, (str, bytes)) or len(ranges) == 0:
+    if not _is_seq(ranges) or len(ranges) == 0:
         raise InvalidParameterError(f"query='range' needs ranges=[(lo, hi), ...] in data units, got {ranges!r}")
     _ordered_only(domain, "range")
     d = len(domain.attributes)
     lows, highs, labels = [], [], []
     for j, r in enumerate(ranges):
-        per_axis = [r] if d == 1 else list(r) if len(r) == d else None
+        per_axis = [r] if d == 1 else list(r) if _is_seq(r) and len(r) == d else None
         if per_axis is None:
-            raise InvalidParameterError(f"range {j} must give one (lo, hi) per attribute {domain.names}, got {r!r}")
+            raise InvalidParameterError(
+                f"ranges[{j}] must give one (lo, hi) per attribute {domain.names}, got {r!r}")
         lo_idx, hi_idx, covered = [], [], []
         for attr, bounds in zip(domain.attributes, per_axis):
-            try:
-                lo, hi = bounds
-            except (TypeError, ValueError):
-                raise InvalidParameterError(f"range {j} must be (lo, hi) pairs, got {r!r}") from None
-            if not all(isinstance(v, Real) and np.isfinite(v) for v in (lo, hi)):
-                raise InvalidParameterError(f"range {j} bounds must be finite numbers, got {(lo, hi)!r}")
+            if not _is_seq(bounds) or len(bounds) != 2:
+                raise InvalidParameterError(f"ranges[{j}] must be (lo, hi) pairs, got {r!r}")
+            lo, hi = bounds
+            if not all(is_number(v) and np.isfinite(v) for v in (lo, hi)):
+                raise InvalidParameterError(
+                    f"ranges[{j}] bounds must be finite numbers (not bools or text), got {(lo, hi)!r}")
             if lo > hi:
-                raise InvalidParameterError(f"range {j} has lo > hi on {attr.name!r}: {(lo, hi)!r}")
+                raise InvalidParameterError(f"ranges[{j}] has lo > hi on {attr.name!r}: {(lo, hi)!r}")
             e = attr.edges
             if lo < e[0] or hi > e[-1]:
                 raise DomainError(
-                    f"range {j} = {(lo, hi)!r} on {attr.name!r} leaves the domain [{e[0]:g}, {e[-1]:g}]"
+                    f"ranges[{j}] = {(lo, hi)!r} on {attr.name!r} leaves the domain [{e[0]:.15g}, {e[-1]:.15g}]"
                 )
             a = int(np.searchsorted(e, lo, side="right") - 1)
             b = int(min(np.searchsorted(e, hi, side="right") - 1, attr.size - 1))
@@ -167,10 +173,14 @@ def _cut_blocks(k: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 def _marginal(domain: Domain, keep) -> Query:
     if keep is None:
         raise InvalidParameterError("query='marginal' needs keep=<attribute or list of attributes>")
-    keep = [keep] if isinstance(keep, str) else list(keep)
-    unknown = [k for k in keep if k not in domain.names]
-    if unknown or not keep:
-        raise InvalidParameterError(f"keep names an unknown attribute {unknown[0] if unknown else keep!r}; "
+    given = keep
+    keep = [keep] if isinstance(keep, str) else list(keep) if isinstance(keep, (list, tuple)) else None
+    if not keep:
+        raise InvalidParameterError(f"keep must name one attribute or a list of them among {list(domain.names)}, "
+                                    f"got {given!r}")
+    unknown = [k for k in keep if not isinstance(k, str) or k not in domain.names]
+    if unknown or len(set(keep)) != len(keep):
+        raise InvalidParameterError(f"keep names an unknown or repeated attribute {unknown[0] if unknown else given!r}; "
                                     f"attributes: {list(domain.names)}")
     order = [n for n in domain.names if n in keep]
     W = marginal(domain, order)

@@ -7,6 +7,7 @@ import pytest
 from blowfish_nb import Domain, datasets, mechanisms, policy
 from blowfish_nb.accessor import Plan, _Run, pick_mechanism
 from blowfish_nb.queries import build_query
+from blowfish_nb.mechanisms import noise
 
 
 def _domain_1d(k=24):
@@ -75,10 +76,11 @@ def test_projection_keeps_the_guarantee_and_the_error_of_the_full_domain_strateg
             col = A[:, u] - (A[:, v] if v >= 0 else 0.0)
             full = max(full, np.abs(col).sum())
         assert m.sensitivity(run.policy) == pytest.approx(full)
-        # and its expected error: 2 (Δ/ε)² mean of w (AᵀA)⁺ wᵀ over the full-domain queries
+        # and its expected error: Var(noise of scale Δ/ε) × mean of w (AᵀA)⁺ wᵀ over the full-domain queries
+        # (the noise is discrete Laplace: variance 1/(2 sinh²(ε/2Δ)), not the continuous 2 (Δ/ε)²)
         W = np.hstack([q.workload.dense(), np.zeros((q.workload.shape[0], pad))])
         Z = np.linalg.lstsq(A.T, W.T, rcond=None)[0]
-        want = 2 * (full / 0.7) ** 2 * np.mean(np.sum(Z**2, axis=0))
+        want = noise.variance(full / 0.7) * np.mean(np.sum(Z**2, axis=0))
         assert m.expected_error(run.workload, run.policy, 0.7) == pytest.approx(want, rel=1e-9)
 
 
@@ -90,3 +92,31 @@ def test_projected_and_full_releases_share_the_privacy_statement():
     b = df.blowfish.release("range", "salary", ranges=ranges, projection=False, **kw)
     assert a.privacy_statement() == b.privacy_statement()
     assert a.provenance["projected cells"] < 50 and b.provenance["projected cells"] is None
+
+
+@pytest.mark.parametrize("ranges,words", [
+    ([(True, 50)], ["ranges[0]", "True"]),
+    ([(0, np.False_)], ["ranges[0]", "False"]),
+    ([("0", 50)], ["ranges[0]", "'0'"]),
+    ([(0, 50, 60)], ["ranges[0]", "(lo, hi)"]),
+    ([5], ["ranges[0]", "5"]),
+    (5, ["ranges", "5"]),
+    ({"a": (0, 5)}, ["ranges", "'a'"]),
+    ("0-50", ["ranges", "'0-50'"]),
+], ids=["bool", "numpy bool", "text", "triple", "not a pair", "int", "dict", "str"])
+def test_ranges_refuse_what_is_not_a_pair_of_numbers(ranges, words):
+    from blowfish_nb import InvalidParameterError
+
+    d = _domain_1d(10)
+    with pytest.raises(InvalidParameterError) as info:
+        build_query(d, "range", ranges=ranges)
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
+
+
+@pytest.mark.parametrize("keep", [[], 0, ["x0", "x0"], ["zip"]], ids=["empty", "int", "repeated", "unknown"])
+def test_keep_refuses_what_names_no_attribute(keep):
+    from blowfish_nb import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="keep"):
+        build_query(Domain.grid((2, 3)), "marginal", keep=keep)
