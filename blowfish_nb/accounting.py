@@ -493,8 +493,8 @@ class Session:
         if isinstance(mechanism, str) or self._reproducible:
             return
         raise InvalidParameterError(
-            f"mechanism must be 'auto' or the name of a vetted mechanism in this session, got a "
-            f"{type(mechanism).__name__} object: a caller-made mechanism can return exact answers under a vetted "
+            f"mechanism must be 'auto' or the name of a vetted mechanism in this session, got an object of type "
+            f"{type(mechanism).__name__}: a caller-made mechanism can return exact answers under a vetted "
             "name. Pass its name (see blowfish_nb.accessor.MECHANISMS), or have the curator open the session with "
             "reproducible=True (recorded in the ledger)"
         )
