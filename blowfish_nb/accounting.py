@@ -381,7 +381,13 @@ class Session:
         }
         state = json.loads(_canonical(state))  # exactly what load will read back
         state["integrity"] = _integrity(state, k)
-        Path(path).write_text(json.dumps(state, indent=1))
+        target = Path(path)
+        partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.partial")
+        try:
+            partial.write_text(json.dumps(state, indent=1))
+            os.replace(partial, target)  # a crash mid-write leaves the previous file, never half of one
+        finally:
+            partial.unlink(missing_ok=True)
 
     @classmethod
     def load(cls, path, data, key: bytes | str | None = None) -> "Session":
@@ -423,7 +429,7 @@ class Session:
         columns = list(s._attributes)
         frame = _schema_frame(data)
         found = _fingerprint(data, columns) if all(c in frame.columns for c in columns) else ""
-        if not hmac.compare_digest(_keyed_fingerprint(k, found), state["fingerprint"]):
+        if not _same(state["fingerprint"], _keyed_fingerprint(k, found)):
             raise SessionError(
                 f"the data do not match the session saved in {where!r} (columns {columns}); "
                 "open it on the same frame it was opened on"
