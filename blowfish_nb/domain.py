@@ -431,6 +431,10 @@ class Domain:
         shape = (shape,) if isinstance(shape, Integral) else tuple(shape)
         if not shape or any(isinstance(n, bool) or not isinstance(n, Integral) or n < 1 for n in shape):
             raise InvalidParameterError(f"shape must hold positive integers, got {shape!r}")
+        if max(shape) > CELL_LIMIT:
+            raise InvalidParameterError(
+                f"shape {shape!r} has an attribute of more than the {CELL_LIMIT:,} cells that can be materialised"
+            )
         names = tuple(names) if names is not None else tuple(f"x{i}" for i in range(len(shape)))
         return cls([OrderedAttribute(n, np.arange(s + 1, dtype=float)) for n, s in zip(names, shape)])
 

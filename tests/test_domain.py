@@ -134,3 +134,12 @@ def test_blocked_counts_equal_encode_and_catch_every_bad_value():
             with pytest.raises(DomainError) as b:
                 d.encode(bad_df)
             assert str(a.value) == str(b.value)
+
+
+def test_grid_refuses_an_attribute_beyond_the_cell_limit_before_allocating():
+    from blowfish_nb.domain import CELL_LIMIT
+
+    with pytest.raises(InvalidParameterError, match="10,000,000"):
+        Domain.grid(10**9)
+    with pytest.raises(InvalidParameterError, match="10,000,000"):
+        Domain.grid((2, CELL_LIMIT + 1))
