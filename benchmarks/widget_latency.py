@@ -89,7 +89,7 @@ def main() -> None:
     asyncio.run(in_kernel())
 
     session = df.blowfish.session(10.0, bins={"salary": K}, policy="line")
-    panel = AnalystPanel(session, alpha=200, beta=0.05, rng=0)
+    panel = AnalystPanel(session, alpha=200, beta=0.05)
     alphas = iter(np.linspace(100, 400, 1000))
     timed("analyst: α changed → quoted ε (histogram, line)", lambda: setattr(panel.alpha_text, "value",
                                                                             float(next(alphas))))
