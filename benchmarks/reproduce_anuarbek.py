@@ -1,6 +1,6 @@
 """Anuarbek, "Data-Dependent Blowfish Private Algorithm for Histogram Queries", §6 (Figs. 4 and 5), reproduced.
 
-Run: ``.venv/bin/python -m benchmarks.reproduce_anuarbek`` (writes benchmarks/results/anuarbek.md).
+Run: ``.venv/bin/python -m benchmarks.reproduce_anuarbek`` (writes benchmarks/results/anuarbek.md; about 75 s).
 
 Histogram workload, mean squared error per cell averaged over 5 runs, ε ∈ {0.001, 0.01, 0.1}:
 
@@ -39,6 +39,31 @@ MATCHING = {
     "Matching+Transformed": mechanisms.PartitionFirst("matching", split=0.5),
     "Matching ×3 rounds+Transformed": mechanisms.PartitionFirst("matching", split=0.5, rounds=3),
 }
+
+#: The data-dependent figures of the page before issue 13 (commit 372e78d: DAWA's partition floored its noisy
+#: costs, continuous Laplace noise), by column and "data@ε" (data = the label up to its first space).
+BEFORE_ISSUE13 = {
+    "DAWA (ε/2-DP, ε₁=0.25ε)": {
+        "A@0.001": 1.083e6, "A@0.01": 2.235e5, "A@0.1": 4752, "B@0.001": 9.182e6, "B@0.01": 1.421e5, "B@0.1": 3814,
+        "C@0.001": 9699, "C@0.01": 6063, "C@0.1": 3435, "D@0.001": 2.492e4, "D@0.01": 9331, "D@0.1": 605.6,
+        "E@0.001": 1.594e4, "E@0.01": 525.7, "E@0.1": 27.76, "F@0.001": 6.918e4, "F@0.01": 81.81, "F@0.1": 9.759,
+        "G@0.001": 1932, "G@0.01": 969.7, "G@0.1": 7.256, "B/2@0.001": 2.147e7, "B/2@0.01": 2.37e5, "B/2@0.1": 6781,
+        "tweets@0.001": 1.287e5, "tweets@0.01": 3.641e4, "tweets@0.1": 1432},
+    "DAWA+Transformed (ε₁=0.5ε)": {
+        "A@0.001": 9.049e5, "A@0.01": 1.137e5, "A@0.1": 1443, "B@0.001": 3.171e6, "B@0.01": 6.514e4, "B@0.1": 1204,
+        "C@0.001": 9637, "C@0.01": 6339, "C@0.1": 1998, "D@0.001": 2.612e4, "D@0.01": 3757, "D@0.1": 333.6,
+        "E@0.001": 1.48e4, "E@0.01": 387.7, "E@0.1": 16.73, "F@0.001": 6.841e4, "F@0.01": 66.57, "F@0.1": 9.103,
+        "G@0.001": 1931, "G@0.01": 494, "G@0.1": 5.95, "B/2@0.001": 6.435e6, "B/2@0.01": 1.237e5, "B/2@0.1": 2162,
+        "tweets@0.001": 1.576e5, "tweets@0.01": 3.015e4, "tweets@0.1": 703.3},
+    "Matching+Transformed": {
+        "B/2@0.001": 1.057e7, "B/2@0.01": 1.332e5, "B/2@0.1": 1659,
+        "tweets@0.001": 1.755e7, "tweets@0.01": 1.818e5, "tweets@0.1": 1938},
+    "Matching ×3 rounds+Transformed": {
+        "B/2@0.001": 5.15e7, "B/2@0.01": 4.789e5, "B/2@0.1": 1.488e4,
+        "tweets@0.001": 5.326e6, "tweets@0.01": 8.485e4, "tweets@0.1": 2048},
+}
+#: the paper's Fig. 4 finding before issue 13: DAWA + Transformed below DAWA in this many of the 21 cells
+BEFORE_WINS = 19
 
 
 def mse(mech, x, pol, eps, seeds) -> tuple[float, float]:
@@ -92,7 +117,15 @@ def main() -> None:
         "# Anuarbek §6 reproduced: data-dependent Blowfish histograms",
         "Command: `.venv/bin/python -m benchmarks.reproduce_anuarbek`. Mean squared error per cell of the "
         f"histogram, mean of {RUNS} runs (seeds 0–{RUNS - 1}). Policy G¹ (line) unless stated. Laplace and DAWA "
-        "are run as ε/2-differentially private algorithms, which is (ε, G)-Blowfish private for every G without ⊥.",
+        "are run as ε/2-differentially private algorithms, which is (ε, G)-Blowfish private for every G without ⊥. "
+        "Every released noise draw is discrete Laplace (whole-number noise).",
+        "**Which DAWA this is.** DAWA and the DAWA partition of DAWA + Transformed use our private L1 partition "
+        "(`mechanisms/dawa.py`): noise of scale (δ_B + max δ)/ε₁ on every interval's cost, single cells included, "
+        "**no floor** on the noisy costs, and a public penalty of 2 noise scales per bucket. The reference "
+        "implementation (DPComp, `cutil.cpp`), which the paper's DAWA figures come from, uses a smaller scale, no "
+        "noise on single cells and floors the noisy costs; built and run by the reviewer of issue 13 it violated "
+        "ε₁-DP by a factor of about 53 on a k = 8 case. Ours without the floor is the version the privacy hunter "
+        "(`blowfish_nb.analysis.hunt`, issue 13) must pass; the floored one is a fixture it must flag.",
         "## Fig. 4: seven data sets, 4,096 cells",
         markdown_table(["data", "ε", *BASE], rows4),
         f"**The paper's finding** (DAWA + Transformed below DAWA on every set): holds in {len(wins)} of {cells} "
@@ -113,8 +146,56 @@ def main() -> None:
         "`mechanism='auto'`, takes Laplace here); the partition-first methods answer the bucket counts under the "
         "projected (merged) grid with Transformed + Laplace, or with Laplace when the merged grid's stretch makes "
         "that better (decided from the released partition only).",
+        *changes({**res4, **res5, **resg}, len(wins), cells),
     ])
     publish(RESULTS, text)
+
+
+def changes(results: dict, wins: int, cells: int) -> list[str]:
+    """What issue 13 moved: this run's data-dependent figures against :data:`BEFORE_ISSUE13`."""
+    rows, ratios = [], {label: [] for label in BEFORE_ISSUE13}
+    for (name, eps, label), now in results.items():
+        key = f"{name.split(' ')[0]}@{eps:g}"
+        if label in BEFORE_ISSUE13 and key in BEFORE_ISSUE13[label]:
+            ratios[label].append((now / BEFORE_ISSUE13[label][key], key))
+    keys = sorted({k for r in ratios.values() for _, k in r}, key=lambda k: (k.split("@")[0], float(k.split("@")[1])))
+    for key in keys:
+        row = [key.split("@")[0], key.split("@")[1]]
+        for label in BEFORE_ISSUE13:
+            q = dict((k, v) for v, k in ratios[label])
+            row.append(f"{BEFORE_ISSUE13[label][key]:.4g} → {BEFORE_ISSUE13[label][key] * q[key]:.4g}" if key in q else "")
+        rows.append(row)
+    summary = "; ".join(
+        f"{label}: geometric mean {np.exp(np.mean(np.log([v for v, _ in r]))):.2f}× "
+        f"({min(r)[0]:.2f}× at {min(r)[1]} to {max(r)[0]:.2f}× at {max(r)[1]})" for label, r in ratios.items() if r)
+    return [
+        "## What issue 13 changed (against the page at commit 372e78d)",
+        "Two changes reach these figures: DAWA's private partition no longer floors its noisy interval costs at "
+        "the bucket cost (the floor broke the report-noisy-min argument and with it ε₁-DP) and carries a public "
+        "penalty of 2 noise scales per bucket instead; and every released noise draw is discrete Laplace "
+        "(variance 1/(2 sinh²(1/(2b))) instead of 2b²: Laplace and Transformed + Laplace move by less than 0.1 % "
+        "in expectation at these ε). The matching partitioner's selection noise is drawn by the new sampler "
+        "but is otherwise unchanged.",
+        f"The paper's Fig. 4 finding (DAWA + Transformed below DAWA) held in {BEFORE_WINS} of {cells} cells before; "
+        f"it holds in {wins} of {cells} now. Now / before, over every (data set, ε) where both exist: {summary}.",
+        markdown_table(["data", "ε", *(f"{label}: before → now" for label in BEFORE_ISSUE13)], rows),
+        CHANGES_WHY,
+    ]
+
+
+#: why the figures moved (written from the table above and the module notes of mechanisms/dawa.py)
+CHANGES_WHY = (
+    "**Why.** Without the floor the least-cost partition collects the negative draws of its noisy interval "
+    "costs, and the public penalty offsets that only in part at 4,096 cells: the partition keeps several hundred "
+    "buckets even where the data are sparse (`haney2015.md` counts them: about 440–550 at ε/2 = 0.0005 on every "
+    "DPBench set, where the floored one had 3–11 on the sparse ones). Every bucket total is measured with noise, "
+    "so both DAWA and DAWA + Transformed lost most at small ε on the sparse sets C–G, where at ε = 0.001 both are "
+    "now of the same order whatever the data. The paper's Fig. 4 finding holds as before, but as a comparison "
+    "between two weaker private algorithms, not as a gain: both columns are higher than before in every cell. "
+    "Matching + Transformed (one round) moved within run-to-run noise: its partition never had a floor, and only "
+    "its sampler changed; the three-round variant, likewise unfloored, moved more in one cell (see the summary). "
+    "On the tweet grid, DAWA + Transformed lost more than DAWA at ε = 0.001."
+)
 
 
 if __name__ == "__main__":
