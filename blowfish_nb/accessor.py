@@ -21,9 +21,8 @@ from .analysis import choose_mechanism
 from .analysis.selection import default_candidates
 from .domain import CELL_LIMIT, Domain, is_categorical_spec
 from .exceptions import DomainError, InvalidParameterError, PolicyError
-from .mechanisms import (
-    DAWA, Hierarchical, HThetaRanges, Laplace, Mechanism, Ordered, OrderedHierarchical, Privelet, Transformed,
-)
+from .mechanisms import REGISTRY, Laplace, Mechanism, by_name
+from .mechanisms.noise import check_scale
 from .policy import Policy, project
 from .queries import QUERIES, Query, build_query
 from .release import Release
@@ -36,12 +35,8 @@ POLICIES = ("dp", "bounded", "line", "threshold", "grid", "partition", "attribut
 #: the parameters each policy name takes; any other one given with it is refused, never ignored
 POLICY_PARAMS = {"threshold": ("theta",), "grid": ("theta",), "partition": ("blocks",),
                  "sensitive_attributes": ("attributes",)}
-MECHANISMS = {
-    "laplace": Laplace, "ordered": Ordered, "ordered-consistent": lambda: Ordered(consistent=True),
-    "hierarchical": Hierarchical, "privelet": Privelet, "ordered-hierarchical": OrderedHierarchical,
-    "transformed": Transformed, "transformed-consistent": lambda: Transformed(inner="consistent"),
-    "h-theta": HThetaRanges, "dawa": DAWA,
-}
+#: the vetted mechanism names (the registry of :mod:`blowfish_nb.mechanisms`)
+MECHANISMS = REGISTRY
 # CELL_LIMIT (from blowfish_nb.domain): domains larger than this are refused (the counts and the policy graph are
 # materialised); one attribute's bins are checked against it from the numbers, before anything is allocated
 
@@ -107,7 +102,10 @@ def release(
     projection : bool
         Answer on the coarsest partition supporting the query (BlowfishDB §3).
     rng : None, int or numpy.random.Generator
-        Source of randomness; an int seed is recorded in the provenance.
+        None (the default) draws the noise from OS entropy. An int seed or a
+        Generator makes the noise replayable by anyone who holds it: the
+        release is then marked so (``provenance["noise"]``), and the seed
+        itself is never recorded.
 
     Returns
     -------
@@ -124,7 +122,7 @@ def release(
     >>> df = datasets.salaries(n=1000, seed=1)
     >>> r = df.blowfish.release("cumulative", "age", bins=62, policy="line", epsilon=1.0, rng=0)
     >>> r.mechanism, round(r.expected_error, 4)  # noisy prefix sums; n is public under G^1 (no ⊥)
-    ('Transformed+Laplace', 1.9677)
+    ('Transformed+Laplace', 1.8116)
     """
     plan = prepare(df, query, columns, column=column, bins=bins, width=width, bounds=bounds, ranges=ranges,
                    keep=keep, policy=policy, theta=theta, blocks=blocks, attributes=attributes, constraints=constraints)
@@ -196,8 +194,8 @@ def release_counts(x: np.ndarray, plan: Plan, *, epsilon=None, accuracy=None, me
     >>> df = pd.DataFrame({"v": [0.5, 1.5, 1.7, 3.2]})
     >>> p = prepare(df, "histogram", "v", bins=4, bounds=(0, 4))
     >>> r = release_counts(p.domain.histogram(df), p, epsilon=1.0, rng=0)
-    >>> r.mechanism, r.expected_error, len(r.answers)
-    ('Laplace', 2.0, 4)
+    >>> r.mechanism, round(r.expected_error, 4), len(r.answers)  # discrete Laplace of scale 1: 2t/(1 − t)²
+    ('Laplace', 1.8413, 4)
     """
     return execute(x, plan_budget(plan, epsilon=epsilon, accuracy=accuracy, mechanism=mechanism,
                                   projection=projection), rng=rng)
@@ -236,7 +234,15 @@ def plan_budget(plan: Plan, *, epsilon=None, accuracy=None, mechanism="auto", pr
             )
     if acc is not None:
         eps = epsilon_for_accuracy(m, run.workload, run.policy, *acc)
+    # an ε too small to draw noise for is refused here, from public facts, before any row is read
+    scale = m.noise_scale(run.policy, eps) if hasattr(m, "noise_scale") else DATA_DEPENDENT_SCALE / eps
+    check_scale(scale, value=eps)
     return Budgeted(plan, run, m, table, eps, acc)
+
+
+#: the largest noise scale per unit of 1/ε a data-dependent mechanism draws (DAWA's partition at ratio 1/4 under a
+#: policy that moves records: (2 + 2)/(ε/8)), used to refuse a hopeless ε before the rows are read
+DATA_DEPENDENT_SCALE = 32.0
 
 
 def execute(x: np.ndarray, b: Budgeted, rng=None) -> Release:
@@ -244,11 +250,11 @@ def execute(x: np.ndarray, b: Budgeted, rng=None) -> Release:
     generator = as_generator(rng)
     m, run, eps = b.mechanism, b.run, b.epsilon
     answers = m.release(run.data(x), run.workload, run.policy, eps, rng=generator)
-    linear = getattr(m, "linear", False) or isinstance(m, HThetaRanges)
     try:
         expected = m.expected_error(run.workload, run.policy, eps)
     except InvalidParameterError:  # data-dependent mechanisms have no analytic figure
         expected = None
+    workload, pol = run.workload, run.policy
     return Release(
         answers=pd.Series(answers, index=b.plan.query.labels, name=f"noisy {b.plan.query.name}"),
         query=b.plan.query.name,
@@ -259,14 +265,27 @@ def execute(x: np.ndarray, b: Budgeted, rng=None) -> Release:
         columns=tuple(b.plan.columns),
         accuracy=b.accuracy,
         provenance={
-            "seed": int(rng) if isinstance(rng, Integral) and not isinstance(rng, bool) else None,
+            "noise": noise_source(rng),
             "mechanism": repr(m),
             "projected cells": run.cells if run.projected else None,
             "sensitivity": m.sensitivity(run.policy) if hasattr(m, "sensitivity") else None,
             "candidates": b.table,
         },
-        error_sampler=(lambda n, seed=0: error_draws(m, run.workload, run.policy, n, seed) / eps) if linear else None,
+        error_sampler=(lambda n, seed=0: error_draws(m, workload, pol, eps, n, seed)) if m.linear else None,
     )
+
+
+#: what ``provenance["noise"]`` says of a release whose caller chose the randomness
+SEEDED = "seeded: anyone with the seed can remove the noise"
+CALLER_GENERATOR = "caller's generator: anyone with a copy of it can remove the noise"
+OS_ENTROPY = "OS entropy"
+
+
+def noise_source(rng) -> str:
+    """How a release's noise was drawn, for its provenance (never the seed itself)."""
+    if rng is None:
+        return OS_ENTROPY
+    return CALLER_GENERATOR if isinstance(rng, np.random.Generator) else SEEDED
 
 
 def resolve_budget(epsilon, accuracy) -> tuple[float | None, tuple[float, float] | None]:
@@ -302,7 +321,7 @@ class _Run:
 def pick_mechanism(mechanism, run: _Run, accuracy: bool = False):
     """(mechanism, comparison table or None) for ``"auto"``, a name, or an instance."""
     if isinstance(mechanism, Mechanism):
-        if accuracy and not (getattr(mechanism, "linear", False) or isinstance(mechanism, HThetaRanges)):
+        if accuracy and not mechanism.linear:
             raise InvalidParameterError(
                 f"accuracy= needs a linear mechanism; {mechanism.name} post-processes or adapts to the data "
                 "(use epsilon= instead, or mechanism='auto')"
@@ -311,10 +330,10 @@ def pick_mechanism(mechanism, run: _Run, accuracy: bool = False):
     if mechanism == "auto":
         candidates = default_candidates(run.policy)
         if accuracy:
-            candidates = tuple(c for c in candidates if getattr(c, "linear", False) or isinstance(c, HThetaRanges))
+            candidates = tuple(c for c in candidates if c.linear)
         return choose_mechanism(run.workload, run.policy, 1.0, candidates=candidates)
     if isinstance(mechanism, str) and mechanism.lower() in MECHANISMS:
-        return pick_mechanism(MECHANISMS[mechanism.lower()](), run, accuracy)
+        return pick_mechanism(by_name(mechanism), run, accuracy)
     raise InvalidParameterError(
         f"mechanism must be 'auto', one of {sorted(MECHANISMS)} or a mechanism object, got {mechanism!r}"
     )

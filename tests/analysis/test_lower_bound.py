@@ -17,7 +17,8 @@ def direct(W, pol, eps):
         if v != BOTTOM:
             P[v, j] = -1
     s = np.linalg.svd(W.dense() @ P, compute_uv=False)
-    return 2 / eps**2 * s.sum() ** 2 / len(e) / W.shape[0]
+    t = np.exp(-eps)  # discrete Laplace at Δ = 1: variance 2t/(1 − t)² in place of 2/ε² (see the module notes)
+    return 2 * t / (1 - t) ** 2 * s.sum() ** 2 / len(e) / W.shape[0]
 
 
 POLS = [policy.dp(Domain.grid(12)), policy.line(Domain.grid(12)), policy.threshold(Domain.grid(12), 4),
