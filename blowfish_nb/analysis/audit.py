@@ -28,7 +28,7 @@ from ..exceptions import InvalidParameterError
 from ..policy import BOTTOM, Policy
 from ..workload import Workload, identity
 
-__all__ = ["audit", "AuditResult"]
+__all__ = ["audit", "AuditResult", "log_ratio_lower_bound"]
 
 
 @dataclass(frozen=True)
@@ -176,6 +176,47 @@ def _bound(sel0, sel1, ev0, ev1, thresholds, a) -> float:
 
 
 def _log_ratio(k_num, n_num, k_den, n_den, a) -> float:
-    lo = beta.ppf(a, k_num, n_num - k_num + 1) if k_num > 0 else 0.0
-    hi = beta.ppf(1 - a, k_den + 1, n_den - k_den) if k_den < n_den else 1.0
-    return math.log(lo / hi) if lo > 0 else -math.inf
+    return float(log_ratio_lower_bound(k_num, n_num, k_den, n_den, a))
+
+
+def log_ratio_lower_bound(k_num, n_num, k_den, n_den, alpha):
+    """Clopper–Pearson lower confidence bound on ln(p_num / p_den) from two binomial counts.
+
+    p_num is bounded below at level ``alpha`` (one-sided) from ``k_num``
+    successes in ``n_num`` runs, p_den above at level ``alpha`` from
+    ``k_den`` in ``n_den``; both hold together with probability ≥ 1 − 2α, and
+    then ln(p_num/p_den) ≥ the returned value (−inf when ``k_num`` = 0).
+    Vectorised over array arguments (numpy broadcasting).
+
+    Parameters
+    ----------
+    k_num, n_num : int or array
+        Occurrences of the event and runs on the numerator's database.
+    k_den, n_den : int or array
+        The same on the denominator's database.
+    alpha : float or array
+        One-sided level of each of the two bounds.
+
+    Returns
+    -------
+    float or array
+        The lower bound on the log-ratio.
+
+    Examples
+    --------
+    >>> round(float(log_ratio_lower_bound(900, 1000, 100, 1000, 0.005)), 3)
+    1.929
+    >>> float(log_ratio_lower_bound(0, 1000, 10, 1000, 0.005))
+    -inf
+    """
+    k_num, n_num, k_den, n_den, alpha = np.broadcast_arrays(
+        *(np.asarray(v, dtype=float) for v in (k_num, n_num, k_den, n_den, alpha)))
+    lo = np.zeros(k_num.shape)
+    hit = k_num > 0
+    lo[hit] = beta.ppf(alpha[hit], k_num[hit], n_num[hit] - k_num[hit] + 1)
+    hi = np.ones(k_den.shape)
+    below = k_den < n_den
+    hi[below] = beta.ppf(1 - alpha[below], k_den[below] + 1, n_den[below] - k_den[below])
+    with np.errstate(divide="ignore"):
+        out = np.where(lo > 0, np.log(np.where(lo > 0, lo, 1.0) / hi), -np.inf)
+    return float(out) if out.ndim == 0 else out

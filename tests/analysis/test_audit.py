@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from blowfish_nb import Domain, mechanisms, policy, workload
-from blowfish_nb.analysis import audit
+from blowfish_nb.analysis import audit, log_ratio_lower_bound
+from tests.fixtures import HalfNoiseLaplace
 
 POLICIES = {
     "line": policy.line(Domain.grid(8)),
@@ -13,15 +14,6 @@ POLICIES = {
     "grid": policy.grid((4, 4), 1),
 }
 LINEAR = [mechanisms.Laplace(), mechanisms.Ordered(), mechanisms.Hierarchical(2), mechanisms.Privelet()]
-
-
-class HalfNoiseLaplace(mechanisms.Laplace):
-    """Deliberately broken: noise scaled to half the sensitivity."""
-
-    name = "Laplace with half the noise"
-
-    def noise_scale(self, policy, epsilon):
-        return super().noise_scale(policy, epsilon) / 2
 
 
 @pytest.mark.parametrize("mech", LINEAR, ids=repr)
@@ -36,7 +28,7 @@ def test_shipped_mechanisms_show_no_violation(mech, pol_name):
 
 def test_consistent_ordered_shows_no_violation():
     pol = POLICIES["threshold4"]
-    result = audit(mechanisms.Ordered(consistent=True), pol, 1.0, workload=workload.prefix(8), samples=4_000, rng=2)
+    result = audit(mechanisms.Ordered(consistent=True), pol, 1.0, workload=workload.prefix(8), samples=1_000, rng=2)
     assert not result.violation, str(result)
 
 
@@ -61,3 +53,16 @@ def test_sample_matches_release_distribution():
     mse = np.mean((draws - W @ x) ** 2, axis=1)
     se = mse.std(ddof=1) / np.sqrt(len(mse))
     assert abs(mse.mean() - m.expected_error(W, pol, 0.5)) <= 3 * se
+
+
+def test_clopper_pearson_log_ratio_matches_its_definition():
+    from scipy.stats import beta
+
+    a = 0.01
+    for k_num, k_den, n in ((900, 100, 1000), (5, 0, 50), (50, 50, 50), (1, 7, 20)):
+        lo = beta.ppf(a, k_num, n - k_num + 1)
+        hi = beta.ppf(1 - a, k_den + 1, n - k_den) if k_den < n else 1.0
+        assert log_ratio_lower_bound(k_num, n, k_den, n, a) == pytest.approx(np.log(lo / hi))
+    assert log_ratio_lower_bound(0, 10, 0, 10, a) == -np.inf
+    vec = log_ratio_lower_bound(np.array([900, 5]), np.array([1000, 50]), np.array([100, 0]), np.array([1000, 50]), a)
+    assert vec.shape == (2,) and vec[0] == pytest.approx(log_ratio_lower_bound(900, 1000, 100, 1000, a))
