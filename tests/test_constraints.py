@@ -126,7 +126,8 @@ def test_release_with_constraints_uses_laplace_with_that_sensitivity():
     r = df.blowfish.release("histogram", ["A", "B"], bins=bins, policy="bounded", epsilon=0.5, rng=0,
                             constraints=lambda d: constraints.marginal(d, ["A"]))
     assert r.mechanism == "Laplace" and r.provenance["sensitivity"] == 4.0  # 2·size(C), Thm 8.4
-    assert r.expected_error == pytest.approx(2 * (4.0 / 0.5) ** 2)
+    t = np.exp(-0.5 / 4.0)  # discrete Laplace of scale Δ/ε = 8: variance 2t/(1 − t)²
+    assert r.expected_error == pytest.approx(2 * t / (1 - t) ** 2)
     assert "known counts" in r.policy.summary()
     with pytest.raises(InvalidParameterError, match="query='histogram'"):
         df.blowfish.release("cumulative", ["A", "B"], bins=bins, policy="bounded", epsilon=0.5,

@@ -393,15 +393,15 @@ class CuratorExplorer(w.VBox):
         k = self.domain.size
         if key != self._tradeoff_key:
             thetas = np.unique(np.round(np.geomspace(1, max(1, k - 1), num=min(10, max(1, k - 1)))).astype(int))
-            errors = []
-            for t in thetas:
-                b = self._budgeted(resolve_policy("threshold", self.domain, theta=int(t)), query, 1.0)
-                errors.append(b.mechanism.expected_error(b.run.workload, b.run.policy, 1.0))
-            self._thetas, self._errors_at_1 = thetas, np.asarray(errors)
+            plans = [self._budgeted(resolve_policy("threshold", self.domain, theta=int(t)), query, 1.0) for t in thetas]
+            # the error at each plotted ε (discrete noise: not exactly ∝ 1/ε², so each one is computed)
+            self._tradeoff_errors = {eps: np.array([b.mechanism.expected_error(b.run.workload, b.run.policy, eps)
+                                                    for b in plans]) for eps in self._tradeoff_eps}
+            self._thetas = thetas
             self._tradeoff_key = key
         with self.tradeoff.hold_sync():
             for eps, line, dots in zip(self._tradeoff_eps, self.tradeoff_lines, self.tradeoff_points):
-                rms = np.sqrt(self._errors_at_1) / eps  # data-independent mechanisms: error ∝ 1/ε²
+                rms = np.sqrt(self._tradeoff_errors[eps])
                 line.x, line.y = self._thetas.astype(float), rms
                 dots.x, dots.y = self._thetas.astype(float), rms
             here = self.theta if self.family_dropdown.value == "threshold" else np.nan

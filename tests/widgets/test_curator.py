@@ -11,6 +11,12 @@ from blowfish_nb.queries import build_query
 from blowfish_nb.widgets import CuratorExplorer, Explorer
 
 
+def dlap_var(b):
+    """Variance 2t/(1 − t)² of the discrete Laplace noise of scale b (t = e^{−1/b})."""
+    t = np.exp(-1.0 / b)
+    return 2 * t / (1 - t) ** 2
+
+
 @pytest.fixture
 def ex():
     return CuratorExplorer(datasets.salaries(n=1500, seed=5), column="salary", bins=25, theta=2, rng=0)
@@ -23,10 +29,10 @@ def test_initial_state(ex):
     np.testing.assert_array_equal(ex.noisy_bars.y, ex.release.answers.to_numpy())
     assert len(ex.canvas.nodes) == 25 and len(ex.canvas.edges) == 24 + 23
     # threshold policy, histogram: Δ = 2, so 2·(Δ/ε)² = 8 per bin at ε = 1
-    assert ex.release.expected_error == pytest.approx(8.0)
-    assert "Laplace" in ex.readout.value and "<b>8</b>" in ex.readout.value
+    assert ex.release.expected_error == pytest.approx(dlap_var(2 / 1.0))  # Laplace, Δ = 2, ε = 1
+    assert "Laplace" in ex.readout.value and "<b>7.835</b>" in ex.readout.value
     assert ex.canvas.facts["sensitivity"] == 2.0 and ex.recomputations == 1
-    se = np.sqrt(8.0)
+    se = np.sqrt(dlap_var(2.0))
     np.testing.assert_allclose(ex.band.y, np.vstack([ex.true_bars.y - 2 * se, ex.true_bars.y + 2 * se]))
 
 
@@ -35,7 +41,7 @@ def test_epsilon_slider_makes_one_new_release(ex):
     ex.epsilon_slider.set_state({"value": 0.1})  # what the front end sends
     assert ex.release.epsilon == pytest.approx(0.1) and ex.recomputations == 2
     assert not np.allclose(ex.noisy_bars.y, before)
-    assert ex.release.expected_error == pytest.approx(2 * (2 / 0.1) ** 2)
+    assert ex.release.expected_error == pytest.approx(dlap_var(2 / 0.1))
     np.testing.assert_array_equal(ex.true_bars.y, ex.true_answers.to_numpy())  # truth unchanged
 
 
@@ -97,8 +103,8 @@ def test_brushing_a_range_shows_its_true_and_noisy_answer(ex):
     text = ex.range_readout.value
     assert "bins 3–5" in text
     assert f"true <b>{x[3:6].sum():,.0f}</b>" in text and f"noisy <b>{answers[3:6].sum():,.1f}</b>" in text
-    # Laplace with Δ = 2 on three cells: variance 3 · 2 · (2/ε)², one standard error shown
-    assert f"±{np.sqrt(3 * 2 * 4):.3g}" in text
+    # Laplace with Δ = 2 on three cells: three times the discrete Laplace variance at scale 2/ε, one standard error
+    assert f"±{np.sqrt(3 * dlap_var(2.0)):.3g}" in text
     ex.query_dropdown.value = "cumulative"
     answers = ex.release.answers.to_numpy()
     assert f"noisy <b>{answers[5] - answers[2]:,.1f}</b>" in ex.range_readout.value
