@@ -34,7 +34,7 @@ from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
 from ..policy import Policy
 from ..ranges import Boxes, as_ranges
-from ..workload import DENSE_LIMIT, Identity, Kron, Workload
+from ..workload import DENSE_LIMIT, Identity, Kron, Total, Workload
 from . import noise
 from .factors import Factor, IdentityFactor, PrefixFactor, TreeFactor
 
@@ -241,6 +241,12 @@ class MatrixMechanism(Mechanism):
             for axis, op in enumerate(ops):
                 out *= self.factor.range_variances(op, workload.lo[:, axis], workload.hi[:, axis])
             return out
+        axes = _axis_ranges(workload, policy.domain.shape) if len(ops) > 1 else None
+        if axes is not None:  # a product of per-axis ranges (histograms, marginals): rows in C order
+            out = np.ones(1)
+            for op, (lo, hi) in zip(ops, axes):
+                out = np.multiply.outer(out, self.factor.range_variances(op, lo, hi)).reshape(-1)
+            return out
         return self._dense_variances(workload, policy, ops)
 
     def _dense_variances(self, workload, policy, ops) -> np.ndarray:
@@ -306,6 +312,29 @@ def _check_histogram(x, k: int) -> np.ndarray:
     if not np.all(np.isfinite(x)) or (x < 0).any() or not np.all(x == np.round(x)):
         raise InvalidParameterError("x must hold whole, non-negative counts (a histogram of records)")
     return x
+
+
+def _axis_ranges(workload: Workload, shape) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Per-axis (lo, hi) when every row of ``workload`` is a box: the Cartesian product of one range per axis.
+
+    The identity over the whole grid (the multi-column histogram) and Kronecker
+    products of 1-D range workloads and totals (marginals) qualify; their rows
+    run in C order, the order of the product's rows.
+    """
+    if isinstance(workload, Identity) and workload.shape[1] == int(np.prod(shape)):
+        return [(np.arange(k), np.arange(k)) for k in shape]
+    if not isinstance(workload, Kron) or tuple(workload.cell_shape) != tuple(shape):
+        return None
+    axes = []
+    for f, k in zip(workload.factors, shape):
+        if isinstance(f, Total):
+            axes.append((np.zeros(1, dtype=np.intp), np.full(1, k - 1, dtype=np.intp)))
+            continue
+        r = as_ranges(f)
+        if r is None:
+            return None
+        axes.append((r.lo, r.hi))
+    return axes
 
 
 def apply_rows(workload: Workload, X: np.ndarray, scratch: bool = False) -> np.ndarray:
