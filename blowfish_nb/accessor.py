@@ -276,8 +276,8 @@ def execute(x: np.ndarray, b: Budgeted, rng=None) -> Release:
 
 
 #: what ``provenance["noise"]`` says of a release whose caller chose the randomness
-SEEDED = "seeded: anyone with the seed can remove the noise"
-CALLER_GENERATOR = "caller's generator: anyone with a copy of it can remove the noise"
+SEEDED = "seeded — anyone with the seed can remove the noise"
+CALLER_GENERATOR = "drawn from the caller's generator — anyone with a copy of it can remove the noise"
 OS_ENTROPY = "OS entropy"
 
 

@@ -149,10 +149,15 @@ class Release:
             "" if p.has_bottom else
             " Under this policy records never appear or vanish, so the number of records is treated as public."
         )
+        source = str(self.provenance.get("noise", ""))
+        replayable = (
+            f" Caution: {source}; the guarantee holds only against whoever does not hold it."
+            if source and source != "OS entropy" else ""
+        )
         return (
             f"({self.epsilon:g}, G)-Blowfish private, G = {p.summary()}: {what} changes the "
             f"probability of any output by a factor of at most e^{self.epsilon:g} ≈ {math.exp(self.epsilon):.3g}; "
-            f"values d edges apart are protected at e^({self.epsilon:g}·d).{public_n}"
+            f"values d edges apart are protected at e^({self.epsilon:g}·d).{public_n}{replayable}"
         )
 
     def _error_text(self) -> str:

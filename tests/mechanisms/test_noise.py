@@ -133,3 +133,13 @@ def test_absurdly_small_epsilon_is_refused_not_released(eps):
     with pytest.raises(InvalidParameterError, match="epsilon"):
         s.release("histogram", "age", epsilon=eps)
     assert s.spent == 0.0
+
+
+def test_privacy_statement_warns_when_the_noise_is_replayable():
+    df = datasets.salaries(n=300, seed=1)
+    kw = dict(bins=10, bounds=(0, 100), epsilon=1.0)
+    seeded = df.blowfish.release("histogram", "age", rng=3, **kw).privacy_statement()
+    fresh = df.blowfish.release("histogram", "age", **kw).privacy_statement()
+    generator = df.blowfish.release("histogram", "age", rng=np.random.default_rng(3), **kw)
+    assert "anyone with the seed can remove the noise" in seeded and "Caution" not in fresh
+    assert generator.provenance["noise"].startswith("drawn from the caller's generator")
