@@ -9,7 +9,6 @@ histogram; everything after works on the counts (:func:`release_counts`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from numbers import Integral
 
 import numpy as np
 import pandas as pd

@@ -516,7 +516,7 @@ class Session:
         return cols
 
     def _column_policy(self, column: str, spec) -> Policy:
-        from .accessor import resolve_policy
+        from .accessor import check_policy_params, resolve_policy
 
         if isinstance(spec, Mapping):
             if column not in spec:
@@ -529,6 +529,7 @@ class Session:
                 pol = resolve_policy(spec, sub)
             elif isinstance(spec, tuple) and len(spec) == 2:
                 params = spec[1] if isinstance(spec[1], Mapping) else {"theta": spec[1]}
+                check_policy_params(spec[0], **params)  # ("dp", 3): a θ the policy does not take is refused
                 pol = resolve_policy(spec[0], sub, **params)
             else:
                 pol = resolve_policy(spec, sub)

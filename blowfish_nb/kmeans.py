@@ -111,7 +111,7 @@ def kmeans(data: pd.DataFrame, columns, k: int, policy="dp", epsilon: float = 1.
     >>> sorted(np.round(r.centroids["a"]).tolist())  # the bins' centres 1.5 and 9.5, give or take the noise
     [2.0, 10.0]
     """
-    from .accessor import domain_for, resolve_policy
+    from .accessor import check_policy_params, domain_for, resolve_policy
 
     epsilon = check_epsilon(epsilon)
     if method not in METHODS:
@@ -126,6 +126,7 @@ def kmeans(data: pd.DataFrame, columns, k: int, policy="dp", epsilon: float = 1.
     for a in domain.attributes:
         if not isinstance(a, OrderedAttribute):
             raise InvalidParameterError(f"k-means needs ordered columns; {a.name!r} is categorical")
+    check_policy_params(policy, theta=theta)  # a θ given with a policy that takes none is refused, not ignored
     pol = resolve_policy(policy, domain, theta=theta)
     x = domain.histogram(data).astype(float)
     coords = _cell_centres(domain)

@@ -365,3 +365,15 @@ def test_malformed_policies_raise_policy_error(build, words):
         build()
     for word in words:
         assert word in str(info.value), (word, str(info.value))
+
+
+def test_theta_with_a_policy_that_takes_none_is_refused_in_sessions_and_kmeans():
+    """Issue 13 §6: θ with policy="dp" was silently ignored (the accessor refuses it; sessions and k-means too)."""
+    from blowfish_nb import datasets
+    from blowfish_nb.exceptions import InvalidParameterError
+
+    df = datasets.salaries(n=300, seed=1)
+    with pytest.raises(InvalidParameterError, match="theta=3"):
+        df.blowfish.session(1.0, bins={"age": 10}, bounds={"age": (0, 100)}, policy={"age": ("dp", 3)})
+    with pytest.raises(InvalidParameterError, match="theta=3"):
+        df.blowfish.kmeans("age", 2, policy="dp", theta=3, bins=10, bounds=(0, 100))

@@ -115,8 +115,10 @@ class Mechanism(ABC):
                          for _ in range(size)])
 
     def privacy(self, policy: Policy, epsilon: float) -> str:
-        """The guarantee in words."""
+        """The guarantee in words (none for a policy with no edge)."""
         epsilon = check_epsilon(epsilon)
+        if policy.protects_nothing:
+            return f"no privacy: G = {policy.summary()} has no edge, so ε = {epsilon:g} protects no pair of values"
         return f"({epsilon:g}, G)-Blowfish private for G = {policy.summary()}"
 
 
