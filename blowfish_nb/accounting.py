@@ -322,15 +322,28 @@ class Session:
                 ) from None
             try:
                 result = execute(x, budgeted, rng=rng)
-            except BlowfishError as exc:
-                raise type(exc)(
+            except Exception as exc:
+                # Whether a release fails once the rows are read may depend on the data: a free retry would be a
+                # free query. The reservation is charged and the ledger says so.
+                failed = _failed_entry(budgeted, cols, mechanism, self._reproducible)
+                with self._lock:
+                    del self._reservations[token]
+                    self._entries.append(failed)
+                token = None
+                message = (
                     f"the release on {cols} failed after the rows were read ({type(exc).__name__}); its details "
-                    "are withheld because they may depend on the data. Nothing was released or charged"
-                ) from None
+                    f"are withheld because they may depend on the data, and its ε = {budgeted.epsilon:.4g} was "
+                    "charged (whether it fails may itself depend on the data). Nothing was released")
+                try:
+                    withheld = type(exc)(message)
+                except Exception:  # an exception class with another constructor
+                    withheld = BlowfishError(message)
+                raise withheld from None
             entry = _entry(result, cols, mechanism, self._reproducible)
         except BaseException:
-            with self._lock:
-                del self._reservations[token]
+            if token is not None:
+                with self._lock:
+                    del self._reservations[token]
             raise
         with self._lock:  # one step: the reservation becomes the charge
             del self._reservations[token]
@@ -612,6 +625,24 @@ def _entry(result: Release, cols: list[str], mechanism, reproducible: bool) -> d
         "mechanism": name,
         "expected_error": None if expected is None else float(expected),
         "accuracy": None if result.accuracy is None else [float(v) for v in result.accuracy],
+        "reproducible": bool(reproducible),
+    }
+
+
+def _failed_entry(budgeted, cols: list[str], mechanism, reproducible: bool) -> dict:
+    """The ledger entry of a release that failed after the rows were read (charged, nothing released)."""
+    name = getattr(budgeted.mechanism, "name", str(budgeted.mechanism))
+    if not isinstance(mechanism, str):
+        name = f"{name} (caller-made {type(mechanism).__qualname__} object)"
+    return {
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "query": str(budgeted.plan.query.name),
+        "columns": ", ".join(cols),
+        "epsilon": float(budgeted.epsilon),
+        "policy": budgeted.plan.policy.summary(),
+        "mechanism": f"{name} — failed after reading the rows; charged, nothing released",
+        "expected_error": None,
+        "accuracy": None if budgeted.accuracy is None else [float(v) for v in budgeted.accuracy],
         "reproducible": bool(reproducible),
     }
 

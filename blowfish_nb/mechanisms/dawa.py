@@ -351,13 +351,22 @@ class _GreedyTree:
         weight_v · (total + DLap(scale/weight_v)), so one changed count moves
         the privacy loss by Σ_path weight/scale = 1/scale (the weights along a
         root-to-leaf path sum to 1).
+
+        A row whose weight is so small that scale/weight exceeds the largest
+        noise scale drawn (:data:`.noise.MAX_SCALE`; greedy weights multiply
+        down the levels) is not measured at all: its y stays 0, a row of
+        negligible precision in the least squares. Which rows those are
+        follows from the partition and the workload alone, so the release
+        never fails on a data-dependent condition.
         """
         cum = np.r_[0.0, np.cumsum(totals)]
         node_totals = cum[self.hi] - cum[self.lo]
-        measured = self.weight > 0
         y = np.zeros(self.weight.size)
+        with np.errstate(divide="ignore"):
+            row_scale = np.where(self.weight > 0, scale / np.where(self.weight > 0, self.weight, 1.0), np.inf)
+        measured = row_scale <= noise.MAX_SCALE
         w = self.weight[measured]
-        y[measured] = w * noise.noisy(node_totals[measured], scale / w, rng)
+        y[measured] = w * noise.noisy(node_totals[measured], row_scale[measured], rng)
         return self.solve(y)
 
     def solve(self, y: np.ndarray) -> np.ndarray:
