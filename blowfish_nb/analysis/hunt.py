@@ -200,7 +200,7 @@ def partition_probe(mechanism, policy: Policy, epsilon: float) -> Probe:
         "(it has neither partitions(x, policy, epsilon, size, rng) nor partition(x, policy, epsilon, rng))")
 
 
-def l1_partition_probe(partition=None, epsilon: float = 1.0, bucket_cost: float = 1.0,
+def l1_partition_probe(partition=None, epsilon: float = 1.0, bucket_cost: float | None = None,
                        name: str | None = None) -> Probe:
     """Probe DAWA's step 1 called directly: ``partition(x, epsilon, bucket_cost, rng, size=n)``, batched.
 
@@ -212,6 +212,11 @@ def l1_partition_probe(partition=None, epsilon: float = 1.0, bucket_cost: float 
     partition : callable, optional
         Default :func:`blowfish_nb.mechanisms.dawa.l1_partition`; any
         function with its signature returning a (n, k) bucket-start mask.
+    epsilon : float
+        ε₁, the partition's budget (and its claim).
+    bucket_cost : float, optional
+        Default 1/ε₂ as DAWA sets it for its default ratio r = 0.25 of the
+        budget: ε₂ = ε₁(1 − r)/r, so 1/3 at ε₁ = 1.
 
     Examples
     --------
@@ -222,6 +227,11 @@ def l1_partition_probe(partition=None, epsilon: float = 1.0, bucket_cost: float 
     if partition is None:
         from ..mechanisms.dawa import l1_partition as partition
     epsilon = check_epsilon(epsilon)
+    if bucket_cost is None:
+        from ..mechanisms import DAWA
+
+        ratio = DAWA().ratio
+        bucket_cost = ratio / ((1 - ratio) * epsilon)
     bucket_cost = check_epsilon(bucket_cost, "bucket_cost")
 
     def draw(x, size, rng):
@@ -265,6 +275,8 @@ class HuntResult:
         return self.table.iloc[0]
 
     def __str__(self) -> str:
+        if not len(self.table):
+            return f"{self.mechanism} ({self.output}) under {self.policy}: no candidate event to confirm"
         w = self.worst
         where = f"x = {w['x']}, {w['edge']}, event {w['event']}"
         verdict = (f"VIOLATION: privacy loss ≥ {self.lower_bound:.3f} > ε = {self.epsilon:g} at {where}"
@@ -654,7 +666,8 @@ def _threshold_events(y0, y1, thresholds, confirm, z, views):
         m0, m1 = v0.mean(axis=0), v1.mean(axis=0)
         d = m0 - m1
         se = np.sqrt(v0.var(axis=0) / n0 + v1.var(axis=0) / n1)
-        stats += [(_Linear(V[:, j]), f"{name}[{j}]") for j in range(q)]
+        if name == "answer" or q <= 2 * MAX_CELLS:  # wide extra views (a 2-D tree's measurements): projection, box
+            stats += [(_Linear(V[:, j]), f"{name}[{j}]") for j in range(q)]
         if np.abs(d).sum() > 0 and np.count_nonzero(d) > 1:
             stats.append((_Linear(V @ (d / np.abs(d).sum())), f"{name}: projection on the mean difference"))
         moved = np.flatnonzero(np.abs(d) > 3 * se)
