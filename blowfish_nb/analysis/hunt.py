@@ -757,12 +757,12 @@ def _cached_draw(probe: Probe, x: np.ndarray, size: int, rng, cache: dict):
 
 
 def _vectorised(mechanism) -> bool:
-    """Whether ``sample`` is vectorised: a linear mechanism whose class overrides the default loop ``_sample``."""
+    """Whether ``sample`` is vectorised: a linear mechanism whose class overrides the default loop of ``Mechanism``."""
     from ..mechanisms import Mechanism
 
-    default = getattr(Mechanism, "_sample", None)
-    own = getattr(type(mechanism), "_sample", None)
-    return bool(getattr(mechanism, "linear", False)) and (default is None or own is not default)
+    overridden = [getattr(type(mechanism), name, None) is not getattr(Mechanism, name, None)
+                  for name in ("sample", "_sample")]
+    return bool(getattr(mechanism, "linear", False)) and any(overridden)
 
 
 def _views(mechanism, policy: Policy, W: Workload) -> tuple:
