@@ -56,7 +56,7 @@ def main() -> None:
         "count gets discrete Laplace noise. The reference implementation's partition (DPComp `cutil.cpp`: "
         "smaller scale, no noise on single cells, the floor) violated ε₁-DP by a factor of about 53 on a k = 8 "
         "case in the issue-13 review; ours without the floor is the version the privacy hunter "
-        "(`blowfish_nb.analysis.hunt`) must pass. The accuracy of these releases is in `anuarbek.md`.",
+        "(`blowfish_nb.analysis.hunt`) passes (`privacy_hunt.md`: lower bound 0.487 ≤ ε₁ = 1). The accuracy of these releases is in `anuarbek.md`.",
     ])
     publish(RESULTS, text)
 
