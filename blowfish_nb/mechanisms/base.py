@@ -85,10 +85,7 @@ class Mechanism(ABC):
             None draws from OS entropy; a seed makes the noise replayable by
             anyone who knows it (tests and teaching only).
         """
-        epsilon = check_epsilon(epsilon)
-        rng = as_generator(rng)
-        x = _check_histogram(x, policy.domain.size)
-        _check_workload(workload, x.size)
+        x, epsilon, rng = _checked(x, workload, policy, epsilon, rng)
         return np.asarray(self._release(x, workload, policy, epsilon, rng), dtype=float)
 
     @abstractmethod
@@ -102,10 +99,7 @@ class Mechanism(ABC):
         Linear mechanisms override :meth:`_sample` with a vectorised form; the
         default runs :meth:`_release` ``size`` times.
         """
-        epsilon = check_epsilon(epsilon)
-        rng = as_generator(rng)
-        x = _check_histogram(x, policy.domain.size)
-        _check_workload(workload, x.size)
+        x, epsilon, rng = _checked(x, workload, policy, epsilon, rng)
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise InvalidParameterError(f"size must be a positive integer, got {size!r}")
         return self._sample(x, workload, policy, epsilon, int(size), rng)
@@ -305,6 +299,15 @@ class ColumnSlice(Workload):
 
     def dense(self):
         return self.base.dense()[:, : self.shape[1]]
+
+
+def _checked(x, workload, policy: Policy, epsilon, rng):
+    """The public door's checks, once: (histogram, ε, generator)."""
+    epsilon = check_epsilon(epsilon)
+    rng = as_generator(rng)
+    x = _check_histogram(x, policy.domain.size)
+    _check_workload(workload, x.size)
+    return x, epsilon, rng
 
 
 def _check_histogram(x, k: int) -> np.ndarray:

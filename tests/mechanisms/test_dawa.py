@@ -9,6 +9,7 @@ from scipy.stats import beta
 
 from blowfish_nb import Domain, mechanisms, policy, workload
 from blowfish_nb.analysis import audit
+from blowfish_nb.analysis.audit import log_ratio_lower_bound
 from blowfish_nb.exceptions import InvalidParameterError
 from blowfish_nb.mechanisms.dawa import _GreedyTree, dawa_estimate, hilbert_order, l1_partition
 from blowfish_nb.mechanisms import noise as noise_mod
@@ -249,14 +250,8 @@ def _partition_loss_lower_bound(partition, x, x1, n, a=0.01):
     c0 = np.array([(codes[0] == k).sum() for k in keys])
     c1 = np.array([(codes[1] == k).sum() for k in keys])
     a = a / (2 * len(keys))
-    worst = 0.0
-    for num, den in ((c0, c1), (c1, c0)):
-        for p, q in zip(num, den):
-            if p:
-                lo = beta.ppf(a, p, n - p + 1)
-                hi = beta.ppf(1 - a, q + 1, n - q) if q < n else 1.0
-                worst = max(worst, math.log(lo / hi))
-    return worst
+    bounds = np.r_[log_ratio_lower_bound(c0, n, c1, n, a), log_ratio_lower_bound(c1, n, c0, n, a)]
+    return max(0.0, float(np.max(bounds)))
 
 
 def test_issue_13_partition_case_stays_within_epsilon():
