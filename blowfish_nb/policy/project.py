@@ -73,6 +73,21 @@ def project(policy: Policy, partition) -> Projection:
     k = policy.domain.size
     block_of = _block_ids(partition, k)
     m = int(block_of.max()) + 1
+    # a family with a closed form answers itself (e.g. Threshold on runs of a line)
+    hook = getattr(policy, "projected_pairs", None)
+    closed = hook(block_of, m) if hook is not None else None
+    lo, hi, complete = closed if closed is not None else _walk_edges(policy, block_of, m)
+    preserves = bool(np.all(complete))
+    edges = [(int(a), "⊥" if b == m else int(b)) for a, b in zip(lo.tolist(), hi.tolist())]
+    domain = _projected_domain(policy.domain, block_of, m)
+    matrix = sp.csr_array((np.ones(k), (block_of, np.arange(k))), shape=(m, k))
+    with derived():  # no edge left is normal here (every edge inside one block): the policy itself warned if empty
+        projected = Custom(domain, edges, bottom=policy.has_bottom)
+    return Projection(projected, block_of, matrix, preserves)
+
+
+def _walk_edges(policy: Policy, block_of: np.ndarray, m: int):
+    """Joined block pairs (``hi == m`` is ⊥) from every edge, and whether each pair's cells are all joined."""
     sizes = np.bincount(block_of, minlength=m)
     pair_counts: dict[int, int] = {}
     for u, v in policy.edge_chunks():
@@ -87,13 +102,7 @@ def project(policy: Policy, partition) -> Projection:
     lo, hi = keys // (m + 1), keys % (m + 1)
     counts = np.array([pair_counts[key] for key in keys.tolist()], dtype=np.int64)
     full = np.where(hi == m, sizes[lo], sizes[lo] * sizes[np.minimum(hi, m - 1)])
-    preserves = bool(np.all(counts == full))
-    edges = [(int(a), "⊥" if b == m else int(b)) for a, b in zip(lo, hi)]
-    domain = _projected_domain(policy.domain, block_of, m)
-    matrix = sp.csr_array((np.ones(k), (block_of, np.arange(k))), shape=(m, k))
-    with derived():  # no edge left is normal here (every edge inside one block): the policy itself warned if empty
-        projected = Custom(domain, edges, bottom=policy.has_bottom)
-    return Projection(projected, block_of, matrix, preserves)
+    return lo, hi, counts == full
 
 
 def _block_ids(partition, k: int) -> np.ndarray:
