@@ -115,6 +115,57 @@ class Release:
             layout=w.Layout(width="100%", height="320px"),
         )
 
+    def range_answer(self, lo: int, hi: int) -> float:
+        """The noisy count of bins ``lo`` … ``hi`` (inclusive bin numbers), derived from this release.
+
+        A histogram release gives the sum of its answers over the range, a
+        cumulative one the difference of two prefix answers, C[hi] − C[lo − 1]
+        (C[hi] alone when ``lo`` is 0). Both are post-processing of the
+        released answers: no extra budget, the same (ε, G) guarantee.
+        :func:`blowfish_nb.units.range_label` names the range in data units.
+
+        Parameters
+        ----------
+        lo, hi : int
+            First and last bin of the range, 0 ≤ lo ≤ hi < number of bins.
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        InvalidParameterError
+            For a release the range is not derivable from (queries other than
+            the histogram and the cumulative histogram, or several columns), or
+            bins outside the domain.
+
+        Examples
+        --------
+        >>> from blowfish_nb import Domain, policy
+        >>> line = policy.line(Domain.grid(4))
+        >>> Release(pd.Series([1.0, 2.0, 4.0, 8.0]), "histogram", 1.0, line, "Laplace", 2.0).range_answer(1, 2)
+        6.0
+        >>> Release(pd.Series([1.0, 3.0, 7.0, 15.0]), "cumulative", 1.0, line, "Ordered", 2.0).range_answer(1, 2)
+        6.0
+        """
+        domain = self.policy.domain
+        if self.query not in ("histogram", "cumulative") or len(domain.attributes) != 1:
+            raise InvalidParameterError(
+                f"range_answer needs a histogram or cumulative release over one column; this release answers "
+                f"query={self.query!r} over {len(domain.attributes)} column(s), from which a range's count is not "
+                "determined")
+        k = len(self.answers)
+        for name, value in (("lo", lo), ("hi", hi)):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 0 <= value < k:
+                raise InvalidParameterError(f"{name} must be a bin number from 0 to {k - 1}, got {value!r}")
+        if lo > hi:
+            raise InvalidParameterError(f"lo must not exceed hi, got lo={lo!r}, hi={hi!r}")
+        a = self.answers.to_numpy(dtype=float)
+        if self.query == "histogram":
+            return float(a[lo : hi + 1].sum())
+        return float(a[hi] - (a[lo - 1] if lo > 0 else 0.0))
+
     def privacy_statement(self) -> str:
         """The guarantee in words — or, for a policy with no edge, that there is none.
 
