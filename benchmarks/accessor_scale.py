@@ -48,7 +48,7 @@ def one_pass(rng) -> list[list[object]]:
 def projection(rng) -> list[list[object]]:
     k = 10**6
     df = pd.DataFrame({"v": rng.uniform(0, k, size=10**5)})
-    ranges = [(0, 99_999), (250_000, 499_999), (100_000, 899_999)]
+    ranges = [(0, 100_000), (250_000, 500_000), (100_000, 900_000)]  # half-open, on bin edges
     rows = []
     for pol, kw in (("line", {}), ("threshold", {"theta": 16})):
         plan = prepare(df, "range", "v", bins=k, bounds=(0, k), ranges=ranges, policy=pol, **kw)

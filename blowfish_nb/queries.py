@@ -6,10 +6,13 @@ Templates (BlowfishDB's analyst view, extended):
 * ``"cumulative"`` — counts of values ≤ each bin (1-D), or of the lower-left
   box up to each cell on a grid;
 * ``"range"`` — counts inside given ranges, in data units: ``(lo, hi)`` per
-  range on one attribute, one ``(lo, hi)`` per attribute on several; a range
-  covers the whole bins holding the values lo … hi, and its answer is labelled
-  with the interval those bins span (e.g. ``(20, 35)`` on 5-year bins from 17
-  answers ``[17, 37)``);
+  range on one attribute, one ``(lo, hi)`` per attribute on several. Ranges
+  are **half-open**, ``[lo, hi)``, as in pandas and numpy, so adjacent ranges
+  ``(0, 40_000), (40_000, 250_000)`` share no bin. A range covers every bin
+  that meets ``[lo, hi)`` (an end inside a bin rounds outward to whole bins);
+  ``hi`` equal to the domain's upper bound takes the last bin, which holds its
+  right edge. Each answer is labelled with the interval its bins span (e.g.
+  ``(20, 35)`` on 5-year bins from 17 answers ``[17, 37)``);
 * ``"marginal"`` — counts over the attributes in ``keep``, the others summed out.
 
 **Dynamic projection** (BlowfishDB Def. 3.1, Thm 3): a template is answered
@@ -32,9 +35,10 @@ from ._validation import is_number
 from .domain import CategoricalAttribute, Domain
 from .exceptions import DomainError, InvalidParameterError
 from .ranges import Boxes, Ranges
+from .units import format_edge
 from .workload import Identity, Kron, Prefix, Workload, marginal
 
-__all__ = ["Query", "build_query", "QUERIES"]
+__all__ = ["Query", "build_query", "covered_bins", "QUERIES"]
 
 QUERIES = ("histogram", "cumulative", "range", "marginal")
 
@@ -71,9 +75,11 @@ def build_query(domain: Domain, query, *, ranges=None, keep=None) -> Query:
     Examples
     --------
     >>> d = Domain.from_column(pd.Series([0.0], name="age"), bins=10, bounds=(0, 100))
-    >>> q = build_query(d, "range", ranges=[(20, 39), (0, 99)])
+    >>> q = build_query(d, "range", ranges=[(20, 40), (0, 100)])
     >>> q.workload.lo.tolist(), q.workload.hi.tolist(), q.blocks.tolist()
     ([2, 0], [3, 9], [0, 0, 1, 1, 2, 2, 2, 2, 2, 2])
+    >>> list(q.labels)
+    ['[20, 40)', '[0, 100]']
     """
     if isinstance(query, Workload):
         if query.shape[1] != domain.size:
@@ -132,19 +138,20 @@ def _ranges(domain: Domain, ranges) -> Query:
             if not all(is_number(v) and np.isfinite(v) for v in (lo, hi)):
                 raise InvalidParameterError(
                     f"ranges[{j}] bounds must be finite numbers (not bools or text), got {(lo, hi)!r}")
-            if lo > hi:
-                raise InvalidParameterError(f"ranges[{j}] has lo > hi on {attr.name!r}: {(lo, hi)!r}")
+            if lo >= hi:
+                raise InvalidParameterError(
+                    f"ranges[{j}] = {(lo, hi)!r} on {attr.name!r} is empty: ranges are half-open [lo, hi), "
+                    "so lo must be below hi")
             e = attr.edges
             if lo < e[0] or hi > e[-1]:
                 raise DomainError(
                     f"ranges[{j}] = {(lo, hi)!r} on {attr.name!r} leaves the domain [{e[0]:.15g}, {e[-1]:.15g}]"
                 )
-            a = int(np.searchsorted(e, lo, side="right") - 1)
-            b = int(min(np.searchsorted(e, hi, side="right") - 1, attr.size - 1))
+            a, b = covered_bins(e, lo, hi)
             lo_idx.append(a)
             hi_idx.append(b)
             close = "]" if b == attr.size - 1 else ")"
-            covered.append(f"[{e[a]:g}, {e[b + 1]:g}{close}")
+            covered.append(f"[{format_edge(attr, e[a])}, {format_edge(attr, e[b + 1])}{close}")
         lows.append(lo_idx)
         highs.append(hi_idx)
         labels.append(" × ".join(covered))
@@ -159,6 +166,22 @@ def _ranges(domain: Domain, ranges) -> Query:
     sizes = [int(b.max()) + 1 for b in per_axis_blocks]
     blocks = np.ravel_multi_index([g.reshape(-1) for g in grids], sizes)
     return Query("range", W, index, blocks)
+
+
+def covered_bins(edges, lo: float, hi: float) -> tuple[int, int]:
+    """First and last bin (inclusive) of those that meet the half-open range ``[lo, hi)``.
+
+    Bin i is ``[edges[i], edges[i+1])`` (the last one also holds its right
+    edge). The caller checks ``edges[0] <= lo < hi <= edges[-1]``.
+
+    Examples
+    --------
+    >>> covered_bins([0, 5, 10, 15], 0, 5), covered_bins([0, 5, 10, 15], 5, 15), covered_bins([0, 5, 10, 15], 4, 6)
+    ((0, 0), (1, 2), (0, 1))
+    """
+    a = int(np.searchsorted(edges, lo, side="right")) - 1  # the bin holding lo
+    b = int(np.searchsorted(edges, hi, side="left")) - 1   # the last bin starting below hi
+    return a, b
 
 
 def _cut_blocks(k: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -97,7 +97,7 @@ def _cases():
             above, query="marginal", column=None, columns=["income", "age"], bins={"income": 10, "age": 8},
             bounds={"income": BOUNDS, "age": (18, 90)}, keep="age")),
         ("cumulative, out of bounds", lambda: _release(above, query="cumulative")),
-        ("range query, out of bounds", lambda: _release(above, query="range", ranges=[(0, 2_500)])),
+        ("range query, out of bounds", lambda: _release(above, query="range", ranges=[(0, 3_000)])),
         ("the domain's histogram", lambda: Domain.from_column(df["income"], bins=10, bounds=BOUNDS).histogram(above)),
         ("the domain's encode", lambda: Domain.from_column(df["income"], bins=10, bounds=BOUNDS).encode(nan)),
         ("a session (the issue's case)", lambda: _session(above)),

@@ -36,7 +36,7 @@ def session(df):
 def test_charges_add_up_and_the_ledger_records_them(session):
     a = session.release("histogram", "salary", epsilon=0.3)
     b = session.release("cumulative", "age", epsilon=0.2)
-    c = session.release("range", ["salary", "age"], ranges=[((0, 50_000), (20, 40))], epsilon=0.25)
+    c = session.release("range", ["salary", "age"], ranges=[((0, 55_000), (20, 41))], epsilon=0.25)
     assert session.spent == pytest.approx(0.75) and session.remaining == pytest.approx(0.25)
     led = session.ledger
     assert list(led["epsilon"]) == [0.3, 0.2, 0.25]

@@ -152,6 +152,6 @@ def test_the_issue_13_review_attack_dawa_failures_are_not_free():
             warnings.simplefilter("ignore")
             s = frame.blowfish.session(1.0, bins={"v": k}, bounds={"v": (0, k)})
         for _ in range(3):
-            r = s.release("range", "v", ranges=[(0, k - 1)], epsilon=0.003, mechanism="dawa", projection=False)
+            r = s.release("range", "v", ranges=[(0, k)], epsilon=0.003, mechanism="dawa", projection=False)
             assert np.isfinite(r.answers.to_numpy()).all()
         assert s.spent == pytest.approx(0.009)
