@@ -80,7 +80,10 @@ def release(
         bounds taken from the data warn with :class:`PrivacyLeakWarning`.
     ranges : list
         For ``query="range"``: ``(lo, hi)`` per range in data units (one pair
-        per column on several columns); a range covers the bins holding lo … hi.
+        per column on several columns). Ranges are half-open, ``[lo, hi)``, so
+        ``[(0, 40_000), (40_000, 250_000)]`` share no bin; a range covers every
+        bin that meets ``[lo, hi)`` (ends inside a bin round outward), and
+        ``hi`` at the upper bound takes the last bin (see :mod:`blowfish_nb.queries`).
     keep : str or list of str
         For ``query="marginal"``: the columns kept.
     policy : str, Policy or dict
