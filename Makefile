@@ -20,6 +20,15 @@ $(STAMP): pyproject.toml package.json package-lock.json $(wildcard js/*.js)
 	@test -f $(BUNDLE) || { echo "the JS bundle $(BUNDLE) was not built" >&2; exit 1; }
 	@touch $(STAMP)
 
+# Node applies the nearest package.json to every .js file below it. Ours says "type": "module" (js/ is ES
+# modules), and .venv sits inside the repository, so JupyterLab's start-up check ran its bundled CommonJS
+# yarn.js (jupyter_builder/yarn.js, asked for the npm registry setting) as an ES module: it died on
+# `Dynamic require of "util"` and `jupyter lab` printed the whole minified bundle before the URL. This marks
+# .venv as CommonJS, so the check reads the yarn configuration as it should.
+NODE_SCOPE := $(VENV)/package.json
+$(NODE_SCOPE): $(STAMP)
+	@echo '{"type": "commonjs"}' > $@
+
 # Debian's Chromium for the browser tests (never a downloaded browser build).
 browser-deps:
 	@test -x /usr/bin/chromium || { \
@@ -30,15 +39,15 @@ js: $(STAMP)
 	npm run build
 
 # Serve the repository and open the quickstart (a file argument would re-root the server at notebooks/).
-lab: $(STAMP)
+lab: $(STAMP) $(NODE_SCOPE)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=. \
 	  --LabApp.default_url=/lab/tree/notebooks/quickstart.ipynb
 
-test: $(STAMP) browser-deps
+test: $(STAMP) $(NODE_SCOPE) browser-deps
 	$(PY) -m pytest
 
 # Unit and notebook tests only (no browser).
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(NODE_SCOPE)
 	$(PY) -m pytest -m "not browser"
 
 clean:
