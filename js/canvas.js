@@ -2,7 +2,16 @@
 // the Python side describes and turns mouse gestures into edit requests. It
 // holds no privacy logic: the synced traits (blowfish_nb/widgets/canvas.py)
 // are read here, and edits are sent to Python as messages {op, ...}, which
-// validates and applies them and sends the new graph back.
+// validates and applies them and sends the new graph back. Its look is in
+// blowfish_nb/widgets/canvas.css (anywidget's _css); this file sets no
+// inline style but the container's height.
+//
+// Clicks land where they point: cytoscape caches its container's page
+// position and re-reads it only on resize, scroll and window events, so a
+// widget above (or a line of text) that changes height moves the graph under
+// a stale cache. Every pointer gesture first calls cy.resize(), which drops
+// the cache (renderer notify('resize') → invalidateContainerClientCoordsCache),
+// and a ResizeObserver re-lays the graph out when the container's width changes.
 //
 import cytoscape from "cytoscape";
 import edgehandles from "cytoscape-edgehandles";
@@ -15,6 +24,7 @@ cytoscape.use(edgehandles);
 // PolicyCanvas traits (a test compares the two lists).
 export const TRAITS = [
   "nodes", "edges", "arrangement", "height", "title", "mode", "message", "facts", "editable", "window", "history",
+  "theta",
 ];
 // The edit requests this view sends: exactly PolicyCanvas's EDIT_OPS (tested).
 export const OPS = ["add", "remove", "block", "bottom", "theta", "undo", "redo", "zoom"];
@@ -53,6 +63,7 @@ const STYLE = [
       "text-margin-y": -3,
     },
   },
+  { selector: "node.label-left", style: { "text-valign": "center", "text-halign": "left", "text-margin-x": -4 } },
   { selector: "node:selected", style: { "background-color": "#dd8452", "border-width": 2, "border-color": "#333" } },
   { selector: "node.pending", style: { "background-color": "#55a868", width: 16, height: 16 } },
   {
@@ -75,15 +86,15 @@ const STYLE = [
 function elementsFrom(model, width, height) {
   const nodes = model.get("nodes");
   const edges = model.get("edges");
-  const pos = layoutPositions(nodes, model.get("arrangement"), width, height);
+  const arrangement = model.get("arrangement");
+  const pos = layoutPositions(nodes, arrangement, width, height);
   const index = new Map(nodes.map((n, i) => [n.id, i]));
-  // Label at most ~12 cells on a line so that labels never overlap; ⊥ is always labelled.
-  const stride = model.get("arrangement") === "line" ? Math.max(1, Math.ceil(nodes.length / 12)) : 1;
-  const els = nodes.map((n, i) => ({
+  const labels = labelsFor(nodes, arrangement, pos);
+  const els = nodes.map((n) => ({
     group: "nodes",
-    data: { id: n.id, label: n.label, show: n.bottom || i % stride === 0 || i === nodes.length - 1 },
+    data: { id: n.id, label: labels.get(n.id)?.text ?? "", show: labels.has(n.id) },
     position: pos.get(n.id),
-    classes: n.bottom ? "bottom" : "",
+    classes: [n.bottom ? "bottom" : "", labels.get(n.id)?.left ? "label-left" : ""].join(" ").trim(),
     locked: true,
   }));
   edges.forEach(([u, v], i) => {
@@ -101,12 +112,54 @@ function elementsFrom(model, width, height) {
   return els;
 }
 
+// Label width at the node font (9px): about 5.4px a character, plus a gap.
+const labelWidth = (text) => 5.4 * String(text).length + 10;
+
+/**
+ * Which nodes are labelled, and with what, so that no two labels overlap: ⊥
+ * always; on a line every stride-th cell, the stride set by the widest label;
+ * on a grid every cell when the labels fit between nodes, else the rows'
+ * ranges left of the first column and the columns' ranges under the last row.
+ */
+function labelsFor(nodes, arrangement, pos) {
+  const out = new Map();
+  const cells = nodes.filter((n) => !n.bottom);
+  nodes.filter((n) => n.bottom).forEach((n) => out.set(n.id, { text: n.label }));
+  if (!cells.length) return out;
+  const widest = Math.max(...cells.map((n) => labelWidth(n.label)));
+  if (arrangement === "line") {
+    const step = cells.length > 1 ? Math.abs(pos.get(cells[1].id).x - pos.get(cells[0].id).x) : Infinity;
+    const stride = Math.max(1, Math.ceil(widest / Math.max(step, 1e-9)));
+    const last = cells.length - 1;
+    cells.forEach((n, i) => {
+      const lastFits = i === last && (last % stride) * step >= widest;
+      if (i % stride === 0 || lastFits) out.set(n.id, { text: n.label });
+    });
+  } else if (arrangement === "grid") {
+    const rows = Math.max(...cells.map((n) => n.row ?? 0));
+    const xs = [...new Set(cells.map((n) => pos.get(n.id).x))].sort((a, b) => a - b);
+    const step = xs.length > 1 ? xs[1] - xs[0] : Infinity;
+    if (widest <= step || cells.some((n) => n.row_label === undefined)) {
+      cells.forEach((n) => out.set(n.id, { text: n.label }));
+    } else {
+      const colStride = Math.max(1, Math.ceil(Math.max(...cells.map((n) => labelWidth(n.col_label))) / step));
+      cells.forEach((n) => {
+        const text = [];
+        if ((n.row ?? 0) === rows && (n.col ?? 0) % colStride === 0) text.push(n.col_label);
+        if ((n.col ?? 0) === 0) out.set(n.id, { text: n.row_label + (text.length ? ` / ${text[0]}` : ""), left: true });
+        else if (text.length) out.set(n.id, { text: text[0] });
+      });
+    }
+  } else {
+    cells.forEach((n) => out.set(n.id, { text: n.label }));
+  }
+  return out;
+}
+
 function button(label, cls, onClick) {
   const b = document.createElement("button");
   b.textContent = label;
   b.className = `blowfish-canvas-button ${cls}`;
-  b.style.fontSize = "11px";
-  b.style.marginRight = "3px";
   b.addEventListener("click", onClick);
   return b;
 }
@@ -116,7 +169,16 @@ function factsText(f) {
   const delta = f.sensitivity === null || f.sensitivity === undefined ? "∞" : String(+f.sensitivity.toPrecision(4));
   const shape = f.tree ? "a tree" : f.forest ? "a forest" : "has cycles";
   return `${f.edges.toLocaleString()} edges · ${f.components} component${f.components === 1 ? "" : "s"} · ` +
-    `${shape}${f.bottom ? " · with ⊥" : ""} · sensitivity of the ${f.query}: Δ = ${delta}`;
+    `${shape}${f.bottom ? " · with ⊥" : ""} · sensitivity of the ${f.query} itself under this policy: Δ = ${delta}`;
+}
+
+const FACTS_HELP = "Δ here is the query's own sensitivity: how far one record moving along one edge of this graph " +
+  "can move the exact answers. A mechanism answers through a strategy whose Δ may differ (the explorer shows that one).";
+
+/** Set a one-line text and keep the full text in the tooltip (the line never wraps; long text ends in …). */
+function setLine(node, text) {
+  node.textContent = text;
+  node.title = text;
 }
 
 function render({ model, el }) {
@@ -124,13 +186,10 @@ function render({ model, el }) {
   root.className = "blowfish-canvas-widget";
   const caption = document.createElement("div");
   caption.className = "blowfish-canvas-title";
-  caption.style.fontSize = "12px";
-  caption.style.color = "#444";
 
   // toolbar: modes, θ preset, block / ⊥-all actions, undo/redo, zoom
   const bar = document.createElement("div");
   bar.className = "blowfish-canvas-toolbar";
-  bar.style.margin = "2px 0";
   const modeButtons = MODES.map(([mode, label]) => {
     const b = button(label, `mode-${mode}`, () => {
       model.set("mode", mode);
@@ -150,13 +209,17 @@ function render({ model, el }) {
   });
   bar.appendChild(blockBtn);
   bar.appendChild(allBottomBtn);
+  const thetaLabel = document.createElement("label");
+  thetaLabel.className = "blowfish-canvas-theta-label";
+  thetaLabel.textContent = "θ (bins) ";
   const theta = document.createElement("input");
   theta.type = "number";
   theta.min = "1";
-  theta.value = "1";
+  theta.value = String(model.get("theta") ?? 1);
   theta.className = "blowfish-canvas-theta";
-  theta.style.width = "48px";
-  bar.appendChild(theta);
+  theta.title = "θ in bins: the preset joins every pair of cells at most θ bins apart";
+  thetaLabel.appendChild(theta);
+  bar.appendChild(thetaLabel);
   bar.appendChild(button("apply θ", "apply-theta", () => model.send({ op: "theta", theta: parseInt(theta.value, 10) })));
   const undoBtn = button("undo", "undo", () => model.send({ op: "undo" }));
   const redoBtn = button("redo", "redo", () => model.send({ op: "redo" }));
@@ -178,16 +241,12 @@ function render({ model, el }) {
 
   const box = document.createElement("div");
   box.className = "blowfish-canvas";
-  box.style.width = "100%";
-  box.style.height = `${model.get("height")}px`;
-  box.style.border = "1px solid #ddd";
+  const setHeight = () => root.style.setProperty("--blowfish-canvas-height", `${model.get("height")}px`);
+  setHeight();
   const facts = document.createElement("div");
   facts.className = "blowfish-canvas-facts";
-  facts.style.fontSize = "12px";
   const message = document.createElement("div");
   message.className = "blowfish-canvas-message";
-  message.style.fontSize = "12px";
-  message.style.minHeight = "1.2em";
 
   root.append(caption, bar, box, facts, message);
   el.appendChild(root);
@@ -196,12 +255,13 @@ function render({ model, el }) {
   let eh = null;
   let frame = 0;
   let pending = null; // first node of a click-click edge
+  let drawnWidth = 0; // the container width of the last layout
 
   const applyMode = () => {
     const mode = model.get("mode");
-    modeButtons.forEach((b) => { b.style.fontWeight = b.dataset.mode === mode ? "bold" : "normal"; });
-    blockBtn.style.display = mode === "block" ? "" : "none";
-    allBottomBtn.style.display = mode === "bottom" ? "" : "none";
+    modeButtons.forEach((b) => b.classList.toggle("is-active", b.dataset.mode === mode));
+    blockBtn.classList.toggle("is-hidden", mode !== "block");
+    allBottomBtn.classList.toggle("is-hidden", mode !== "bottom");
     root.dataset.mode = mode;
     if (!cy) return;
     if (pending) pending.removeClass("pending");
@@ -279,7 +339,8 @@ function render({ model, el }) {
     }
     cy.resize();
     cy.fit(undefined, 16);
-    caption.textContent = model.get("title");
+    drawnWidth = width;
+    setLine(caption, model.get("title"));
     applyMode();
     box.dataset.nodes = String(cy.nodes().length);
     box.dataset.edges = String(cy.edges().length);
@@ -292,25 +353,47 @@ function render({ model, el }) {
     if (!frame) frame = requestAnimationFrame(draw);
   };
   const showText = () => {
-    facts.textContent = factsText(model.get("facts"));
+    setLine(facts, factsText(model.get("facts")));
+    facts.title = `${facts.textContent}\n${FACTS_HELP}`;
     const m = model.get("message") || "";
-    message.textContent = m;
-    message.style.color = m.startsWith("✗") ? "#b00020" : "#2d6a2d";
+    setLine(message, m);
+    message.classList.toggle("is-error", m.startsWith("✗"));
     const [u, r] = model.get("history") || [0, 0];
     undoBtn.disabled = !u;
     redoBtn.disabled = !r;
   };
   for (const name of ["nodes", "edges", "arrangement", "height", "title", "editable", "window"]) {
     model.on(`change:${name}`, () => {
-      box.style.height = `${model.get("height")}px`;
+      setHeight();
       schedule();
     });
   }
   model.on("change:mode", applyMode);
   for (const name of ["facts", "message", "history"]) model.on(`change:${name}`, showText);
+  model.on("change:theta", () => { theta.value = String(model.get("theta")); });
+
+  // Re-read the container's page position before cytoscape sees a gesture
+  // (capture phase: before its own mousedown/pointerdown/wheel handlers).
+  const refreshPosition = () => { if (cy) cy.resize(); };
+  for (const type of ["pointerdown", "mousedown", "touchstart", "wheel"]) {
+    root.addEventListener(type, refreshPosition, { capture: true, passive: true });
+  }
+  // A narrower (or wider) container: lay the graph out again at the new width and fit it.
+  const resizeObserver = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => {
+    if (cy && Math.abs((box.clientWidth || 0) - drawnWidth) > 1) schedule();
+    else refreshPosition();
+  });
+  if (resizeObserver) {
+    resizeObserver.observe(box);
+    resizeObserver.observe(root);
+  }
   showText();
   schedule();
   return () => {
+    if (resizeObserver) resizeObserver.disconnect();
+    for (const type of ["pointerdown", "mousedown", "touchstart", "wheel"]) {
+      root.removeEventListener(type, refreshPosition, { capture: true });
+    }
     if (frame) cancelAnimationFrame(frame);
     if (eh) eh.destroy();
     if (cy) cy.destroy();

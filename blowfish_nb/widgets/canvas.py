@@ -28,11 +28,14 @@ from ..policy import edit as edits
 from ..policy.threshold import Threshold
 from ..policy.threshold import grid as grid_policy
 from ..policy.threshold import threshold as threshold_policy
-from ..workload import Identity, Workload
+from ..units import bin_label, cell_label, range_label, span_label
+from ..workload import Identity, Prefix, Workload
 
 __all__ = ["PolicyCanvas", "MAX_DRAWN_NODES", "BLOCKS", "EDIT_OPS"]
 
 ESM = pathlib.Path(__file__).parent / "static" / "canvas.js"
+#: the canvas's stylesheet (shipped in the package beside this module)
+CSS = pathlib.Path(__file__).parent / "canvas.css"
 #: cells drawn one node each up to this many; beyond, the view is aggregated (or zoomed)
 MAX_DRAWN_NODES = 200
 #: blocks of an aggregated 1-D view
@@ -51,6 +54,16 @@ class PolicyCanvas(anywidget.AnyWidget):
     every pair joined), toggle ⊥ edges (click nodes), apply a θ preset;
     undo/redo. Every change, from the browser or from Python, replaces
     :attr:`policy` and fires its observers.
+
+    Two ways to put a policy on screen from Python: :meth:`show` draws a
+    policy decided outside the canvas (a control moved) and starts a fresh
+    undo history, since undo is for edits made on the canvas; assigning
+    :attr:`policy` counts as an edit (undo goes back to the previous one).
+
+    Labels and messages speak in data units (:mod:`blowfish_nb.units`): a
+    node is its bin's value range, a block the range its cells span. The
+    facts line's Δ is the sensitivity of the query itself under the policy
+    (the explorer shows the Δ of the strategy a mechanism releases).
 
     One-attribute domains are drawn on a line (categorical ones on a circle),
     two-attribute domains as a grid, ⊥ as its own node. Up to
@@ -79,11 +92,15 @@ class PolicyCanvas(anywidget.AnyWidget):
     (10, False)
     >>> c.edit({"op": "undo"}); c.policy.edge_count()
     9
+    >>> c.show(policy.threshold(Domain.grid(6), 3)); c.history, c.theta
+    ([0, 0], 3)
     """
 
     _esm = ESM
+    _css = CSS
 
-    nodes = traitlets.List(traitlets.Dict(), help="[{id, label, bottom?, row?, col?}]").tag(sync=True)
+    nodes = traitlets.List(traitlets.Dict(), help="[{id, label, bottom?, row?, col?, row_label?, col_label?}]").tag(
+        sync=True)
     edges = traitlets.List(traitlets.List(), help="[[source id, target id], ...]").tag(sync=True)
     arrangement = traitlets.Unicode("line", help="node placement: line | grid | circle").tag(sync=True)
     height = traitlets.Int(220).tag(sync=True)
@@ -94,6 +111,7 @@ class PolicyCanvas(anywidget.AnyWidget):
     editable = traitlets.Bool(False, help="whether nodes are single cells (edits allowed)").tag(sync=True)
     window = traitlets.List(traitlets.Int(), help="[start, stop): the cells in view (1-D)").tag(sync=True)
     history = traitlets.List(traitlets.Int(), help="[undo steps, redo steps]").tag(sync=True)
+    theta = traitlets.Int(1, help="the θ box: the shown threshold policy's θ (bins), else the last one").tag(sync=True)
 
     policy = traitlets.Instance(Policy, allow_none=True, help="the policy on screen (not synced: a Python object)")
 
@@ -116,8 +134,31 @@ class PolicyCanvas(anywidget.AnyWidget):
 
     # -- public API --------------------------------------------------------------
     def show(self, policy: Policy) -> None:
-        """Draw ``policy`` (same as assigning :attr:`policy`)."""
-        self.policy = policy
+        """Draw a policy decided outside the canvas and clear the undo/redo history.
+
+        Undo is for edits made on the canvas: a policy a control chose (θ
+        slider, family menu) is a new starting point, not a step to take back.
+        Assigning :attr:`policy` instead records the change as an edit.
+
+        Examples
+        --------
+        >>> from blowfish_nb import Domain, policy
+        >>> c = PolicyCanvas(policy.line(Domain.grid(5)))
+        >>> c.edit({"op": "add", "source": "c0", "target": "c4"}); c.history
+        [1, 0]
+        >>> c.show(policy.threshold(Domain.grid(5), 2)); c.history, c.message
+        ([0, 0], '')
+        """
+        self._restoring = True  # not an edit: nothing to push on the undo stack
+        try:
+            self.policy = policy
+        finally:
+            self._restoring = False
+        self._undo.clear()
+        self._redo.clear()
+        with self.hold_sync():
+            self.history = [0, 0]
+            self.message = ""
 
     @property
     def workload(self) -> Workload | None:
@@ -128,7 +169,7 @@ class PolicyCanvas(anywidget.AnyWidget):
     def workload(self, w: Workload | None) -> None:
         same = (w is self._workload or (w is not None and self._workload is not None
                                         and type(w) is type(self._workload) and w.shape == self._workload.shape
-                                        and type(w).__name__ in ("Identity", "Prefix")))
+                                        and isinstance(w, (Identity, Prefix))))
         self._workload = w
         if not same:  # the histogram and the prefix workloads are fixed by their size
             self._update_facts()
@@ -167,17 +208,18 @@ class PolicyCanvas(anywidget.AnyWidget):
     # -- ops -----------------------------------------------------------------------------
     def _op_add(self, r) -> None:
         u, v = self._cell(r.get("source")), self._cell(r.get("target"))
-        self._commit(edits.add_edges(self.policy, [(u, v)]), f"added edge {self._name(u)} – {self._name(v)}")
+        self._commit(edits.add_edges(self.policy, [(u, v)]), f"added an edge between {self._pair(u, v)}")
 
     def _op_remove(self, r) -> None:
         u, v = self._cell(r.get("source")), self._cell(r.get("target"))
-        self._commit(edits.remove_edges(self.policy, [(u, v)]), f"removed edge {self._name(u)} – {self._name(v)}")
+        self._commit(edits.remove_edges(self.policy, [(u, v)]), f"removed the edge between {self._pair(u, v)}")
 
     def _op_block(self, r) -> None:
         cells = [self._cell(n) for n in _as_list(r.get("nodes"))]
         if BOTTOM in cells:
             raise PolicyError("⊥ cannot be painted into a block; use the ⊥ mode")
-        self._commit(edits.join_block(self.policy, cells), f"joined {len(set(cells))} cells into one block")
+        self._commit(edits.join_block(self.policy, cells),
+                     f"joined {len(set(cells))} cells into one block: {self._names(cells)}")
 
     def _op_bottom(self, r) -> None:
         cells = [self._cell(n) for n in _as_list(r.get("nodes"))]
@@ -185,7 +227,7 @@ class PolicyCanvas(anywidget.AnyWidget):
             raise PolicyError("pick cells to join to ⊥, not ⊥ itself")
         new = edits.toggle_bottom(self.policy, cells)
         verb = "joined to" if new.edge_count() > self.policy.edge_count() else "cut from"
-        self._commit(new, f"{len(set(cells))} cell(s) {verb} ⊥")
+        self._commit(new, f"{len(set(cells))} cell(s) {verb} ⊥: {self._names(cells)}")
 
     def _op_theta(self, r) -> None:
         theta = r.get("theta")
@@ -193,7 +235,9 @@ class PolicyCanvas(anywidget.AnyWidget):
             raise PolicyError(f"θ must be a whole number of bins ≥ 1, got {theta!r}")
         d = self.policy.domain
         new = threshold_policy(d, int(theta)) if len(d.shape) == 1 else grid_policy(d, int(theta))
-        self._commit(new, f"θ preset: every pair of cells within {int(theta)} bins joined")
+        spans = [f"{a.name} {w}" for a in d.attributes if (w := span_label(a, int(theta))) is not None]
+        within = f"{int(theta)} bins" + (f" ({', '.join(spans)})" if spans else "")
+        self._commit(new, f"θ preset: every pair of cells within {within} joined")
 
     def _op_undo(self, r) -> None:
         if not self._undo:
@@ -220,7 +264,8 @@ class PolicyCanvas(anywidget.AnyWidget):
         if stop <= start:
             raise PolicyError(f"zoom range [{r.get('start')}, {r.get('stop')}) holds no cells")
         self._draw(window=(start, stop))
-        self.message = f"showing cells {start}–{stop - 1} of {k}"
+        attr = d.attributes[0]
+        self.message = f"showing {attr.name} {range_label(attr, start, stop - 1)} ({stop - start} of {k} bins)"
 
     # -- plumbing ------------------------------------------------------------------
     def _on_msg(self, _widget, content, _buffers) -> None:
@@ -246,6 +291,8 @@ class PolicyCanvas(anywidget.AnyWidget):
         if new is not None and (old is None or old.domain != new.domain):
             self.window = [0, new.domain.size]
         with self.hold_sync():
+            if isinstance(new, Threshold):
+                self.theta = int(new.theta)
             self._draw()
             self._update_facts()
             self.history = [len(self._undo), len(self._redo)]
@@ -267,7 +314,22 @@ class PolicyCanvas(anywidget.AnyWidget):
         raise PolicyError(f"unknown node {node!r}: nodes are c0 … c{self.policy.domain.size - 1} and ⊥")
 
     def _name(self, i: int) -> str:
-        return "⊥" if i == BOTTOM else str(self.policy.domain.labels[i])
+        """A cell in data units, with its attribute's name (``age 24.4–26.8``), or ⊥."""
+        if i == BOTTOM:
+            return "⊥"
+        d = self.policy.domain
+        return cell_label(d, i) if len(d.attributes) > 1 else f"{d.attributes[0].name} {cell_label(d, i)}"
+
+    def _pair(self, u: int, v: int) -> str:
+        """Two cells by name, left to right (⊥ last): ``age 24.4–26.9 and age 66.3–68.8``."""
+        a, b = sorted((u, v), key=lambda c: (c == BOTTOM, c))
+        return f"{self._name(a)} and {self._name(b)}"
+
+    def _names(self, cells, most: int = 4) -> str:
+        """Up to ``most`` cells by name (left to right), then how many more."""
+        cells = sorted(set(cells), key=lambda c: (c == BOTTOM, c))
+        shown = ", ".join(self._name(c) for c in cells[:most])
+        return shown + (f" and {len(cells) - most} more" if len(cells) > most else "")
 
     def _update_facts(self) -> None:
         pol = self.policy
@@ -309,6 +371,8 @@ class PolicyCanvas(anywidget.AnyWidget):
             for n in nodes:
                 if not n.get("bottom"):
                     n["row"], n["col"] = (int(x) for x in d.cell(int(n["id"][1:])))
+                    n["row_label"] = bin_label(d.attributes[0], n["row"])
+                    n["col_label"] = bin_label(d.attributes[1], n["col"])
             start, stop = 0, d.size
         else:
             arrangement, editable = ("grid" if len(d.shape) == 2 else "line"), False
@@ -326,7 +390,6 @@ class PolicyCanvas(anywidget.AnyWidget):
 
 def _query_name(w: Workload) -> str:
     from ..ranges import Ranges
-    from ..workload import Prefix
 
     if isinstance(w, Identity):
         return "histogram"
@@ -349,18 +412,17 @@ def _categorical(d) -> bool:
     return isinstance(d.attributes[0], CategoricalAttribute)
 
 
-def _short_label(label) -> str:
-    """A bin's left edge (``5000``), or the category itself."""
-    if isinstance(label, tuple):
-        return "·".join(_short_label(part) for part in label)
-    left = getattr(label, "left", None)
-    return f"{left:.4g}" if left is not None else str(label)
+def _node_label(d, i: int) -> str:
+    """What a cell's node shows: its value range (one attribute) or the ranges joined by "·" (a grid)."""
+    if len(d.attributes) == 1:
+        return cell_label(d, i)
+    return " · ".join(bin_label(a, c) for a, c in zip(d.attributes, d.cell(i)))
 
 
 def _cells_view(pol: Policy, start: int, stop: int):
     """One node per cell of [start, stop), the edges among them and to ⊥."""
-    labels = pol.domain.labels
-    nodes = [{"id": f"c{i}", "label": _short_label(labels[i])} for i in range(start, stop)]
+    d = pol.domain
+    nodes = [{"id": f"c{i}", "label": _node_label(d, i)} for i in range(start, stop)]
     e = pol.edges()
     inside_u = (e[:, 0] >= start) & (e[:, 0] < stop)
     inside_v = (e[:, 1] == BOTTOM) | ((e[:, 1] >= start) & (e[:, 1] < stop))
@@ -370,36 +432,38 @@ def _cells_view(pol: Policy, start: int, stop: int):
     edges = [[f"c{u}", BOTTOM_ID if v == BOTTOM else f"c{v}"] for u, v in shown.tolist()]
     hidden = len(e) - len(shown)
     note = ""
-    if (start, stop) != (0, pol.domain.size):
-        note = f"cells {start}–{stop - 1} of {pol.domain.size}" + (f"; {hidden:,} edges leave the view" if hidden else "")
+    if (start, stop) != (0, d.size):
+        attr = d.attributes[0]
+        note = (f"{attr.name} {range_label(attr, start, stop - 1)} ({stop - start} of {d.size} bins)"
+                + (f"; {hidden:,} edges leave the view" if hidden else ""))
     return nodes, edges, note
 
 
 def _blocks_view(pol: Policy, start: int, stop: int):
-    """BLOCKS blocks of consecutive cells of [start, stop) (cells outside go to two blocks that are not drawn)."""
-    k = pol.domain.size
+    """BLOCKS blocks of consecutive cells of [start, stop) (cells outside go to two blocks that are not drawn).
+
+    The blocks are joined as :func:`~blowfish_nb.policy.project` says (a
+    family with a closed form, such as a threshold policy, answers it
+    without walking its edges).
+    """
+    d = pol.domain
+    attr = d.attributes[0]
+    k = d.size
     idx = np.arange(k)
     width = stop - start  # > MAX_DRAWN_NODES > BLOCKS: every inner block holds cells
     block_of = (idx - start) * BLOCKS // width
-    outside = [b for b, cells in ((BLOCKS, idx < start), (BLOCKS + 1, idx >= stop)) if cells.any()]
+    outside = (idx < start).any() or (idx >= stop).any()
     block_of[idx < start] = BLOCKS
     block_of[idx >= stop] = BLOCKS + (1 if start > 0 else 0)  # project() wants blocks numbered 0..m−1
     firsts = start + (np.arange(BLOCKS) * width + BLOCKS - 1) // BLOCKS  # first cell of each inner block
-    labels = pol.domain.labels
-    nodes = [{"id": f"b{j}", "label": _short_label(labels[int(firsts[j])])} for j in range(BLOCKS)]
-    if isinstance(pol, Threshold):
-        # closed form on a line: blocks [f_i, l_i] and [f_j, l_j] (i < j) are joined iff f_j − l_i ≤ θ
-        lasts = np.r_[firsts[1:] - 1, stop - 1]
-        i, j = np.triu_indices(BLOCKS, 1)
-        joined = firsts[j] - lasts[i] <= pol.theta
-        edges = [[f"b{u}", f"b{v}"] for u, v in zip(i[joined].tolist(), j[joined].tolist())]
-    else:
-        drawn = project(pol, block_of).policy
-        if drawn.has_bottom:
-            nodes.append({"id": BOTTOM_ID, "label": "⊥", "bottom": True})
-        edges = [[f"b{u}", BOTTOM_ID if v == BOTTOM else f"b{v}"] for u, v in drawn.edges().tolist()
-                 if u < BLOCKS and (v == BOTTOM or v < BLOCKS)]
-    note = (f"cells {start}–{stop - 1} drawn as {BLOCKS} blocks of ≈{width / BLOCKS:.0f} cells "
+    lasts = np.r_[firsts[1:] - 1, stop - 1]
+    nodes = [{"id": f"b{j}", "label": range_label(attr, int(firsts[j]), int(lasts[j]))} for j in range(BLOCKS)]
+    drawn = project(pol, block_of).policy
+    if drawn.has_bottom:
+        nodes.append({"id": BOTTOM_ID, "label": "⊥", "bottom": True})
+    edges = [[f"b{u}", BOTTOM_ID if v == BOTTOM else f"b{v}"] for u, v in drawn.edges().tolist()
+             if u < BLOCKS and (v == BOTTOM or v < BLOCKS)]
+    note = (f"{attr.name} {range_label(attr, start, stop - 1)} drawn as {BLOCKS} blocks of ≈{width / BLOCKS:.0f} bins "
             "(blocks joined when any of their cells are)" + ("; cells outside the view not drawn" if outside else "")
             + "; zoom in to edit")
     return nodes, edges, note
@@ -414,12 +478,19 @@ def _grid_blocks_view(pol: Policy):
     dims = tuple(min(per, s) for s in d.shape)
     block_of = np.ravel_multi_index(parts, dims)
     drawn = project(pol, block_of).policy
+    # each attribute's runs in data units: run p holds the bins b with b·n // size == p
+    runs = []
+    for a, n, size in zip(d.attributes, dims, d.shape):
+        run_of = np.minimum(np.arange(size) * n // size, n - 1)
+        runs.append([range_label(a, int(np.flatnonzero(run_of == p)[0]), int(np.flatnonzero(run_of == p)[-1]))
+                     for p in range(n)])
     nodes = []
     for b in range(int(np.prod(dims))):
         pos = np.unravel_index(b, dims)
-        node = {"id": f"b{b}", "label": "·".join(str(int(p)) for p in pos)}
-        if len(dims) >= 2:
+        node = {"id": f"b{b}", "label": " · ".join(runs[a][int(p)] for a, p in enumerate(pos))}
+        if len(dims) == 2:
             node["row"], node["col"] = int(pos[0]), int(pos[1])
+            node["row_label"], node["col_label"] = runs[0][int(pos[0])], runs[1][int(pos[1])]
         nodes.append(node)
     if drawn.has_bottom:
         nodes.append({"id": BOTTOM_ID, "label": "⊥", "bottom": True})

@@ -1,4 +1,5 @@
-"""PolicyCanvas: drawing, every edit against the policy it must produce, refusals, undo/redo, facts, the JS contract."""
+"""PolicyCanvas: drawing, every edit against the policy it must produce, refusals, undo/redo, facts, data-unit
+labels, show() vs assigning, the θ box, the stylesheet, the JS contract."""
 
 import re
 from pathlib import Path
@@ -28,7 +29,7 @@ def test_threshold_policy_is_drawn_edge_for_edge():
     assert [n["id"] for n in c.nodes] == [f"c{i}" for i in range(10)]
     drawn = {(int(a[1:]), int(b[1:])) for a, b in c.edges}
     assert drawn == {(a, b) for a in range(10) for b in range(a + 1, 10) if b - a <= 3}
-    assert c.nodes[0]["label"] == "0" and c.nodes[9]["label"] == "9" and "threshold θ=3" in c.title
+    assert c.nodes[0]["label"] == "0–1" and c.nodes[9]["label"] == "9–10" and "threshold θ=3" in c.title
     assert c.editable and c.arrangement == "line" and c.window == [0, 10]
 
 
@@ -188,7 +189,7 @@ def test_js_reads_exactly_the_python_traits_and_sends_only_known_ops():
         used |= set(names(loop))
     assert used <= set(declared), used - set(declared)
     base = set(PolicyCanvas.__mro__[1]().trait_names(sync=True))
-    ours = set(PolicyCanvas().trait_names(sync=True)) - base
+    ours = {n for n in set(PolicyCanvas().trait_names(sync=True)) - base if not n.startswith("_")}  # not _esm/_css
     assert ours == set(declared)
     ops = names(re.search(r"export const OPS = \[(.*?)\];", source, re.S).group(1))
     assert ops == list(EDIT_OPS)
@@ -203,7 +204,8 @@ def test_bundle_is_built_and_holds_cytoscape_and_edgehandles():
 
 
 @pytest.mark.parametrize("theta, window", [(40, (0, 1000)), (7, (130, 870)), (300, (0, 1000))])
-def test_threshold_block_view_closed_form_equals_the_projection(theta, window):
+def test_threshold_block_view_equals_the_generic_projection(theta, window):
+    """The block view of a threshold policy (drawn through its projection hook) against the edge walk of a Custom copy."""
     from blowfish_nb.policy import project
 
     pol = policy.threshold(domain(1000), theta)
@@ -213,6 +215,98 @@ def test_threshold_block_view_closed_form_equals_the_projection(theta, window):
     idx = np.arange(1000)
     block_of = np.where(idx < start, BLOCKS, np.where(idx >= stop, BLOCKS + 1, (idx - start) * BLOCKS // (stop - start)))
     used = np.unique(block_of)
-    drawn = project(pol, np.searchsorted(used, block_of)).policy
-    expected = {(int(u), int(v)) for u, v in drawn.edges().tolist() if used[u] < BLOCKS and used[v] < BLOCKS}
+    walked = project(policy.custom(pol.domain, pol.edges()), np.searchsorted(used, block_of)).policy
+    expected = {(int(u), int(v)) for u, v in walked.edges().tolist() if used[u] < BLOCKS and used[v] < BLOCKS}
     assert {(int(a[1:]), int(b[1:])) for a, b in c.edges} == expected
+
+
+def age_domain(k=30):
+    return Domain.from_column(pd.Series([17.0], name="age"), bins=k, bounds=(17, 91))
+
+
+def test_labels_and_messages_speak_in_data_units():
+    d = age_domain()  # bins of 74/30 ≈ 2.467 years: one decimal
+    c = PolicyCanvas(policy.line(d))
+    assert [n["label"] for n in c.nodes[:2]] == ["17.0–19.5", "19.5–21.9"] and c.nodes[-1]["label"] == "88.5–91.0"
+    c.edit({"op": "add", "source": "c3", "target": "c20"})
+    assert c.message == "✓ added an edge between age 24.4–26.9 and age 66.3–68.8"
+    assert not re.search(r"\d\.\d{3}", c.message)  # no float noise such as 26.866666666666667
+    c.edit({"op": "remove", "source": "c20", "target": "c3"})
+    assert c.message == "✓ removed the edge between age 24.4–26.9 and age 66.3–68.8"
+    c.edit({"op": "block", "nodes": ["c2", "c1", "c0"]})
+    assert c.message == "✓ joined 3 cells into one block: age 17.0–19.5, age 19.5–21.9, age 21.9–24.4"
+    c.edit({"op": "theta", "theta": 2})
+    assert c.message == "✓ θ preset: every pair of cells within 2 bins (age 4.9) joined"
+    salary = Domain.from_column(pd.Series([0.0], name="salary"), bins=50, bounds=(0, 250_000))
+    s = PolicyCanvas(policy.threshold(salary, 3))
+    assert s.nodes[5]["label"] == "25,000–30,000"  # not "2.5e+04"
+
+
+def test_block_views_and_zoom_show_value_ranges():
+    d = Domain.from_column(pd.Series([0.0], name="salary"), bins=1000, bounds=(0, 250_000))
+    c = PolicyCanvas(policy.threshold(d, 40))
+    assert [n["label"] for n in c.nodes[:2]] == ["0–4,000", "4,000–8,000"]  # blocks of 15–16 bins of 250
+    assert c.nodes[-1]["label"] == "246,250–250,000" and "salary 0–250,000 drawn as 64 blocks" in c.title
+    c.zoom(300, 500)
+    assert c.message == "✓ showing salary 75,000–125,000 (200 of 1000 bins)".replace("✓ ", "")
+    assert c.nodes[0]["label"] == "75,000–75,250" and "salary 75,000–125,000 (200 of 1000 bins)" in c.title
+    grid = Domain.from_frame(pd.DataFrame({"age": [20.0], "hours": [40.0]}), bins={"age": 40, "hours": 20},
+                             bounds={"age": (10, 90), "hours": (0, 100)})
+    g = PolicyCanvas(policy.grid(grid, 1))
+    assert not g.editable and g.nodes[0]["label"] == "10–16 · 0–10"  # 14 runs: 3 age bins of 2 years, 2 hour bins of 5
+    assert g.nodes[0]["row_label"] == "10–16" and g.nodes[0]["col_label"] == "0–10"
+
+
+def test_show_clears_history_and_assignment_is_an_edit():
+    d = domain(8)
+    c = PolicyCanvas(policy.line(d))
+    c.edit({"op": "add", "source": "c0", "target": "c5"})
+    c.undo()
+    assert c.history == [0, 1]
+    c.edit({"op": "add", "source": "c1", "target": "c6"})
+    assert c.history == [1, 0] and c.message.startswith("✓")
+    seen = []
+    c.observe(lambda ch: seen.append(ch["new"]), names="policy")
+    c.show(policy.threshold(d, 3))  # a control chose this policy: not a step to undo
+    assert c.history == [0, 0] and c.message == "" and len(seen) == 1
+    assert edge_set(c.policy) == edge_set(policy.threshold(d, 3))
+    c.undo()
+    assert c.message == "✗ nothing to undo" and edge_set(c.policy) == edge_set(policy.threshold(d, 3))
+    c.edit({"op": "remove", "source": "c0", "target": "c3"})  # edits after show() are undoable again
+    c.undo()
+    assert edge_set(c.policy) == edge_set(policy.threshold(d, 3)) and c.history == [0, 1]
+    c.policy = policy.line(d)  # assigning keeps today's behaviour: an undoable change
+    assert c.history == [1, 0]
+    c.undo()
+    assert edge_set(c.policy) == edge_set(policy.threshold(d, 3))
+
+
+def test_theta_box_follows_the_shown_threshold_policy():
+    d = domain(12)
+    c = PolicyCanvas(policy.threshold(d, 3))
+    assert c.theta == 3 and c.get_state()["theta"] == 3
+    c.show(policy.threshold(d, 7))
+    assert c.theta == 7
+    c.show(policy.dp(d))  # no θ: the box keeps the last one
+    assert c.theta == 7
+    c.edit({"op": "theta", "theta": 2})
+    assert c.theta == 2 and edge_set(c.policy) == edge_set(policy.threshold(d, 2))
+    c.undo()
+    assert c.theta == 2 and c.policy.summary() == policy.dp(d).summary()
+    c.redo()
+    assert c.theta == 2
+    assert PolicyCanvas(policy.grid(Domain.grid((3, 3)), 2)).theta == 2
+
+
+def test_stylesheet_ships_with_the_widget_and_js_sets_no_inline_style():
+    css = (ROOT / "blowfish_nb" / "widgets" / "canvas.css").read_text()
+    assert PolicyCanvas().get_state()["_css"] == css  # anywidget sends the file's text to the front end
+    for cls in ("blowfish-canvas-title", "blowfish-canvas-facts", "blowfish-canvas-message", "blowfish-canvas-toolbar"):
+        assert f".{cls}" in css
+    lines = re.search(r"\.blowfish-canvas-title,\s*\.blowfish-canvas-facts,\s*\.blowfish-canvas-message \{(.*?)\}", css,
+                      re.S).group(1)
+    for rule in ("height: 16px", "line-height: 16px", "white-space: nowrap", "text-overflow: ellipsis"):
+        assert rule in lines  # the lines around the graph never change its position
+    source = (ROOT / "js" / "canvas.js").read_text()
+    inline = re.findall(r"\.style\.(\w+)", source)
+    assert inline == ["setProperty"], inline  # only the height, as a CSS variable
