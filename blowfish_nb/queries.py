@@ -110,8 +110,11 @@ def _ordered_only(domain: Domain, what: str) -> None:
 
 
 def _upper_labels(domain: Domain) -> pd.Index:
+    """Cumulative answer i counts the values below bin i's right edge (the last one: up to and including it)."""
     if len(domain.attributes) == 1:
-        return pd.Index([f"≤ {iv.right:g}" for iv in domain.attributes[0].labels], name=f"{domain.names[0]} up to")
+        attr = domain.attributes[0]
+        ends = [f"< {format_edge(attr, e)}" for e in attr.edges[1:-1]] + [f"≤ {format_edge(attr, attr.edges[-1])}"]
+        return pd.Index(ends, name=f"{attr.name} up to")
     return domain.labels
 
 

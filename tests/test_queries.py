@@ -146,6 +146,12 @@ def test_empty_ranges_are_refused_naming_the_range(lo, hi):
     assert "ranges[1]" in str(info.value) and repr((lo, hi)) in str(info.value) and "[lo, hi)" in str(info.value)
 
 
+def test_cumulative_labels_say_below_each_right_edge_in_data_units():
+    d = Domain.from_column(pd.Series([0.0], name="salary"), bins=50, bounds=(0, 250_000))
+    labels = list(build_query(d, "cumulative").labels)
+    assert labels[:2] == ["< 5,000", "< 10,000"] and labels[-1] == "≤ 250,000" and len(labels) == 50
+
+
 def test_cumulative_on_a_grid_is_the_lower_left_box():
     d = _domain_2d()
     q = build_query(d, "cumulative")
