@@ -1,4 +1,8 @@
-"""A real JupyterLab on loopback and Debian's Chromium driven by Playwright (docs/browser-testing.md)."""
+"""A real JupyterLab (or Notebook 7) on loopback and Debian's Chromium driven by Playwright (docs/browser-testing.md).
+
+Fixtures: ``lab`` (JupyterLab), ``notebook7`` (Notebook 7, the JupyterLab-based classic UI) and ``page``. Both
+servers expose ``window.jupyterapp`` (``expose_app_in_browser``), so the helpers below drive either one.
+"""
 
 from __future__ import annotations
 
@@ -32,9 +36,23 @@ def _free_port() -> int:
 
 
 class Lab:
-    """A running JupyterLab server holding copies of the project's notebooks."""
+    """A running Jupyter server holding copies of the project's notebooks.
 
-    def __init__(self, workdir: Path):
+    ``kind="lab"`` starts JupyterLab (notebooks at ``/lab/tree/<name>``); ``kind="notebook"`` starts Notebook 7
+    (``python -m notebook``, notebooks at ``/notebooks/<name>``). Both bind to loopback with a fixed token.
+    """
+
+    #: module started with ``python -m``, the app's config class, the path a notebook opens at
+    KINDS = {
+        "lab": ("jupyterlab", "LabApp", "lab/tree"),
+        "notebook": ("notebook", "JupyterNotebookApp", "notebooks"),
+    }
+
+    def __init__(self, workdir: Path, kind: str = "lab"):
+        if kind not in self.KINDS:
+            raise ValueError(f"kind must be one of {sorted(self.KINDS)}, got {kind!r}")
+        module, app, self._path = self.KINDS[kind]
+        self.kind = kind
         self.root = workdir / "root"
         shutil.copytree(ROOT / "notebooks", self.root)
         settings = workdir / "settings"
@@ -44,15 +62,15 @@ class Lab:
         self.token = secrets.token_hex(16)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = (workdir / "jupyterlab.log").open("w")
+        self.log = (workdir / f"{module}.log").open("w")
         self.proc = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+                sys.executable, "-m", module, "--no-browser", "--allow-root",
                 f"--IdentityProvider.token={self.token}", "--ServerApp.ip=127.0.0.1",
                 f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-                f"--ServerApp.root_dir={self.root}", "--LabApp.expose_app_in_browser=True",
-                "--LabApp.news_url=None", f"--LabApp.user_settings_dir={settings}",
-                f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
+                f"--ServerApp.root_dir={self.root}", f"--{app}.expose_app_in_browser=True",
+                "--LabApp.news_url=None", f"--{app}.user_settings_dir={settings}",
+                f"--{app}.workspaces_dir={workdir / 'workspaces'}",
             ],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
             env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1"},
@@ -63,16 +81,16 @@ class Lab:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited with {self.proc.returncode}; see {self.log.name}")
+                raise RuntimeError(f"{self.kind} server exited with {self.proc.returncode}; see {self.log.name}")
             try:
                 with urllib.request.urlopen(f"{self.url}/api/status?token={self.token}", timeout=2):
                     return
             except OSError:
                 time.sleep(0.3)
-        raise RuntimeError(f"JupyterLab did not answer within {timeout}s; see {self.log.name}")
+        raise RuntimeError(f"{self.kind} server did not answer within {timeout}s; see {self.log.name}")
 
     def notebook_url(self, name: str) -> str:
-        return f"{self.url}/lab/tree/{name}?token={self.token}"
+        return f"{self.url}/{self._path}/{name}?token={self.token}"
 
     def stop(self) -> None:
         try:
@@ -86,6 +104,14 @@ class Lab:
 @pytest.fixture
 def lab(tmp_path):
     server = Lab(tmp_path)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def notebook7(tmp_path):
+    """Notebook 7 (``python -m notebook``) instead of JupyterLab; the same helpers drive it."""
+    server = Lab(tmp_path, kind="notebook")
     yield server
     server.stop()
 
