@@ -11,16 +11,22 @@ import html
 import bqplot
 import ipywidgets as w
 import numpy as np
+import pandas as pd
 
 from .._validation import as_generator
 from ..accounting import Session
 from ..domain import CategoricalAttribute
 from ..exceptions import BlowfishError, InvalidParameterError
 from ..release import Release
+from ..units import format_edge
 
 __all__ = ["AnalystPanel"]
 
 QUERIES = ("histogram", "cumulative")
+#: bar colours of the first and second release compared
+COMPARE_COLORS = ("#4c72b0", "#dd8452")
+#: plot width (px) the x tick labels are thinned for: the figure's plot area at 1280 px in JupyterLab
+TICK_ROOM_PX = 600
 
 
 class AnalystPanel(w.VBox):
@@ -33,8 +39,9 @@ class AnalystPanel(w.VBox):
     and β (with probability at least 1 − β). The ε this costs is shown before
     anything runs. *Run* charges the session; a refused query (over budget,
     bad input) is explained in the panel and nothing is charged. A bar shows
-    the budget left, a table the releases so far, and a plot compares two of
-    them.
+    the budget left, a table the releases so far, and a plot the latest
+    release beside the one before (any two can be picked), its axis in the
+    column's units.
 
     Parameters
     ----------
@@ -57,6 +64,8 @@ class AnalystPanel(w.VBox):
     (0.2509, 0.0)
     >>> _ = panel.run(); round(s.spent, 4), len(panel.releases)
     (0.2509, 1)
+    >>> panel.compare_bars.labels, panel.compare_bars.x[:2].tolist()
+    (['#1 histogram of age'], ['18–20', '20–22'])
     """
 
     def __init__(self, session: Session, *, alpha: float = 50.0, beta: float = 0.05, rng=None):
@@ -73,21 +82,23 @@ class AnalystPanel(w.VBox):
         self.quoted_epsilon: float | None = None
 
         cols = session.columns
-        self.column_dropdown = w.Dropdown(options=cols, value=cols[0], description="column")
-        self.query_dropdown = w.Dropdown(options=list(QUERIES), value="histogram", description="query")
+        fit = {"description_width": "initial"}  # descriptions take the width they need, never "bins / ans…"
+        self.column_dropdown = w.Dropdown(options=cols, value=cols[0], description="column", style=fit)
+        self.query_dropdown = w.Dropdown(options=list(QUERIES), value="histogram", description="query", style=fit)
         self.granularity_slider = w.IntSlider(value=1, min=1, max=2, description="bins / answer",
-                                              continuous_update=False)
-        self.alpha_text = w.BoundedFloatText(value=alpha, min=0.0, max=1e12, description="α (±count)")
-        self.beta_text = w.BoundedFloatText(value=beta, min=0.0, max=1.0, step=0.01, description="β")
+                                              continuous_update=False, style=fit)
+        self.alpha_text = w.BoundedFloatText(value=alpha, min=0.0, max=1e12, description="α (±count)", style=fit)
+        self.beta_text = w.BoundedFloatText(value=beta, min=0.0, max=1.0, step=0.01, description="β", style=fit)
         self.cost = w.HTML()
-        self.run_button = w.Button(description="Run (charge the session)", button_style="primary")
+        self.run_button = w.Button(description="Run (charge the session)", button_style="primary",
+                                   layout=w.Layout(width="auto", min_width="max-content"))
         self.budget_bar = w.FloatProgress(value=session.remaining, min=0.0, max=session.budget,
-                                          description="budget left")
+                                          description="budget left", style=fit)
         self.budget_label = w.HTML()
         self.message = w.HTML()
         self.history = w.HTML()
-        self.compare_a = w.Dropdown(description="compare", options=[], layout=w.Layout(width="280px"))
-        self.compare_b = w.Dropdown(description="with", options=[], layout=w.Layout(width="280px"))
+        self.compare_a = w.Dropdown(description="compare", options=[], style=fit, layout=w.Layout(width="340px"))
+        self.compare_b = w.Dropdown(description="with", options=[], style=fit, layout=w.Layout(width="340px"))
         for widget, cls in ((self.cost, "blowfish-cost"), (self.run_button, "blowfish-run"),
                             (self.budget_bar, "blowfish-budget"), (self.budget_label, "blowfish-budget-label"),
                             (self.message, "blowfish-message"), (self.history, "blowfish-history"),
@@ -96,36 +107,39 @@ class AnalystPanel(w.VBox):
                             (self.granularity_slider, "blowfish-granularity")):
             widget.add_class(cls)
 
-        xs, ys = bqplot.LinearScale(), bqplot.LinearScale()
-        scales = {"x": xs, "y": ys}
-        # two overlaid bar marks (wide and narrow), as in the curator's true/noisy bars
-        self.compare_bars_a = bqplot.Bars(x=[0.0], y=[0.0], scales=scales, colors=["#9db4d6"], padding=0.05,
-                                          labels=["A"], display_legend=True)
-        self.compare_bars_b = bqplot.Bars(x=[0.0], y=[0.0], scales=scales, colors=["#dd8452"], padding=0.5,
-                                          opacities=[0.9], labels=["B"], display_legend=True)
-        self.compare_axis = bqplot.Axis(scale=xs, label="answer (position)", num_ticks=10, tick_format="d")
+        # One grouped Bars mark on an ordinal x scale: answer labels are categories, each release one series
+        # of bars side by side. (Bars on a LinearScale x pad the plot by width / (2 · number of bars), computed
+        # when the view is first drawn and not again when the data change: drawn empty, 30 bars then collapsed
+        # into a 2 px reversed range.)
+        self.compare_x, self.compare_y = bqplot.OrdinalScale(), bqplot.LinearScale(min=0.0, max=1.0)
+        self.compare_bars = bqplot.Bars(
+            x=np.array([], dtype=str), y=np.zeros((1, 0)), scales={"x": self.compare_x, "y": self.compare_y},
+            type="grouped", color_mode="element", colors=list(COMPARE_COLORS), padding=0.15, labels=[],
+            display_legend=True)
+        self.compare_axis = bqplot.Axis(scale=self.compare_x, label="answer")
+        self.compare_y_axis = bqplot.Axis(scale=self.compare_y, orientation="vertical", label="noisy answer",
+                                          tick_format=".3s", label_offset="52px")
         self.compare_figure = bqplot.Figure(
-            marks=[self.compare_bars_a, self.compare_bars_b],
-            axes=[self.compare_axis, bqplot.Axis(scale=ys, orientation="vertical", label="noisy answer",
-                                                 tick_format=".3s")],
-            title="two releases side by side", legend_location="top-left",
-            fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 20},
+            marks=[self.compare_bars], axes=[self.compare_axis, self.compare_y_axis],
+            title="no release yet: Run a query to see its answers here", legend_location="top-right",
+            fig_margin={"top": 40, "bottom": 50, "left": 80, "right": 20},
             layout=w.Layout(width="100%", height="300px"),
         )
         self.compare_figure.add_class("blowfish-compare")
+        self._drawing = False  # True while the compare dropdowns are refilled (draw once, at the end)
 
         super().__init__(children=[
             w.HTML(f"<b>Analyst view</b> · the curator's policy: {html.escape(self._policy_text())} · "
                    "answers are noisy; true answers never leave the curator"),
-            w.HBox([self.query_dropdown, self.column_dropdown, self.granularity_slider]),
-            w.HBox([self.alpha_text, self.beta_text]),
+            _row(self.query_dropdown, self.column_dropdown, self.granularity_slider),
+            _row(self.alpha_text, self.beta_text),
             w.HTML("<small>(α, β): with probability ≥ 1 − β, <i>every</i> answer of the release is within ±α of "
                    "the truth at once (an ℓ∞ guarantee, as in BlowfishDB's analyst view)</small>"),
             self.cost,
-            w.HBox([self.run_button, self.budget_bar, self.budget_label]),
+            _row(self.run_button, self.budget_bar, self.budget_label),
             self.message,
             self.history,
-            w.HBox([self.compare_a, self.compare_b]),
+            _row(self.compare_a, self.compare_b),
             self.compare_figure,
         ])
         self.add_class("blowfish-analyst")
@@ -162,8 +176,8 @@ class AnalystPanel(w.VBox):
         ends = np.minimum(starts + g, attr.size) - 1
         if query == "cumulative":
             starts = np.zeros_like(ends)
-        # (left edge of the first bin, left edge of the last bin): exactly bins [start, end]
-        return {"query": "range", "ranges": [(edges[a], edges[b]) for a, b in zip(starts, ends)], **args}
+        # ranges are half-open: (left edge of the first bin, right edge of the last bin) is exactly bins [start, end]
+        return {"query": "range", "ranges": [(edges[a], edges[b + 1]) for a, b in zip(starts, ends)], **args}
 
     def _describe(self) -> str:
         g = int(self.granularity_slider.value)
@@ -220,24 +234,78 @@ class AnalystPanel(w.VBox):
         )
         self.history.value = ("<table class='blowfish-history-table'><tr><th>#</th><th>query</th><th>ε</th>"
                               f"<th>mechanism</th><th>accuracy</th></tr>{rows}</table>")
-        options = [(f"#{i + 1} {r.provenance.get('panel query', r.query)}", i) for i, r in enumerate(self.releases)]
-        self.compare_a.options = options
-        self.compare_b.options = options
-        if len(options) >= 2:
-            self.compare_a.value, self.compare_b.value = len(options) - 2, len(options) - 1
-        elif options:
-            self.compare_a.value = self.compare_b.value = 0
+        options = [(self._name(i), i) for i in range(len(self.releases))]
+        self._drawing = True
+        try:
+            self.compare_a.options = options
+            self.compare_b.options = options
+            if len(options) >= 2:
+                self.compare_a.value, self.compare_b.value = len(options) - 2, len(options) - 1
+            elif options:
+                self.compare_a.value = self.compare_b.value = 0
+        finally:
+            self._drawing = False
         self._draw_compare()
 
+    def _name(self, i: int) -> str:
+        """Release ``i`` as the history, the dropdowns and the legend name it: ``#1 histogram of age``."""
+        r = self.releases[i]
+        return f"#{i + 1} {r.provenance.get('panel query', r.query)}"
+
+    def _answer_labels(self, release: Release) -> list[str]:
+        """The release's index as text in data units (bins of one ordered column through :mod:`~blowfish_nb.units`)."""
+        index = release.answers.index
+        if len(release.columns) == 1 and isinstance(index, pd.IntervalIndex):
+            attr = self.session.attribute(release.columns[0])
+            if not isinstance(attr, CategoricalAttribute):
+                return [f"{format_edge(attr, iv.left)}–{format_edge(attr, iv.right)}" for iv in index]
+        return [str(label) for label in index]
+
     def _draw_compare(self) -> None:
+        """Draw the chosen release (one series) or the chosen two (two series side by side) in one update."""
         a, b = self.compare_a.value, self.compare_b.value
-        if a is None or b is None:
+        if self._drawing or a is None or b is None:
             return
-        ra, rb = self.releases[a], self.releases[b]
-        ya, yb = ra.answers.to_numpy(dtype=float), rb.answers.to_numpy(dtype=float)
+        shown = [a] if a == b else [a, b]
+        categories, series = _align([self._answer_labels(self.releases[i]) for i in shown],
+                                    [self.releases[i].answers.to_numpy(dtype=float) for i in shown])
+        heights = np.vstack(series)
+        top, bottom = np.nanmax(heights, initial=0.0), np.nanmin(heights, initial=0.0)
+        span = max(top - bottom, 1.0)
+        columns = list(dict.fromkeys(c for i in shown for c in self.releases[i].columns))
+        # an ordinal axis labels every category unless num_ticks thins it: as many as fit side by side
+        fit = max(2, TICK_ROOM_PX // (7 * max(len(c) for c in categories) + 14))
         with self.compare_figure.hold_sync():
-            self.compare_bars_a.x, self.compare_bars_a.y = np.arange(ya.size, dtype=float), ya
-            self.compare_bars_b.x, self.compare_bars_b.y = np.arange(yb.size, dtype=float), yb
-            self.compare_bars_a.labels = [f"#{a + 1} {ra.provenance.get('panel query', ra.query)}"]
-            self.compare_bars_b.labels = [f"#{b + 1} {rb.provenance.get('panel query', rb.query)}"]
-            self.compare_figure.title = f"release #{a + 1} (wide bars) vs #{b + 1} (narrow bars)"
+            # explicit y limits on every draw; the top 30 % is left free for the legend
+            self.compare_y.min, self.compare_y.max = bottom - 0.02 * span, top + 0.45 * span
+            self.compare_bars.x, self.compare_bars.y = np.asarray(categories, dtype=str), heights
+            self.compare_bars.labels = [self._name(i) for i in shown]
+            self.compare_axis.num_ticks = fit
+            self.compare_axis.label = " / ".join(columns)
+            self.compare_figure.title = (f"release #{a + 1}" if a == b else f"release #{a + 1} beside #{b + 1}")
+
+
+def _row(*children: w.Widget) -> w.HBox:
+    """A row of controls that wraps onto the next line in a narrow notebook instead of clipping."""
+    return w.HBox(list(children), layout=w.Layout(flex_flow="row wrap", align_items="center"))
+
+
+def _align(labels: list[list[str]], values: list[np.ndarray]) -> tuple[list[str], list[np.ndarray]]:
+    """Put the answers of one or two releases on common x categories (NaN where a release has no answer).
+
+    Equal indexes share their labels; two indexes of equal length (say a
+    histogram and a cumulative count over the same bins) pair answer by answer
+    under a joint label ``"a / b"``; otherwise the categories are the union.
+    """
+    if len(labels) == 1 or labels[0] == labels[1]:
+        return labels[0], values
+    if len(labels[0]) == len(labels[1]):
+        return [f"{p} / {q}" for p, q in zip(*labels)], values
+    categories = list(dict.fromkeys(labels[0] + labels[1]))
+    position = {c: j for j, c in enumerate(categories)}
+    series = []
+    for names, ys in zip(labels, values):
+        row = np.full(len(categories), np.nan)
+        row[[position[n] for n in names]] = ys
+        series.append(row)
+    return categories, series

@@ -1,5 +1,6 @@
 """AnalystPanel: the quoted ε before running, charges, refusals that charge nothing, history and comparison."""
 
+import bqplot
 import numpy as np
 import pytest
 
@@ -35,12 +36,67 @@ def test_two_runs_charge_the_session_and_fill_history_and_comparison(session):
     assert session.spent == pytest.approx(e1 + e2) and panel.budget_bar.value == pytest.approx(session.remaining)
     assert len(session.ledger) == 2 and panel.history.value.count("<tr><td>") == 2
     assert (panel.compare_a.value, panel.compare_b.value) == (0, 1)
-    np.testing.assert_array_equal(panel.compare_bars_a.y, r1.answers.to_numpy())
-    np.testing.assert_array_equal(panel.compare_bars_b.y, r2.answers.to_numpy())
-    panel.compare_b.value = 0  # pick another pair
-    np.testing.assert_array_equal(panel.compare_bars_b.y, r1.answers.to_numpy())
+    np.testing.assert_array_equal(panel.compare_bars.y, np.vstack([r1.answers, r2.answers]))
+    panel.compare_b.value = 0  # pick another pair: the same release twice is drawn once
+    np.testing.assert_array_equal(panel.compare_bars.y, [r1.answers.to_numpy()])
     # every release met its stated accuracy request
     assert r1.accuracy == (60.0, 0.05) and r2.accuracy == (60.0, 0.05)
+
+
+def test_comparison_shows_one_release_after_the_first_run_then_two_side_by_side(session):
+    """Issue 17 item 2: after one Run just that release (no "#1 vs #1"); after two, both series, legend naming each."""
+    panel = AnalystPanel(session, alpha=60, beta=0.05)
+    assert panel.compare_bars.y.size == 0  # nothing drawn before a release exists
+    r1 = panel.run()
+    bars = panel.compare_bars
+    assert bars.y.shape == (1, 31) and bars.labels == ["#1 histogram of age"]
+    assert "#1" in panel.compare_figure.title and "#2" not in panel.compare_figure.title
+    r2 = panel.run()
+    assert bars.y.shape == (2, 31) and bars.labels == ["#1 histogram of age", "#2 histogram of age"]
+    assert bars.type == "grouped" and len(set(bars.colors[:2])) == 2  # side by side, two colours
+    np.testing.assert_array_equal(bars.y, np.vstack([r1.answers, r2.answers]))
+    # the y limits are set on every draw and hold every bar
+    assert panel.compare_y.min <= min(0, bars.y.min()) and panel.compare_y.max >= bars.y.max()
+    r3 = panel.run()  # a third: the latest two are compared
+    assert bars.labels == ["#2 histogram of age", "#3 histogram of age"]
+    np.testing.assert_array_equal(bars.y, np.vstack([r2.answers, r3.answers]))
+
+
+def test_comparison_axis_speaks_in_data_units(session):
+    """Issue 17 item 4: answer labels from the release's index in the column's units, axis named by the column."""
+    from blowfish_nb.units import bin_label
+
+    panel = AnalystPanel(session, alpha=60, beta=0.05)
+    panel.run()
+    age = session.attribute("age")
+    assert list(panel.compare_bars.x) == [bin_label(age, i) for i in range(age.size)]  # "18–20", ...
+    assert panel.compare_axis.label == "age" and isinstance(panel.compare_x, bqplot.OrdinalScale)
+    assert 2 <= panel.compare_axis.num_ticks < age.size  # thinned: 31 bin labels do not fit side by side
+    panel.column_dropdown.value = "salary"
+    panel.run()
+    salary = session.attribute("salary")
+    # two columns: their answers on the union of both indexes, each series NaN where the other has answers
+    assert list(panel.compare_bars.x) == ([bin_label(age, i) for i in range(age.size)]
+                                          + [bin_label(salary, i) for i in range(salary.size)])
+    y = np.asarray(panel.compare_bars.y, dtype=float)
+    assert np.isnan(y[0, age.size:]).all() and np.isnan(y[1, :age.size]).all()
+    assert panel.compare_axis.label == "age / salary"
+    assert any("," in label for label in panel.compare_bars.x[age.size:])  # thousands as 70,000, not 7e+04
+
+
+def test_comparison_pairs_answers_of_two_queries_over_the_same_bins(session):
+    """A histogram and a cumulative count over the same bins pair answer by answer under a joint label."""
+    from blowfish_nb.units import bin_label
+
+    panel = AnalystPanel(session, alpha=60, beta=0.05)
+    r1 = panel.run()
+    panel.query_dropdown.value = "cumulative"
+    r2 = panel.run()
+    age = session.attribute("age")
+    x = list(panel.compare_bars.x)
+    assert len(x) == age.size and len(set(x)) == age.size
+    assert x == [f"{bin_label(age, i)} / {r2.answers.index[i]}" for i in range(age.size)]  # "18–20 / ≤ 20"
+    np.testing.assert_array_equal(panel.compare_bars.y, np.vstack([r1.answers, r2.answers]))
 
 
 def test_over_budget_is_refused_in_the_panel_and_nothing_is_charged(session):
