@@ -34,9 +34,10 @@ from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
 from ..policy import Policy
 from ..ranges import Boxes, as_ranges
-from ..workload import DENSE_LIMIT, Identity, Kron, Total, Workload
+from ..workload import DENSE_LIMIT, Identity, Kron, Workload
 from . import noise
 from .factors import Factor, IdentityFactor, PrefixFactor, TreeFactor
+from .kron import apply_grid, as_boxes, grid_variances, lstsq_grid
 
 __all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "REGISTRY", "by_name", "apply_rows"]
 
@@ -165,87 +166,78 @@ class MatrixMechanism(Mechanism):
     def _sample(self, x, workload, policy, epsilon, size, rng) -> np.ndarray:
         """Vectorised releases: answers = W x + M η with M the public least-squares map.
 
-        One-dimensional identity, prefix and tree strategies apply M row-wise
-        in O(K) per release (any k); other strategies form M densely once
-        (small domains only).
+        Least squares runs on all releases at once, in O(K) per release on
+        one attribute and axis by axis on grids (:func:`.kron.lstsq_grid`);
+        nothing is formed densely.
         """
         if not self.linear:
             return super()._sample(x, workload, policy, epsilon, size, rng)
         scale = self.noise_scale(policy, epsilon)
         noise.check_scale(scale, value=epsilon)
         truth = np.asarray(workload @ x, dtype=float)
-        shape, padded = self._sizes(policy)
+        shape = policy.domain.shape
         ops = self.measured(policy)
         k = x.size
-        if len(ops) == 1 and isinstance(self.factor, (IdentityFactor, PrefixFactor, TreeFactor)):
+        if len(ops) == 1:
             eta = noise.discrete_laplace(rng, scale, (size, ops[0].shape[0]))
-            if isinstance(self.factor, IdentityFactor):
-                est = eta
-            elif isinstance(self.factor, PrefixFactor):
-                est = np.diff(eta, axis=1, prepend=0.0)
-            else:
-                est = self.factor.lstsq_rows(ops[0], eta, overwrite=True)
+            est = self.factor.lstsq_rows(ops[0], eta, overwrite=True)
             return truth[None, :] + apply_rows(workload, est[:, :k], scratch=isinstance(self.factor, TreeFactor))
-        A = ops[0] if len(ops) == 1 else Kron(ops)
-        if A.shape[0] * A.shape[1] > DENSE_LIMIT**2 // 16:
-            raise InvalidParameterError(f"sample() is for small domains; {padded} cells is too many")
-        keep = np.zeros(padded, dtype=bool)
-        keep[tuple(slice(0, k) for k in shape)] = True
-        solve = np.stack([self._solve_all(ops, e) for e in np.eye(A.shape[0])], axis=1)[keep.reshape(-1)]
-        W = workload.dense() if hasattr(workload, "dense") else np.asarray(workload)
-        M = W @ solve  # answers = W x + M η
-        return truth[None, :] + noise.discrete_laplace(rng, scale, (size, A.shape[0])) @ M.T
+        eta = noise.discrete_laplace(rng, scale, (size,) + tuple(op.shape[0] for op in ops))
+        est = lstsq_grid(self.factor, ops, eta)[(slice(None),) + tuple(slice(0, n) for n in shape)]
+        return truth[None, :] + apply_grid(workload, est.reshape(size, k), shape)
 
     def single_terms(self, workload: Workload, policy: Policy) -> tuple[int, float] | None:
         """(q, Δ) when each of the q answers carries one noise term of its own, else None.
 
         The identity strategy on distinct single cells, and the prefix
-        strategy (unprojected) on prefixes with distinct ends, on one axis:
-        the error of each answer is then ±Z, Z discrete Laplace of scale Δ/ε.
+        strategy (unprojected) on distinct prefixes (boxes from the first
+        cell, on a grid): the error of each answer is then ±Z, Z discrete
+        Laplace of scale Δ/ε.
         """
-        r = as_ranges(workload)
-        if r is None or len(policy.domain.shape) != 1 or not self.linear:
+        if not self.linear:
             return None
-        distinct = np.unique(r.hi).size == r.hi.size
-        if isinstance(self.factor, IdentityFactor) and np.array_equal(r.lo, r.hi) and distinct:
-            return r.lo.size, self.sensitivity(policy)
-        if isinstance(self.factor, PrefixFactor) and not r.lo.any() and distinct:
-            return r.hi.size, self.sensitivity(policy)
+        shape = policy.domain.shape
+        if len(shape) == 1:
+            r = as_ranges(workload)
+            boxes = None if r is None else (r.lo[:, None], r.hi[:, None])
+        else:
+            boxes = as_boxes(workload, shape)
+        if boxes is None:
+            return None
+        lo, hi = boxes
+        distinct = np.unique(hi, axis=0).shape[0] == hi.shape[0]
+        if isinstance(self.factor, IdentityFactor) and np.array_equal(lo, hi) and distinct:
+            return hi.shape[0], self.sensitivity(policy)
+        if isinstance(self.factor, PrefixFactor) and not lo.any() and distinct:
+            return hi.shape[0], self.sensitivity(policy)
         return None
 
     def _solve_all(self, ops, y):
-        Y = y.reshape(tuple(op.shape[0] for op in ops))
-        for axis, op in enumerate(ops):
-            Y = np.apply_along_axis(lambda v: self._solve_axis(op, v), axis, Y)
-        return Y.reshape(-1)
+        """A⁺ y for A = ⊗ ops, axis by axis over every line of the grid at once."""
+        return lstsq_grid(self.factor, ops, y.reshape(tuple(op.shape[0] for op in ops))).reshape(-1)
 
     def _postprocess(self, y: np.ndarray, ndim: int) -> np.ndarray:
         """Hook for constraints on the noisy measurements (identity by default)."""
         return y
 
-    def _solve_axis(self, op: Workload, y: np.ndarray) -> np.ndarray:
-        return self.factor.lstsq(op, y)
-
     # -- error -------------------------------------------------------------------------
     def query_variances(self, workload: Workload, policy: Policy) -> np.ndarray:
-        """w (AᵀA)⁻¹ wᵀ for every query (ranges and boxes in closed form; dense only when tiny)."""
+        """w (AᵀA)⁻¹ wᵀ for every query.
+
+        One attribute: ranges in closed form, other workloads by dense least
+        squares (at most 4096 cells). Several attributes: the Kronecker forms
+        of :func:`.kron.grid_variances` — never a dense k×k solve; a workload
+        whose exact error is unaffordable raises :class:`.kron.Unaffordable`.
+        """
         ops = self.measured(policy)
         if len(ops) == 1 and (r := as_ranges(workload)) is not None:
             return self.factor.range_variances(ops[0], r.lo, r.hi)
-        if isinstance(workload, Boxes) and len(ops) == workload.lo.shape[1]:
-            out = np.ones(workload.shape[0])
-            for axis, op in enumerate(ops):
-                out *= self.factor.range_variances(op, workload.lo[:, axis], workload.hi[:, axis])
-            return out
-        axes = _axis_ranges(workload, policy.domain.shape) if len(ops) > 1 else None
-        if axes is not None:  # a product of per-axis ranges (histograms, marginals): rows in C order
-            out = np.ones(1)
-            for op, (lo, hi) in zip(ops, axes):
-                out = np.multiply.outer(out, self.factor.range_variances(op, lo, hi)).reshape(-1)
-            return out
+        if len(ops) > 1 or isinstance(workload, (Boxes, Kron)):
+            return grid_variances(self.factor, ops, workload, policy.domain.shape)
         return self._dense_variances(workload, policy, ops)
 
     def _dense_variances(self, workload, policy, ops) -> np.ndarray:
+        """Dense least squares for one attribute (tests compare the structured forms with it on any domain)."""
         shape, padded = self._sizes(policy)
         if int(np.prod(padded)) > DENSE_LIMIT:
             raise InvalidParameterError(
@@ -317,29 +309,6 @@ def _check_histogram(x, k: int) -> np.ndarray:
     if not np.all(np.isfinite(x)) or (x < 0).any() or not np.all(x == np.round(x)):
         raise InvalidParameterError("x must hold whole, non-negative counts (a histogram of records)")
     return x
-
-
-def _axis_ranges(workload: Workload, shape) -> list[tuple[np.ndarray, np.ndarray]] | None:
-    """Per-axis (lo, hi) when every row of ``workload`` is a box: the Cartesian product of one range per axis.
-
-    The identity over the whole grid (the multi-column histogram) and Kronecker
-    products of 1-D range workloads and totals (marginals) qualify; their rows
-    run in C order, the order of the product's rows.
-    """
-    if isinstance(workload, Identity) and workload.shape[1] == int(np.prod(shape)):
-        return [(np.arange(k), np.arange(k)) for k in shape]
-    if not isinstance(workload, Kron) or tuple(workload.cell_shape) != tuple(shape):
-        return None
-    axes = []
-    for f, k in zip(workload.factors, shape):
-        if isinstance(f, Total):
-            axes.append((np.zeros(1, dtype=np.intp), np.full(1, k - 1, dtype=np.intp)))
-            continue
-        r = as_ranges(f)
-        if r is None:
-            return None
-        axes.append((r.lo, r.hi))
-    return axes
 
 
 def apply_rows(workload: Workload, X: np.ndarray, scratch: bool = False) -> np.ndarray:

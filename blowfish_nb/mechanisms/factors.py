@@ -37,6 +37,25 @@ class Factor:
         """x̂ = A⁺ y for one measured vector."""
         return A.solve(y)
 
+    def lstsq_rows(self, A: Workload, Y: np.ndarray, overwrite: bool = False) -> np.ndarray:
+        """A⁺ applied to every row of Y (one measured vector per row); a loop unless a factor vectorises it."""
+        return np.stack([self.lstsq(A, row) for row in np.asarray(Y, dtype=float)]) if len(Y) else np.zeros((0, A.shape[1]))
+
+    def inverse_gram(self, A: Workload) -> np.ndarray:
+        """(AᵀA)⁻¹ = A⁺A⁺ᵀ as a dense K×K matrix, from least squares on the unit measurements (one axis only).
+
+        No linear system is solved: each factor's own least squares is applied
+        to the rows of the identity.
+
+        Examples
+        --------
+        >>> from blowfish_nb.workload import Prefix
+        >>> PrefixFactor().inverse_gram(Prefix(3)).tolist()  # (PᵀP)⁻¹ is tridiagonal
+        [[1.0, -1.0, 0.0], [-1.0, 2.0, -1.0], [0.0, -1.0, 2.0]]
+        """
+        pinv_t = self.lstsq_rows(A, np.eye(A.shape[0]), overwrite=True)  # row j: A⁺ e_j
+        return pinv_t.T @ pinv_t
+
     def range_variances(self, A: Workload, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """w (AᵀA)⁻¹ wᵀ for the ranges [lo, hi]."""
         raise NotImplementedError
@@ -46,6 +65,12 @@ class IdentityFactor(Factor):
     def operator(self, K):
         return Identity(K)
 
+    def lstsq_rows(self, A, Y, overwrite=False):
+        return np.asarray(Y, dtype=float) if overwrite else np.array(Y, dtype=float)
+
+    def inverse_gram(self, A):
+        return np.eye(A.shape[1])
+
     def range_variances(self, A, lo, hi):
         return (hi - lo + 1).astype(float)
 
@@ -53,6 +78,9 @@ class IdentityFactor(Factor):
 class PrefixFactor(Factor):
     def operator(self, K):
         return Prefix(K)
+
+    def lstsq_rows(self, A, Y, overwrite=False):
+        return np.diff(np.asarray(Y, dtype=float), axis=1, prepend=0.0)
 
     def range_variances(self, A, lo, hi):
         # a range is a difference of two prefix sums (one when it starts at 0)
@@ -149,6 +177,17 @@ class HaarFactor(Factor):
 
     def operator(self, K):
         return Haar(K)
+
+    def lstsq_rows(self, A, Y, overwrite=False):
+        """A⁻¹ on every row: scale by 1/diag(AAᵀ), then the inverse wavelet transform, level by level."""
+        Y = np.asarray(Y, dtype=float) / A.row_norms_sq()
+        x, offset = Y[:, :1], 1
+        for level in range(A.levels, 0, -1):
+            count = A.shape[0] >> level
+            detail = Y[:, offset : offset + count]
+            offset += count
+            x = np.stack([x + detail, x - detail], axis=2).reshape(len(Y), -1)
+        return x
 
     def range_variances(self, A, lo, hi):
         K = A.shape[1]

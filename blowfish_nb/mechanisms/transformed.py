@@ -37,11 +37,12 @@ from ..exceptions import InvalidParameterError
 from ..policy import BOTTOM, Policy, spanning_tree, stretch, transform
 from ..policy.transform import WINDOW_SPAN, crossing_counts, crossing_rows
 from ..ranges import as_ranges
-from ..workload import DENSE_LIMIT, Workload
+from ..workload import DENSE_LIMIT, Matrix, Workload
 from . import noise
 from .base import Mechanism, _check_histogram, _check_workload, apply_rows
 from .dawa import RATIO as DAWA_RATIO, dawa_estimate, l1_partition
 from .gram import as_sparse
+from .kron import AFFORDABLE, Unaffordable, as_boxes
 
 __all__ = ["Transformed"]
 
@@ -211,14 +212,75 @@ def _sparse_transformed(workload: Workload, t) -> sp.csr_array:
 
 
 def _row_norms_sq(workload: Workload, tree: Policy) -> np.ndarray:
-    """‖w P_T‖² = number of tree edges with exactly one end in the query (0/1 ranges), per query."""
+    """‖w P_T‖² per query: Σ over tree edges (u, v) of (w_u − w_v)² (w_⊥ = 0).
+
+    0/1 ranges and boxes: the number of tree edges with exactly one end
+    inside, counted without forming W (cumulative boxes by dominance counts in
+    O(k + |E|)); a user's sparse matrix through W P_T; anything else densely on
+    small domains. Beyond :data:`.kron.AFFORDABLE` operations the error is not
+    computed (:class:`.kron.Unaffordable`).
+    """
     e = tree.edges()
+    k = tree.domain.size
     ranges = as_ranges(workload)
     if ranges is not None:
-        return crossing_counts(ranges.lo, ranges.hi, e, tree.domain.size)
-    if workload.shape[1] > DENSE_LIMIT:
-        raise InvalidParameterError("expected_error of a transformed mechanism needs a range workload at this size")
+        return crossing_counts(ranges.lo, ranges.hi, e, k)
+    shape = tree.domain.shape
+    boxes = as_boxes(workload, shape)
+    if boxes is not None:
+        return box_crossings(*boxes, e, shape)
+    if isinstance(workload, Matrix):
+        WP = sp.csr_array(workload.A) @ transform(tree).incidence
+        return np.asarray(WP.multiply(WP).sum(axis=1), dtype=float).reshape(-1)
+    if k > DENSE_LIMIT or workload.shape[0] * (k + len(e)) > AFFORDABLE:
+        raise Unaffordable(
+            f"skipped: the exact error of {workload.shape[0]:,} {type(workload).__name__} queries on {k:,} cells "
+            "has no box form; give ranges, boxes, marginals or a sparse matrix")
     W = workload.dense()
     u, v = e[:, 0], e[:, 1]
     diff = W[:, u] - np.where(v == BOTTOM, 0.0, W[:, np.where(v == BOTTOM, 0, v)])
     return np.sum(diff**2, axis=1)
+
+
+def box_crossings(lo: np.ndarray, hi: np.ndarray, edges: np.ndarray, shape) -> np.ndarray:
+    """Per box [lo, hi] of the grid ``shape``, the number of edges (u, v) with exactly one end inside (⊥ is outside).
+
+    Boxes that all start at the first cell (cumulative counts) are counted by
+    dominance: #{u ≤ h} + #{v ≤ h} − 2·#{max(u, v) ≤ h}, each a d-dimensional
+    cumulative sum, O(k·d + |E|) for every box at once. Other boxes are
+    compared with every edge in chunks (O(q·|E|·d), refused beyond
+    :data:`.kron.AFFORDABLE`).
+
+    Examples
+    --------
+    >>> box_crossings(np.array([[0, 0]]), np.array([[0, 1]]), np.array([[0, 1], [1, 3], [2, -1]]), (2, 2)).tolist()
+    [1.0]
+    """
+    shape = tuple(int(n) for n in shape)
+    lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
+    u = np.stack(np.unravel_index(edges[:, 0], shape), axis=1) if len(edges) else np.zeros((0, len(shape)), np.int64)
+    paired = edges[:, 1] != BOTTOM
+    v = np.stack(np.unravel_index(edges[paired, 1], shape), axis=1) if paired.any() else np.zeros((0, len(shape)), np.int64)
+    if not lo.any():
+        def dominated(points):
+            table = np.zeros(shape)
+            np.add.at(table, tuple(points.T), 1.0)
+            for axis in range(len(shape)):
+                table = np.cumsum(table, axis=axis)
+            return table[tuple(hi.T)]
+
+        return dominated(u) + dominated(v) - 2.0 * dominated(np.maximum(u[paired], v))
+    cost = lo.shape[0] * len(edges) * len(shape)
+    if cost > AFFORDABLE:
+        raise Unaffordable(
+            f"skipped: counting the tree edges across {lo.shape[0]:,} boxes × {len(edges):,} edges costs "
+            f"{cost:.2g} operations (at most {AFFORDABLE:.2g} are spent)")
+    out = np.zeros(lo.shape[0])
+    step = max(1, 2_000_000 // max(1, len(edges)))
+    for s in range(0, lo.shape[0], step):
+        a, b = lo[s : s + step, None, :], hi[s : s + step, None, :]
+        in_u = np.all((u[None] >= a) & (u[None] <= b), axis=2)
+        in_v = np.zeros_like(in_u)
+        in_v[:, paired] = np.all((v[None] >= a) & (v[None] <= b), axis=2)
+        out[s : s + step] = np.count_nonzero(in_u != in_v, axis=1)
+    return out
