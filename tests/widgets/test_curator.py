@@ -9,6 +9,7 @@ from blowfish_nb import datasets, policy, workload
 from blowfish_nb.accessor import Plan, plan_budget
 from blowfish_nb.queries import build_query
 from blowfish_nb.widgets import CuratorExplorer, Explorer
+from blowfish_nb.widgets.curator import LOG_PAD, flat_note, log_ticks, nice_ticks
 
 
 def dlap_var(b):
@@ -34,6 +35,42 @@ def test_initial_state(ex):
     assert ex.canvas.facts["sensitivity"] == 2.0 and ex.recomputations == 1
     se = np.sqrt(dlap_var(2.0))
     np.testing.assert_allclose(ex.band.y, np.vstack([ex.true_bars.y - 2 * se, ex.true_bars.y + 2 * se]))
+
+
+def test_bars_and_axis_speak_in_the_columns_units(ex):
+    edges = ex.domain.attributes[0].edges  # 25 bins of 10,000 on the public bounds 0–250,000
+    np.testing.assert_allclose(ex.true_bars.x, (edges[:-1] + edges[1:]) / 2)  # each bar on its bin
+    np.testing.assert_allclose(ex.noisy_bars.x, ex.true_bars.x)
+    assert ex.x_axis.label == "salary"  # no "bin index"
+    ticks = np.asarray(ex.x_axis.tick_values)
+    assert ticks.min() >= edges[0] and ticks.max() <= edges[-1] and 3 <= len(ticks) <= 7
+    assert ex.x_axis.tick_format == ",.0f"
+    # θ in data units, in the readout and on the error–θ plot's axis
+    assert "θ = 2 bins = 20,000" in ex.readout.value
+    assert ex.tradeoff_x_axis.label == "θ (bins of 10,000)"
+    assert not ex.figure.display_toolbar and not ex.tradeoff.display_toolbar
+
+
+def test_readout_names_the_querys_and_the_strategys_sensitivity(ex):
+    ex.query_dropdown.value = "cumulative"
+    ex.theta_slider.value = 10
+    r, pol = ex.release, ex.release.policy
+    query_delta = pol.sensitivity(workload.prefix(25))  # the core's figure, which the canvas shows too
+    strategy_delta = r.provenance["sensitivity"]
+    assert query_delta == ex.canvas.facts["sensitivity"] == 10.0
+    assert strategy_delta < query_delta  # the strategy the chosen mechanism measures is cheaper
+    text = ex.readout.value
+    assert f"Δ of the query = {query_delta:g}" in text
+    assert f"Δ of the strategy {r.mechanism} measures = {strategy_delta:g}" in text
+    assert "noise is calibrated to the strategy" in text
+
+
+def test_theta_moves_do_not_fill_the_canvas_undo_history(ex):
+    ex.theta_slider.value = 4
+    ex.family_dropdown.value = "line"
+    assert ex.canvas.history == [0, 0]  # the controls decided these policies; nothing to undo on the canvas
+    ex.canvas.edit({"op": "add", "source": "c0", "target": "c9"})
+    assert ex.canvas.history == [1, 0]
 
 
 def test_epsilon_slider_makes_one_new_release(ex):
@@ -96,18 +133,59 @@ def test_tradeoff_points_are_the_auto_mechanisms_errors_and_clicking_one_shows_i
     assert ex.current_point.y[0] == pytest.approx(ex.tradeoff_points[0].y[2])
 
 
-def test_brushing_a_range_shows_its_true_and_noisy_answer(ex):
-    ex.brush.selected = [2.6, 5.2]  # bars 3, 4, 5 have their centres inside
+def _overlapped(edges, a, b):
+    """Brute force: the bins whose interval [edge i, edge i+1] meets [a, b]."""
+    return [i for i in range(len(edges) - 1) if edges[i + 1] > a and edges[i] <= b]
+
+
+def test_brushing_a_range_shows_its_true_and_noisy_answer_in_data_units(ex):
+    edges = ex.domain.attributes[0].edges
+    ex.brush.selected = [26_000.0, 52_000.0]  # the brush reports data units
+    bins = _overlapped(edges, 26_000, 52_000)
+    assert bins == [2, 3, 4, 5]
     x = ex._x
     answers = ex.release.answers.to_numpy()
     text = ex.range_readout.value
-    assert "bins 3–5" in text
-    assert f"true <b>{x[3:6].sum():,.0f}</b>" in text and f"noisy <b>{answers[3:6].sum():,.1f}</b>" in text
-    # Laplace with Δ = 2 on three cells: three times the discrete Laplace variance at scale 2/ε, one standard error
-    assert f"±{np.sqrt(3 * dlap_var(2.0)):.3g}" in text
+    assert "salary 20,000–60,000" in text and "bins" not in text
+    assert f"true <b>{x[2:6].sum():,.0f}</b>" in text and f"noisy <b>{answers[2:6].sum():,.1f}</b>" in text
+    # Laplace with Δ = 2 on four cells: four times the discrete Laplace variance at scale 2/ε, one standard error
+    assert f"±{np.sqrt(4 * dlap_var(2.0)):.3g}" in text
     ex.query_dropdown.value = "cumulative"
     answers = ex.release.answers.to_numpy()
-    assert f"noisy <b>{answers[5] - answers[2]:,.1f}</b>" in ex.range_readout.value
+    assert f"noisy <b>{answers[5] - answers[1]:,.1f}</b>" in ex.range_readout.value
+    assert f"noisy <b>{ex.release.range_answer(2, 5):,.1f}</b>" in ex.range_readout.value
+    rng = np.random.default_rng(4)
+    for a, b in np.sort(rng.uniform(0, 250_000, size=(20, 2)), axis=1):
+        ex.brush.selected = [a, b]
+        got = _overlapped(edges, a, b)
+        assert f"salary {edges[got[0]]:,.0f}–{edges[got[-1] + 1]:,.0f}" in ex.range_readout.value
+
+
+def test_tradeoff_plot_keeps_every_point_inside_and_says_why_it_is_flat(ex):
+    xs, ys = ex.tradeoff_x_axis.scale, ex.tradeoff_y_axis.scale
+    for eps in (1.0, 0.05, 0.001):  # small ε: the current point far above the ε = 0.1 line
+        ex.epsilon_slider.value = eps
+        points = np.concatenate([np.asarray(d.y) for d in ex.tradeoff_points] + [np.asarray(ex.current_point.y)])
+        assert ys.min * LOG_PAD ** 2 <= points.min() * (1 + 1e-9) and points.max() * LOG_PAD ** 2 <= ys.max * (1 + 1e-9)
+        ticks = np.asarray(ex.tradeoff_y_axis.tick_values)
+        assert 1 <= len(ticks) <= 6 and ticks.min() >= ys.min and ticks.max() <= ys.max
+    assert xs.min < ex._thetas[0] and ex._thetas[-1] < xs.max
+    assert not any(m.display_legend for m in ex.tradeoff.marks)  # the legend is HTML under the plot
+    assert "ε = 0.1" in ex.tradeoff_legend.value
+    assert all(d.tooltip.formats == ["d", ",.3~g"] for d in ex.tradeoff_points)
+    # histogram: Δ = 2 at every θ (from the core), so the lines are flat from θ = 2 and the note says why
+    deltas = {policy.threshold(ex.domain, int(t)).sensitivity(workload.identity(25)) for t in ex._thetas}
+    assert deltas == {2.0} and "Flat from θ = 2" in ex.tradeoff_note.value and "Δ = 2" in ex.tradeoff_note.value
+    ex.query_dropdown.value = "cumulative"  # θ matters: no note
+    assert ex.tradeoff_note.value == ""
+
+
+def test_tick_helpers():
+    assert nice_ticks(0, 250_000).tolist() == [0, 50_000, 100_000, 150_000, 200_000, 250_000]
+    assert nice_ticks(18, 80).tolist() == [20, 40, 60, 80]
+    assert log_ticks(1, 49).tolist() == [1, 2, 5, 10, 20]
+    assert log_ticks(0.5, 3000).tolist() == [1, 10, 100, 1000]
+    assert flat_note("histogram", np.array([1, 2, 4]), {1.0: np.array([1.0, 2.0, 3.0])}, [2.0] * 3) == ""
 
 
 def test_a_burst_of_slider_moves_costs_one_recomputation():
