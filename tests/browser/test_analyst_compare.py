@@ -82,18 +82,21 @@ def _assert_readable(g: dict, answers: int, series: int) -> None:
     assert g["x"]["label"] == "age"
 
 
-def test_two_runs_draw_both_releases_side_by_side_in_data_units(lab, page):
-    _open(lab, page)
+@pytest.mark.parametrize("server", ["lab", "notebook7"])
+def test_two_runs_draw_both_releases_side_by_side_in_data_units(server, request, page):
+    """The issue saw the collapsed plot in JupyterLab and in Notebook 7: both are driven."""
+    _open(request.getfixturevalue(server), page)
     answers = 30  # the notebook's session bins age into 30 bins; histogram of age, one bin per answer
+    tag = "" if server == "lab" else f"-{server}"
 
     g = _run_and_wait(page, releases=1)
-    page.locator(FIGURE).screenshot(path=str(ARTIFACTS / "analyst-compare-after-run-1.png"))
+    page.locator(FIGURE).screenshot(path=str(ARTIFACTS / f"analyst-compare-after-run-1{tag}.png"))
     _assert_readable(g, answers, series=1)
     assert g["legend"] == ["#1 histogram of age"]  # just that release: no "#1 vs #1"
     assert "#1" in g["title"] and "#2" not in g["title"]
 
     g = _run_and_wait(page, releases=2)
-    page.locator(FIGURE).screenshot(path=str(ARTIFACTS / "analyst-compare-after-run-2.png"))
+    page.locator(FIGURE).screenshot(path=str(ARTIFACTS / f"analyst-compare-after-run-2{tag}.png"))
     _assert_readable(g, answers, series=2)
     assert g["legend"] == ["#1 histogram of age", "#2 histogram of age"]
     # the legend sits above the bars it names
