@@ -37,7 +37,7 @@ from ..exceptions import InvalidParameterError
 from ..policy import BOTTOM, Policy, spanning_tree, stretch, transform
 from ..policy.transform import WINDOW_SPAN, crossing_counts, crossing_rows
 from ..ranges import as_ranges
-from ..workload import DENSE_LIMIT, Matrix, Workload
+from ..workload import DENSE_LIMIT, Identity, Matrix, Workload
 from . import noise
 from .base import Mechanism, _check_histogram, _check_workload, apply_rows
 from .dawa import RATIO as DAWA_RATIO, dawa_estimate, l1_partition
@@ -215,16 +215,21 @@ def _row_norms_sq(workload: Workload, tree: Policy) -> np.ndarray:
     """‖w P_T‖² per query: Σ over tree edges (u, v) of (w_u − w_v)² (w_⊥ = 0).
 
     0/1 ranges and boxes: the number of tree edges with exactly one end
-    inside, counted without forming W (cumulative boxes by dominance counts in
-    O(k + |E|)); a user's sparse matrix through W P_T; anything else densely on
-    small domains. Beyond :data:`.kron.AFFORDABLE` operations the error is not
+    inside, counted without forming W (a single cell: its degree in the tree;
+    boxes: :func:`box_crossings`); a user's sparse matrix through W P_T;
+    anything else densely on small domains. Beyond :data:`.kron.AFFORDABLE` operations the error is not
     computed (:class:`.kron.Unaffordable`).
     """
     e = tree.edges()
     k = tree.domain.size
+    if isinstance(workload, Identity):  # a single cell: every tree edge at it crosses
+        return np.bincount(e[e >= 0], minlength=k).astype(float)
     ranges = as_ranges(workload)
     if ranges is not None:
-        return crossing_counts(ranges.lo, ranges.hi, e, k)
+        try:
+            return crossing_counts(ranges.lo, ranges.hi, e, k)
+        except InvalidParameterError as exc:
+            raise Unaffordable(f"skipped: {exc}") from None
     shape = tree.domain.shape
     boxes = as_boxes(workload, shape)
     if boxes is not None:
@@ -245,11 +250,12 @@ def _row_norms_sq(workload: Workload, tree: Policy) -> np.ndarray:
 def box_crossings(lo: np.ndarray, hi: np.ndarray, edges: np.ndarray, shape) -> np.ndarray:
     """Per box [lo, hi] of the grid ``shape``, the number of edges (u, v) with exactly one end inside (⊥ is outside).
 
-    Boxes that all start at the first cell (cumulative counts) are counted by
-    dominance: #{u ≤ h} + #{v ≤ h} − 2·#{max(u, v) ≤ h}, each a d-dimensional
-    cumulative sum, O(k·d + |E|) for every box at once. Other boxes are
-    compared with every edge in chunks (O(q·|E|·d), refused beyond
-    :data:`.kron.AFFORDABLE`).
+    An edge to ⊥ crosses when its cell is inside: box sums of a d-dimensional
+    cumulative count, O(k·d + q·2^d). Between cells, boxes that all start at
+    the first cell (cumulative counts) are counted by dominance,
+    #{u ≤ h} + #{v ≤ h} − 2·#{max(u, v) ≤ h}, O(k·d + |E|) for every box at
+    once; other boxes are compared with every edge in chunks (O(q·|E|·d),
+    refused beyond :data:`.kron.AFFORDABLE`).
 
     Examples
     --------
@@ -258,29 +264,43 @@ def box_crossings(lo: np.ndarray, hi: np.ndarray, edges: np.ndarray, shape) -> n
     """
     shape = tuple(int(n) for n in shape)
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
-    u = np.stack(np.unravel_index(edges[:, 0], shape), axis=1) if len(edges) else np.zeros((0, len(shape)), np.int64)
     paired = edges[:, 1] != BOTTOM
-    v = np.stack(np.unravel_index(edges[paired, 1], shape), axis=1) if paired.any() else np.zeros((0, len(shape)), np.int64)
+    u = np.stack(np.unravel_index(edges[paired, 0], shape), axis=1).reshape(-1, len(shape))
+    v = np.stack(np.unravel_index(edges[paired, 1], shape), axis=1).reshape(-1, len(shape))
+    out = _box_sums(_dominance_table(edges[~paired, 0], shape), lo, hi)  # an edge to ⊥ crosses when its cell is inside
     if not lo.any():
-        def dominated(points):
-            table = np.zeros(shape)
-            np.add.at(table, tuple(points.T), 1.0)
-            for axis in range(len(shape)):
-                table = np.cumsum(table, axis=axis)
-            return table[tuple(hi.T)]
+        def dominated(cells):
+            return _dominance_table(np.ravel_multi_index(tuple(cells.T), shape), shape)[tuple(hi.T)]
 
-        return dominated(u) + dominated(v) - 2.0 * dominated(np.maximum(u[paired], v))
-    cost = lo.shape[0] * len(edges) * len(shape)
+        return out + dominated(u) + dominated(v) - 2.0 * dominated(np.maximum(u, v))
+    cost = lo.shape[0] * len(u) * len(shape)
     if cost > AFFORDABLE:
         raise Unaffordable(
-            f"skipped: counting the tree edges across {lo.shape[0]:,} boxes × {len(edges):,} edges costs "
+            f"skipped: counting the tree edges across {lo.shape[0]:,} boxes × {len(u):,} edges costs "
             f"{cost:.2g} operations (at most {AFFORDABLE:.2g} are spent)")
-    out = np.zeros(lo.shape[0])
-    step = max(1, 2_000_000 // max(1, len(edges)))
+    step = max(1, 2_000_000 // max(1, len(u)))
     for s in range(0, lo.shape[0], step):
         a, b = lo[s : s + step, None, :], hi[s : s + step, None, :]
         in_u = np.all((u[None] >= a) & (u[None] <= b), axis=2)
-        in_v = np.zeros_like(in_u)
-        in_v[:, paired] = np.all((v[None] >= a) & (v[None] <= b), axis=2)
-        out[s : s + step] = np.count_nonzero(in_u != in_v, axis=1)
+        in_v = np.all((v[None] >= a) & (v[None] <= b), axis=2)
+        out[s : s + step] += np.count_nonzero(in_u != in_v, axis=1)
     return out
+
+
+def _dominance_table(cells: np.ndarray, shape) -> np.ndarray:
+    """T[h] = number of the given cells (with repeats) that are ≤ h in every coordinate."""
+    table = np.bincount(np.asarray(cells, dtype=np.int64), minlength=int(np.prod(shape))).astype(float).reshape(shape)
+    for axis in range(len(shape)):
+        table = np.cumsum(table, axis=axis)
+    return table
+
+
+def _box_sums(dominance: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Counts inside each box [lo, hi] from a dominance table, by inclusion–exclusion over its corners."""
+    d = dominance.ndim
+    table = np.pad(dominance, [(1, 0)] * d)
+    total = np.zeros(lo.shape[0])
+    for corner in np.ndindex(*(2,) * d):
+        idx = tuple(np.where(c, hi[:, a] + 1, lo[:, a]) for a, c in enumerate(corner))
+        total += (-1) ** (d - sum(corner)) * table[idx]
+    return total
