@@ -169,7 +169,7 @@ function factsText(f) {
   const delta = f.sensitivity === null || f.sensitivity === undefined ? "∞" : String(+f.sensitivity.toPrecision(4));
   const shape = f.tree ? "a tree" : f.forest ? "a forest" : "has cycles";
   return `${f.edges.toLocaleString()} edges · ${f.components} component${f.components === 1 ? "" : "s"} · ` +
-    `${shape}${f.bottom ? " · with ⊥" : ""} · sensitivity of the ${f.query} itself under this policy: Δ = ${delta}`;
+    `${shape}${f.bottom ? " · with ⊥" : ""} · Δ = ${delta} (sensitivity of the ${f.query} itself under this policy)`;
 }
 
 const FACTS_HELP = "Δ here is the query's own sensitivity: how far one record moving along one edge of this graph " +
@@ -207,8 +207,11 @@ function render({ model, el }) {
     const ids = cy ? cy.nodes().filter((n) => !n.hasClass("bottom")).map((n) => n.id()) : [];
     model.send({ op: "bottom", nodes: ids });
   });
-  bar.appendChild(blockBtn);
-  bar.appendChild(allBottomBtn);
+  // one slot for the two mode actions (one shown at a time): the toolbar keeps its layout when the mode changes
+  const actions = document.createElement("span");
+  actions.className = "blowfish-canvas-mode-actions";
+  actions.append(blockBtn, allBottomBtn);
+  bar.appendChild(actions);
   const thetaLabel = document.createElement("label");
   thetaLabel.className = "blowfish-canvas-theta-label";
   thetaLabel.textContent = "θ (bins) ";
