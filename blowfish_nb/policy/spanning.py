@@ -206,5 +206,4 @@ def _bfs_tree(policy: Policy) -> Custom:
         edges.append(np.column_stack([child, pred[child]]))
     e = np.vstack(edges) if edges else np.empty((0, 2), dtype=np.intp)
     e = np.where(e == k, BOTTOM, e) if n > k else e
-    pairs = [(int(a), "⊥" if b == BOTTOM else int(b)) if a != BOTTOM else (int(b), "⊥") for a, b in e]
-    return Custom(policy.domain, pairs, bottom=policy.has_bottom)
+    return Custom(policy.domain, e.astype(np.intp), bottom=policy.has_bottom)  # the array path: BOTTOM marks ⊥
