@@ -20,14 +20,10 @@ $(STAMP): pyproject.toml package.json package-lock.json $(wildcard js/*.js)
 	@test -f $(BUNDLE) || { echo "the JS bundle $(BUNDLE) was not built" >&2; exit 1; }
 	@touch $(STAMP)
 
-# Node applies the nearest package.json to every .js file below it. Ours says "type": "module" (js/ is ES
-# modules), and .venv sits inside the repository, so JupyterLab's start-up check ran its bundled CommonJS
-# yarn.js (jupyter_builder/yarn.js, asked for the npm registry setting) as an ES module: it died on
-# `Dynamic require of "util"` and `jupyter lab` printed the whole minified bundle before the URL. This marks
-# .venv as CommonJS, so the check reads the yarn configuration as it should.
-NODE_SCOPE := $(VENV)/package.json
-$(NODE_SCOPE): $(STAMP)
-	@echo '{"type": "commonjs"}' > $@
+# package.json declares no "type": Node applies the nearest package.json to every .js file below it, and
+# .venv sits inside the checkout, so "type": "module" made JupyterLab's start-up check run its bundled
+# CommonJS yarn.js as an ES module (it died on `Dynamic require of "util"` and `jupyter lab` printed the
+# whole minified bundle before the URL). esbuild reads js/ as ES modules either way.
 
 # Debian's Chromium for the browser tests (never a downloaded browser build).
 browser-deps:
@@ -39,15 +35,15 @@ js: $(STAMP)
 	npm run build
 
 # Serve the repository and open the quickstart (a file argument would re-root the server at notebooks/).
-lab: $(STAMP) $(NODE_SCOPE)
+lab: $(STAMP)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=. \
 	  --LabApp.default_url=/lab/tree/notebooks/quickstart.ipynb
 
-test: $(STAMP) $(NODE_SCOPE) browser-deps
+test: $(STAMP) browser-deps
 	$(PY) -m pytest
 
 # Unit and notebook tests only (no browser).
-test-fast: $(STAMP) $(NODE_SCOPE)
+test-fast: $(STAMP)
 	$(PY) -m pytest -m "not browser"
 
 clean:
