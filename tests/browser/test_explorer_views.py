@@ -1,0 +1,185 @@
+"""The curator's explorer in a real JupyterLab and Chromium at 1280×800: data units, a readable error–θ plot.
+
+Overlaps are judged on the bounding boxes the browser laid out (``getBoundingClientRect``).
+"""
+
+import re
+
+import pytest
+
+from tests.browser.conftest import ARTIFACTS, open_notebook, run_all
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+
+NOTEBOOK = "quickstart.ipynb"
+EXPLORER = ".blowfish-explorer"
+BARS_FIGURE = f"{EXPLORER} .blowfish-bars"
+TRADEOFF = f"{EXPLORER} .blowfish-tradeoff"
+BARS = f"{BARS_FIGURE} rect.bar"
+#: the ε = 0.1 series' colour (bqplot writes it as the dots' fill)
+EPS_01_FILL = "rgb(196, 78, 82)"
+
+#: every axis of a figure: its tick labels' and its label's boxes (visible ones only)
+AXES_JS = """(fig) => Array.from(document.querySelector(fig).querySelectorAll('g.axis')).map(a => {
+    const box = e => { const r = e.getBoundingClientRect(); return {x: r.left, y: r.top, w: r.width, h: r.height}; };
+    const shown = e => e.getBoundingClientRect().width > 0 && getComputedStyle(e).display !== 'none';
+    const ticks = Array.from(a.querySelectorAll('.tick text')).filter(shown);
+    const label = a.querySelector('text.axislabel');
+    return {ticks: ticks.map(t => ({text: t.textContent, ...box(t)})),
+            label: label ? {text: label.textContent, ...box(label)} : null};
+})"""
+BOX_JS = "e => { const r = e.getBoundingClientRect(); return {x: r.left, y: r.top, w: r.width, h: r.height}; }"
+
+
+def _overlap(a, b) -> bool:
+    return (a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"]
+            and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"])
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", "").replace("−", "-"))
+
+
+def _ready(page, lab) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_notebook(page, lab, NOTEBOOK)
+    run_all(page)
+    page.wait_for_function(f"() => document.querySelectorAll('{BARS}').length >= 100", timeout=120_000)
+    page.wait_for_selector(f"{EXPLORER} .blowfish-canvas[data-ready='1']")
+    page.wait_for_function(f"() => document.querySelectorAll('{TRADEOFF} path.dot').length >= 10")
+    page.locator(BARS_FIGURE).scroll_into_view_if_needed()
+    page.wait_for_timeout(500)  # bqplot's axes transition
+
+
+def _x_axis(page) -> dict:
+    """The bars' horizontal axis: the one whose ticks share one row."""
+    axes = page.evaluate(AXES_JS, BARS_FIGURE)
+    return next(a for a in axes if a["ticks"] and len({round(t["y"]) for t in a["ticks"]}) == 1)
+
+
+def test_histogram_axis_and_brush_speak_in_data_units(lab, page):
+    _ready(page, lab)
+    axis = _x_axis(page)
+    texts = [t["text"] for t in axis["ticks"]]
+    assert axis["label"]["text"] == "salary", axis["label"]  # not "salary (bin index; bin 0 starts at 0)"
+    values = [_number(t) for t in texts]
+    assert len(values) >= 3 and min(values) >= 0 and max(values) <= 250_000, texts  # no tick at −1
+    assert any("," in t for t in texts), texts  # salaries, with thousands separators, not bin numbers
+
+    # brush with the mouse from the middle of the bin 65,000–70,000 to the middle of 130,000–135,000
+    # (pixels ↔ salary from the first and the last tick's positions)
+    ticks = sorted(axis["ticks"], key=lambda t: t["x"])
+    (x0, v0), (x1, v1) = [(t["x"] + t["w"] / 2, _number(t["text"])) for t in (ticks[0], ticks[-1])]
+    to_pixel = lambda v: x0 + (v - v0) * (x1 - x0) / (v1 - v0)  # noqa: E731
+    px_lo, px_hi = to_pixel(67_500), to_pixel(132_500)
+    plot = page.eval_on_selector(f"{BARS_FIGURE} rect.plotarea_events", BOX_JS)
+    y = plot["y"] + plot["h"] / 2
+    page.mouse.move(px_lo, y)
+    page.mouse.down()
+    page.mouse.move(px_hi, y, steps=10)
+    page.mouse.up()
+    readout = page.locator(f"{EXPLORER} .blowfish-range")
+    page.wait_for_function(f"() => /true/.test(document.querySelector('{EXPLORER} .blowfish-range').innerText)")
+    text = readout.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "explorer-axis-brush.png"))
+    assert "bins" not in text, text
+    m = re.search(r"salary ([\d,]+)–([\d,]+)", text)
+    assert m is not None, text
+    assert m.groups() == ("65,000", "135,000"), text  # the bins the brush overlaps, in salary
+
+
+def test_error_theta_plot_and_readouts_read_cleanly_at_1280x800(lab, page):
+    _ready(page, lab)
+    page.locator(TRADEOFF).scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "explorer-1280x800.png"))
+
+    # no two tick labels overlap, and no axis label overlaps its ticks, in either plot
+    for fig in (BARS_FIGURE, TRADEOFF):
+        svg = page.eval_on_selector(f"{fig} svg.svg-figure", BOX_JS)
+        for axis in page.evaluate(AXES_JS, fig):
+            ticks = axis["ticks"]
+            for i, a in enumerate(ticks):
+                for b in ticks[i + 1:]:
+                    assert not _overlap(a, b), (fig, a, b)
+                assert svg["x"] - 1 <= a["x"] and a["x"] + a["w"] <= svg["x"] + svg["w"] + 1, (fig, "cut off", a)
+            if axis["label"]:
+                assert not [t for t in ticks if _overlap(axis["label"], t)], (fig, axis["label"])
+
+    # the legend covers neither the current point nor the ε = 0.1 series
+    legends = page.eval_on_selector_all(f"{TRADEOFF} g.g_legend, {EXPLORER} .blowfish-tradeoff-legend",
+                                        f"els => els.map({BOX_JS}).filter(b => b.w > 0)")
+    assert legends, "no legend"
+    dots = page.eval_on_selector_all(
+        f"{TRADEOFF} path.dot", f"els => els.map(e => ({{fill: getComputedStyle(e).fill, ...({BOX_JS})(e)}}))")
+    eps01 = [d for d in dots if d["fill"] == EPS_01_FILL]
+    current = [d for d in dots if d["fill"] == "rgb(0, 0, 0)"]
+    assert len(eps01) >= 5 and len(current) == 1, dots
+    for legend in legends:
+        assert not [d for d in eps01 + current if _overlap(legend, d)], (legend, current)
+
+    # the tooltip shows rounded numbers
+    dot = page.locator(f"{TRADEOFF} path.dot").nth(4).bounding_box()
+    page.mouse.move(dot["x"] + dot["width"] / 2, dot["y"] + dot["height"] / 2)
+    shown = ("() => Array.from(document.querySelectorAll('.bqplot_mark_tooltip'))"
+             ".filter(e => getComputedStyle(e).display !== 'none' && /\\d/.test(e.innerText))")
+    page.wait_for_function(f"({shown})().length > 0")
+    tip_text = page.evaluate(f"({shown})()[0].innerText")
+    assert "rms error" in tip_text and not re.search(r"\d\.\d{4,}", tip_text), tip_text
+
+    # the readout names both sensitivities; the query's is the one the canvas shows
+    readout = page.locator(f"{EXPLORER} .blowfish-readout").inner_text()
+    query_delta = re.search(r"Δ of the query = ([\d.]+)", readout)
+    assert query_delta and re.search(r"Δ of the strategy .+ measures = [\d.]+", readout), readout
+    facts = page.locator(f"{EXPLORER} .blowfish-canvas-facts").inner_text()
+    assert re.search(rf"Δ = {re.escape(query_delta.group(1))}\b", facts), (readout, facts)
+    assert re.search(r"θ = 3 bins = 15,000", readout), readout
+
+    # nothing cut off: the explorer fits, no control's label is truncated
+    widths = page.eval_on_selector(EXPLORER, "e => [e.scrollWidth, e.clientWidth]")
+    assert widths[0] <= widths[1], widths
+    cut = page.eval_on_selector_all(f"{EXPLORER} .widget-label",
+                                    "els => els.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)")
+    assert not cut, cut
+
+    # bqplot's hover toolbar does not cover the histogram's title
+    page.locator(BARS_FIGURE).hover()
+    page.wait_for_timeout(300)
+    title = page.eval_on_selector(f"{BARS_FIGURE} text.mainheading", BOX_JS)
+    toolbars = page.eval_on_selector_all(
+        f"{BARS_FIGURE} .toolbar_div", f"els => els.filter(e => getComputedStyle(e).display !== 'none').map({BOX_JS})")
+    assert not [t for t in toolbars if t["w"] > 0 and _overlap(t, title)], (toolbars, title)
+
+
+def test_small_epsilon_keeps_the_current_point_off_the_title_and_the_histogram_note(lab, page):
+    _ready(page, lab)
+    # drag the ε handle to the left end (ε = 0.001): the current point far above every line
+    handle = page.locator(f"{EXPLORER} .blowfish-epsilon .noUi-handle")
+    handle.scroll_into_view_if_needed()
+    box = handle.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] - 400, box["y"] + box["height"] / 2, steps=8)
+    page.mouse.up()
+    readout = f"document.querySelector('{EXPLORER} .blowfish-readout').innerText"
+    page.wait_for_function(f"() => /ε = 0\\.001 /.test({readout})")
+    page.wait_for_timeout(500)
+    page.locator(TRADEOFF).scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "explorer-small-epsilon.png"))
+    title = page.eval_on_selector(f"{TRADEOFF} text.mainheading", BOX_JS)
+    plot = page.eval_on_selector(f"{TRADEOFF} rect.plotarea_events", BOX_JS)
+    black = "e => getComputedStyle(e).fill === 'rgb(0, 0, 0)'"
+    point = page.eval_on_selector_all(f"{TRADEOFF} path.dot", f"els => els.filter({black}).map({BOX_JS})")
+    assert len(point) == 1
+    p = point[0]
+    assert p["y"] >= title["y"] + title["h"] + 8, (p, title)  # clear of the title
+    # inside the plot area with room above it (the y range is padded beyond the highest point)
+    assert p["y"] >= plot["y"] + p["h"] / 2 and p["y"] + p["h"] <= plot["y"] + plot["h"], (p, plot)
+
+    # the histogram query: flat lines for θ ≥ 2, and the view says why
+    page.locator(f"{EXPLORER} .blowfish-query select").select_option("histogram")
+    note = page.locator(f"{EXPLORER} .blowfish-tradeoff-note")
+    note.wait_for()
+    page.wait_for_function(f"() => /Flat from θ = 2/.test(document.querySelector('{EXPLORER} .blowfish-tradeoff-note')"
+                           ".innerText)")
+    assert "Δ = 2 at every θ" in note.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "explorer-histogram-note.png"))
