@@ -9,7 +9,8 @@ from blowfish_nb import datasets, policy, workload
 from blowfish_nb.accessor import Plan, plan_budget
 from blowfish_nb.queries import build_query
 from blowfish_nb.widgets import CuratorExplorer, Explorer
-from blowfish_nb.widgets.curator import LOG_PAD, flat_note, log_ticks, nice_ticks
+from blowfish_nb.widgets.curator import LOG_PAD, flat_note
+from blowfish_nb.widgets.ticks import log_ticks, nice_ticks
 
 
 def dlap_var(b):
