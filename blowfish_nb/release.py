@@ -200,6 +200,7 @@ class Release:
             "" if p.has_bottom else
             " Under this policy records never appear or vanish, so the number of records is treated as public."
         )
+        public_n += _unprotected_text(p)
         source = str(self.provenance.get("noise", ""))
         replayable = (
             f" Caution: {source}; the guarantee holds only against whoever does not hold it."
@@ -233,3 +234,19 @@ class Release:
             f"<Release {self.query} · {self.mechanism} · ε={self.epsilon:g} · {self.policy.summary()}{unprotected} · "
             f"{len(self.answers)} answers, {self._error_text()}>"
         )
+
+
+def _unprotected_text(p) -> str:
+    """What a disconnected graph leaves unprotected (partition and drawn graphs, where it happens)."""
+    if p.family not in ("partition", "custom"):
+        return ""
+    alone = p.isolated_cells()
+    parts = int(np.unique(p.component_labels()).size)  # components among the cells (⊥ joins those it touches)
+    text = ""
+    if parts - alone.size > 1:
+        text += (" Values in different blocks (connected components of G) are not protected from each other:"
+                 " which block a record is in may be learned.")
+    if alone.size:
+        text += (f" {alone.size} of {p.domain.size} cells are joined to no other value (cells in no block):"
+                 " their counts may be released exactly.")
+    return text

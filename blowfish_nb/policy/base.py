@@ -182,6 +182,25 @@ class Policy:
         _, labels = csgraph.connected_components(self.adjacency(), directed=False)
         return labels[: self.domain.size]
 
+    def isolated_cells(self) -> np.ndarray:
+        """Cells joined to nothing, not even ⊥: their counts are equal in all neighbouring databases.
+
+        A release may therefore show those counts exactly, whatever ε is spent.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> from blowfish_nb import Domain, policy
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     p = policy.partition(Domain.grid(5), [[0, 1, 2]])
+        >>> p.isolated_cells().tolist(), policy.line(Domain.grid(5)).isolated_cells().tolist()
+        ([3, 4], [])
+        """
+        _, labels = csgraph.connected_components(self.adjacency(), directed=False)
+        sizes = np.bincount(labels)
+        return np.flatnonzero(sizes[labels[: self.domain.size]] == 1)
+
     def components(self) -> list[np.ndarray]:
         """The connected components, as arrays of cell indices (App. E of Haney et al.)."""
         labels = self.component_labels()

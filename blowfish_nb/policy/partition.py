@@ -2,21 +2,24 @@
 
 Values in the same block must stay indistinguishable; values in different
 blocks need not (the policy graph is disconnected, Haney et al. App. E).
-Cells not listed in any block are privacy-agnostic (no edges). A partition
-whose blocks are all single cells (or that has no block) protects nothing and
-warns with :class:`~blowfish_nb.exceptions.PrivacyLeakWarning`.
+Cells not listed in any block are privacy-agnostic (no edges): their counts
+may be released exactly, so a partition that leaves cells out (or has
+single-cell blocks) warns with :class:`~blowfish_nb.exceptions.PrivacyLeakWarning`
+naming how many, and one whose blocks are all single cells (or that has no
+block) protects nothing and warns that it does.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from numbers import Integral
 
 import numpy as np
 
 from ..domain import Domain
-from ..exceptions import PolicyError
-from .base import Policy
+from ..exceptions import PolicyError, PrivacyLeakWarning
+from .base import _DERIVED, Policy
 from .sensitivity import clique_sensitivity
 
 __all__ = ["Partition", "partition"]
@@ -53,10 +56,27 @@ class Partition(Policy):
         block_of[singles] = len(clean) + np.arange(singles.size)
         self.block_of = block_of
         self.warn_if_protects_nothing()
+        self._warn_if_cells_left_out()
 
     @property
     def params(self):
         return {"blocks": self.blocks}
+
+    def isolated_cells(self) -> np.ndarray:
+        """Cells in no block of two or more (closed form of :meth:`Policy.isolated_cells`)."""
+        return np.flatnonzero(np.bincount(self.block_of)[self.block_of] == 1)
+
+    def _warn_if_cells_left_out(self) -> None:
+        alone = self.isolated_cells()
+        if alone.size and alone.size < self.domain.size and not _DERIVED.get():
+            shown = ", ".join(str(int(c)) for c in alone[:8]) + (", …" if alone.size > 8 else "")
+            warnings.warn(
+                f"{alone.size} of {self.domain.size} cells are in no block of two or more (cells {shown}): "
+                "nothing is kept indistinguishable from their values, so their counts may be released exactly; "
+                "put every cell in a block with at least one other if its count must be protected",
+                PrivacyLeakWarning,
+                stacklevel=3,
+            )
 
     def _display_params(self):
         return {"blocks": len(self.blocks)}

@@ -203,6 +203,9 @@ class CuratorExplorer(w.VBox):
         if family == "partition":
             b, k = int(self.block_slider.value), self.domain.size
             blocks = [list(range(s, min(k, s + b))) for s in range(0, k, b)]
+            if len(blocks) > 1 and len(blocks[-1]) == 1:  # a lone last cell would be unprotected: join it on
+                lone = blocks.pop()
+                blocks[-1] += lone
             return resolve_policy("partition", self.domain, blocks=blocks)
         return resolve_policy(family, self.domain, theta=self.theta)
 
