@@ -603,7 +603,9 @@ def _ordered_attribute(series, name, bins, width, bounds) -> OrderedAttribute:
                 )
         return attr
     if bins is None and width is None:
-        raise InvalidParameterError(f"column {name!r} needs bins=<count or edges> or width=<bin width>")
+        raise InvalidParameterError(
+            f"column {name!r} needs bins=<count or edges> or width=<bin width> (with public bounds=(lo, hi)); "
+            "a column of categories takes bins='categorical' or bins=<the list of categories>")
     if bins is not None:
         if not is_number(bins) or not isinstance(bins, Integral) or bins < 1:
             raise InvalidParameterError(f"bins must be a positive integer or a list of edges, got {bins!r}")
