@@ -110,6 +110,23 @@ def test_closed_form_for_transformed_cumulative_matches_monte_carlo():
     assert abs(p - 0.9) < 3 * se
 
 
+def test_ranges_sharing_one_tree_edge_share_one_noise_term():
+    """Adjacent ranges under the line cross the same edge: one term between them, so the ε of one range — the
+    closed form is exact (Monte Carlo agrees), not the Monte-Carlo fallback's dearer bound."""
+    from blowfish_nb.ranges import Ranges
+
+    d = Domain.grid(50)
+    m, pol = mechanisms.Transformed(), policy.line(d)
+    pair, first = Ranges(50, [0, 8], [7, 49]), Ranges(50, [0], [7])
+    assert m.single_terms(pair, pol) == m.single_terms(first, pol) == (1, 1.0)
+    eps = epsilon_for_accuracy(m, pair, pol, 20.0, 0.05)
+    assert eps == epsilon_for_accuracy(m, first, pol, 20.0, 0.05)
+    p, se = coverage(m, pair, pol, 20.0, eps, 40_000, seed=6)
+    assert abs(p - 0.95) < 3 * se
+    three = Ranges(50, [0, 8, 8], [7, 49, 19])  # [8, 19] crosses two edges: no closed form
+    assert m.single_terms(three, pol) is None
+
+
 def test_monte_carlo_epsilon_meets_the_target_with_the_noise_drawn():
     """Shared noise (Transformed histogram under the line; hierarchical ranges): Monte Carlo, confirmed at the ε
     it returns, so the coverage there is at least 1 − β and not far above it."""
