@@ -39,8 +39,11 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=. \
 	  --LabApp.default_url=/lab/tree/notebooks/quickstart.ipynb
 
+# Unit and notebook tests on every core (pytest-xdist), then the browser tests one at a time (each drives
+# its own JupyterLab and Chromium, which would fight over two cores).
 test: $(STAMP) browser-deps
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not browser" -n auto
+	$(PY) -m pytest -m browser
 
 # Unit and notebook tests only (no browser).
 test-fast: $(STAMP)
