@@ -183,3 +183,28 @@ def run_cell(page, marker: str) -> None:
         }""",
         marker,
     )
+
+
+def drag(page, selector: str, dx: float) -> None:
+    """Drag the element under ``selector`` by ``dx`` pixels with the mouse, as a user would (sliders report on release)."""
+    handle = page.locator(selector)
+    handle.scroll_into_view_if_needed()
+    box = handle.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] / 2, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] / 2 + dx, y, steps=8)
+    page.mouse.up()
+
+
+def cell_text(page, marker: str, pattern: str):
+    """Re-run the cell whose source contains ``marker``; wait for its output to match ``pattern``; the match."""
+    import re
+
+    run_cell(page, marker)
+    page.wait_for_function(
+        "([m, p]) => { const c = Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell'))"
+        ".find(c => c.innerText.includes(m)); return !!c && new RegExp(p).test(c.innerText); }",
+        arg=[marker, pattern], timeout=60_000,
+    )
+    return re.search(pattern, page.locator(".jp-Notebook .jp-Cell", has_text=marker).first.inner_text())

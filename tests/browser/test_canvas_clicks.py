@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import ARTIFACTS, open_notebook, run_all
+from tests.browser.conftest import ARTIFACTS, drag, open_notebook, run_all
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -177,13 +177,7 @@ def test_theta_box_undo_and_refit_follow_the_explorer(lab, page):
     _shot(page, "06-theta-box")
 
     # move the explorer's θ slider: the canvas draws the new G^θ; the box follows; nothing to undo on the canvas
-    handle = page.locator(".blowfish-explorer .blowfish-theta .noUi-handle")
-    handle.scroll_into_view_if_needed()
-    box = handle.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.mouse.down()
-    page.mouse.move(box["x"] + 40, box["y"] + box["height"] / 2, steps=8)
-    page.mouse.up()
+    drag(page, ".blowfish-explorer .blowfish-theta .noUi-handle", 40)
     page.wait_for_function("(sel) => document.querySelector(sel).innerText !== '3'",
                            arg=".blowfish-explorer .blowfish-theta .widget-readout")
     theta = int(readout.inner_text())

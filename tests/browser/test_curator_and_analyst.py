@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import open_notebook, run_all, run_cell
+from tests.browser.conftest import cell_text, drag, open_notebook, run_all
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -25,18 +25,6 @@ def _ready(page) -> None:
 
 
 lab_holder = {}
-
-
-def _kernel_text(page, cell_marker: str, pattern: str) -> re.Match:
-    """Re-run the cell whose source contains ``cell_marker`` and wait for its output to match ``pattern``."""
-    run_cell(page, cell_marker)
-    page.wait_for_function(
-        "([m, p]) => { const cells = Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell'));"
-        " const c = cells.find(c => c.innerText.includes(m)); return c && new RegExp(p).test(c.innerText); }",
-        arg=[cell_marker, pattern], timeout=60_000,
-    )
-    cell = page.locator(".jp-Notebook .jp-Cell", has_text=cell_marker).first
-    return re.search(pattern, cell.inner_text())
 
 
 def _node_point(page, selector: str, node_id: str) -> tuple[float, float]:
@@ -69,7 +57,7 @@ def test_mouse_edits_on_the_canvas_reach_the_python_policy(lab, page):
             "arguments[0]", repr(".jp-Cell:has(.blowfish-canvas):not(:has(.blowfish-explorer)) .blowfish-canvas-facts")),
         timeout=30_000,
     )
-    m = _kernel_text(page, "# The Policy object the canvas holds", r"added edges: \[\(2, 12\)\]")
+    m = cell_text(page, "# The Policy object the canvas holds", r"added edges: \[\(2, 12\)\]")
     assert m is not None
     text = page.locator(".jp-Notebook .jp-Cell", has_text="# The Policy object the canvas holds").first.inner_text()
     assert "sensitivity = 10" in text and "tree = False" in text
@@ -80,7 +68,7 @@ def test_mouse_edits_on_the_canvas_reach_the_python_policy(lab, page):
     page.wait_for_timeout(300)
     page.mouse.click(x, y)
     page.wait_for_selector(".blowfish-canvas-message:has-text('self-loops are not edges')")
-    m = _kernel_text(page, "# The Policy object the canvas holds", r"canvas: edges = (\d+)")
+    m = cell_text(page, "# The Policy object the canvas holds", r"canvas: edges = (\d+)")
     assert m.group(1) == "30"  # 29 line edges + the one added by mouse
 
 
@@ -93,13 +81,7 @@ def test_theta_slider_and_tradeoff_click(lab, page):
     marker = f"{EXPLORER} .blowfish-tradeoff"
     tradeoff_before = page.inner_html(marker)
 
-    handle = page.locator(f"{EXPLORER} .blowfish-theta .noUi-handle")
-    handle.scroll_into_view_if_needed()
-    box = handle.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.mouse.down()
-    page.mouse.move(box["x"] + 60, box["y"] + box["height"] / 2, steps=8)
-    page.mouse.up()
+    drag(page, f"{EXPLORER} .blowfish-theta .noUi-handle", 60)
     page.wait_for_function(
         "([sel, n]) => { const b = document.querySelector(sel); return b.dataset.ready === '1' && b.dataset.edges !== n; }",
         arg=[explorer_canvas, edges_before], timeout=30_000,
@@ -109,7 +91,7 @@ def test_theta_slider_and_tradeoff_click(lab, page):
         "!== before", arg=bars_before)
     page.wait_for_function("([sel, b]) => document.querySelector(sel).innerHTML !== b", arg=[marker, tradeoff_before])
     theta = int(page.locator(f"{EXPLORER} .blowfish-theta .widget-readout").inner_text())
-    m = _kernel_text(page, "# What the kernel holds now", rf"explorer: theta = {theta}, epsilon = 0\.5,")
+    m = cell_text(page, "# What the kernel holds now", rf"explorer: theta = {theta}, epsilon = 0\.5,")
     assert m is not None and theta > 3
     edges = int(page.get_attribute(explorer_canvas, "data-edges"))
     assert edges == sum(30 - d for d in range(1, theta + 1))  # G^θ on 30 bins, edge for edge
@@ -121,7 +103,7 @@ def test_theta_slider_and_tradeoff_click(lab, page):
     page.wait_for_function(
         f"before => Array.from(document.querySelectorAll('{BARS}')).map(e => e.getAttribute('height')).join(',') "
         "!== before", arg=bars_before, timeout=30_000)
-    m = _kernel_text(page, "# What the kernel holds now", r"explorer: theta = 1, epsilon = 0\.1,")
+    m = cell_text(page, "# What the kernel holds now", r"explorer: theta = 1, epsilon = 0\.1,")
     assert m is not None
     assert page.locator(f"{EXPLORER} .blowfish-theta .widget-readout").inner_text() == "1"
     assert "ε = 0.1 " in page.locator(f"{EXPLORER} .blowfish-readout").inner_text()
@@ -158,6 +140,6 @@ def test_analyst_two_queries_then_refused(lab, page):
     page.wait_for_selector(f"{panel} .blowfish-message:has-text('refused')")
     assert "nothing was computed or charged" in page.locator(f"{panel} .blowfish-message").inner_text()
     assert page.locator(f"{panel} .blowfish-history tr").count() == 3
-    m = _kernel_text(page, "# The session's books", r"session: spent = ([0-9.e+-]+), remaining = ([0-9.e+-]+), "
+    m = cell_text(page, "# The session's books", r"session: spent = ([0-9.e+-]+), remaining = ([0-9.e+-]+), "
                                                      r"releases = 2")
     assert float(m.group(2)) == pytest.approx(left, rel=1e-3)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import ARTIFACTS, open_notebook, run_all, run_cell
+from tests.browser.conftest import ARTIFACTS, cell_text, drag, open_notebook, run_all
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -34,29 +34,6 @@ def _run_all_without_errors(page) -> None:
     assert page.evaluate(ERRORS) == []
 
 
-def _drag(page, selector: str, dx: float) -> None:
-    """Drag the element under ``selector`` by ``dx`` pixels with the mouse (the slider reports on release)."""
-    handle = page.locator(selector)
-    handle.scroll_into_view_if_needed()
-    box = handle.bounding_box()
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(box["x"] + box["width"] / 2, y)
-    page.mouse.down()
-    page.mouse.move(box["x"] + box["width"] / 2 + dx, y, steps=8)
-    page.mouse.up()
-
-
-def _cell_text(page, marker: str, pattern: str) -> re.Match:
-    """Re-run the cell whose source contains ``marker`` and wait for its output to match ``pattern``."""
-    run_cell(page, marker)
-    page.wait_for_function(
-        "([m, p]) => { const c = Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell'))"
-        ".find(c => c.innerText.includes(m)); return !!c && new RegExp(p).test(c.innerText); }",
-        arg=[marker, pattern], timeout=60_000,
-    )
-    return re.search(pattern, page.locator(".jp-Notebook .jp-Cell", has_text=marker).first.inner_text())
-
-
 def test_quickstart_runs_and_the_explorer_draws_and_talks(notebook7, page):
     open_notebook(page, notebook7, "quickstart.ipynb")
     assert page.evaluate("() => window.jupyterapp.name") == "Jupyter Notebook"  # not JupyterLab
@@ -76,7 +53,7 @@ def test_quickstart_runs_and_the_explorer_draws_and_talks(notebook7, page):
 
     # drag the ε handle to the left (smaller ε, more noise): new bars, and the kernel sees the slider's value
     before = page.eval_on_selector_all(BARS, HEIGHTS)
-    _drag(page, ".blowfish-epsilon .noUi-handle", -35)
+    drag(page, ".blowfish-epsilon .noUi-handle", -35)
     page.wait_for_function(
         f"before => Array.from(document.querySelectorAll('{BARS}'))"
         ".map(e => e.getAttribute('height')).join(',') !== before",
@@ -84,7 +61,7 @@ def test_quickstart_runs_and_the_explorer_draws_and_talks(notebook7, page):
     )
     slider_eps = float(page.locator(".blowfish-epsilon .widget-readout").inner_text())
     assert 0.001 < slider_eps < 1.0
-    m = _cell_text(page, "# What the kernel holds now", r"kernel sees epsilon = (?!1,)([0-9.e+-]+),")
+    m = cell_text(page, "# What the kernel holds now", r"kernel sees epsilon = (?!1,)([0-9.e+-]+),")
     assert float(m.group(1)) == pytest.approx(slider_eps, rel=5e-3)  # the readout shows 3 significant digits
     page.screenshot(path=str(ARTIFACTS / "notebook7-quickstart-slider.png"), full_page=True)
 
@@ -125,6 +102,6 @@ def test_curator_and_analyst_runs_and_one_run_charges_the_session(notebook7, pag
     assert left == pytest.approx(1 - cost, rel=1e-2)  # charged what the panel quoted before the click
     page.screenshot(path=str(ARTIFACTS / "notebook7-analyst.png"), full_page=True)
 
-    m = _cell_text(page, "# The session's books", r"spent = ([0-9.e+-]+), remaining = ([0-9.e+-]+), releases = 1")
+    m = cell_text(page, "# The session's books", r"spent = ([0-9.e+-]+), remaining = ([0-9.e+-]+), releases = 1")
     assert float(m.group(2)) == pytest.approx(left, rel=1e-3)
     assert float(m.group(1)) == pytest.approx(cost, rel=1e-2)
