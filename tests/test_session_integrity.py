@@ -51,7 +51,7 @@ def _write(path, state, *, resign=False):
     return path
 
 
-def _refused(path, df, *words):
+def _assert_refused(path, df, *words):
     with pytest.raises(SessionError) as info:
         Session.load(path, df, key=KEY)
     message = str(info.value)
@@ -72,20 +72,20 @@ def test_a_saved_session_loads_under_its_key(saved, df):
 # -- the attacks of issue 13 §4, as plain edits: the integrity code names what changed ----------------
 def test_an_emptied_ledger_is_refused(saved, df):
     path, state = saved
-    _refused(_write(path, dict(state, ledger=[])), df, "entries were removed", "3 of 3 saved entries missing")
+    _assert_refused(_write(path, dict(state, ledger=[])), df, "entries were removed", "3 of 3 saved entries missing")
 
 
 def test_a_ledger_entry_of_minus_100_is_refused(saved, df):
     path, state = saved
     ledger = [dict(e) for e in state["ledger"]]
     ledger[1]["epsilon"] = -100
-    _refused(_write(path, dict(state, ledger=ledger)), df, "the ledger was edited (entry 2 of 3)")
+    _assert_refused(_write(path, dict(state, ledger=ledger)), df, "the ledger was edited (entry 2 of 3)")
 
 
 @pytest.mark.parametrize("budget", [math.inf, "1e9", 1e9, math.nan, True, -1.0])
 def test_an_edited_budget_is_refused(saved, df, budget):
     path, state = saved
-    message = _refused(_write(path, dict(state, budget=budget)), df, "the budget was edited")
+    message = _assert_refused(_write(path, dict(state, budget=budget)), df, "the budget was edited")
     assert "ledger" not in message and "policies" not in message  # only what changed is named
 
 
@@ -93,7 +93,7 @@ def test_a_policy_edited_to_a_partition_with_no_blocks_is_refused(saved, df):
     path, state = saved
     pols = json.loads(json.dumps(state["policies"]))
     pols["age"] = {"kind": "partition", "domain": pols["age"]["domain"], "params": {"blocks": []}}
-    _refused(_write(path, dict(state, policies=pols)), df, "the policies were edited")
+    _assert_refused(_write(path, dict(state, policies=pols)), df, "the policies were edited")
 
 
 # -- the same attacks re-signed with the key: the values themselves are refused ----------------------
@@ -103,7 +103,7 @@ def test_a_policy_edited_to_a_partition_with_no_blocks_is_refused(saved, df):
 ])
 def test_a_resigned_bad_budget_is_refused(saved, df, budget, words):
     path, state = saved
-    _refused(_write(path, dict(state, budget=budget), resign=True), df, "budget", words)
+    _assert_refused(_write(path, dict(state, budget=budget), resign=True), df, "budget", words)
 
 
 @pytest.mark.parametrize("epsilon", [-100, 0, math.inf, math.nan, "0.1", None, True])
@@ -111,7 +111,7 @@ def test_a_resigned_bad_ledger_epsilon_is_refused(saved, df, epsilon):
     path, state = saved
     ledger = [dict(e) for e in state["ledger"]]
     ledger[1]["epsilon"] = epsilon
-    _refused(_write(path, dict(state, ledger=ledger), resign=True), df, "ledger entry 2 of 3", "epsilon")
+    _assert_refused(_write(path, dict(state, ledger=ledger), resign=True), df, "ledger entry 2 of 3", "epsilon")
 
 
 @pytest.mark.parametrize("blocks", [[], [[0], [1], [2]], "all singletons"])
@@ -121,14 +121,14 @@ def test_a_resigned_policy_that_protects_no_pair_is_refused(saved, df, blocks):
     if blocks == "all singletons":
         blocks = [[i] for i in range(62)]
     pols["age"] = {"kind": "partition", "domain": pols["age"]["domain"], "params": {"blocks": blocks}}
-    _refused(_write(path, dict(state, policies=pols), resign=True), df, "'age'", "protects no pair")
+    _assert_refused(_write(path, dict(state, policies=pols), resign=True), df, "'age'", "protects no pair")
 
 
 def test_a_resigned_unknown_policy_kind_is_refused(saved, df):
     path, state = saved
     pols = json.loads(json.dumps(state["policies"]))
     pols["age"]["kind"] = "anything-goes"
-    _refused(_write(path, dict(state, policies=pols), resign=True), df, "'age'", "not a known policy")
+    _assert_refused(_write(path, dict(state, policies=pols), resign=True), df, "'age'", "not a known policy")
 
 
 def test_a_resigned_emptied_ledger_is_the_one_edit_a_key_holder_can_make(saved, df):
@@ -154,7 +154,7 @@ def test_every_loaded_value_is_checked_even_under_a_valid_code(saved, df, edit, 
     path, state = saved
     state = json.loads(json.dumps(state))
     edit(state)
-    _refused(_write(path, state, resign=True), df, *words)
+    _assert_refused(_write(path, state, resign=True), df, *words)
 
 
 # -- every other edit is named ------------------------------------------------------------------
@@ -178,7 +178,7 @@ def test_load_names_what_was_edited(saved, df, edit, words):
     path, state = saved
     state = json.loads(json.dumps(state))
     edit(state)
-    _refused(_write(path, state), df, *words)
+    _assert_refused(_write(path, state), df, *words)
 
 
 def test_a_file_from_another_key_or_session_is_refused(saved, df, tmp_path):
@@ -193,14 +193,14 @@ def test_a_file_from_another_key_or_session_is_refused(saved, df, tmp_path):
     other.save(other_path, key=KEY)
     spliced = json.loads(other_path.read_text())
     spliced["ledger"], spliced["integrity"]["ledger"] = state["ledger"][:1], state["integrity"]["ledger"][:1]
-    _refused(_write(other_path, spliced), df, "edited")
+    _assert_refused(_write(other_path, spliced), df, "edited")
 
 
 def test_an_unsigned_version_1_file_is_refused(saved, df):
     path, state = saved
     old = {k: state[k] for k in ("budget", "domain", "policies", "ledger")}
     old.update(format="blowfish_nb.session/1", fingerprint="1537:salary,age:0123456789abcdef")
-    _refused(_write(path, old), df, "blowfish_nb.session/1", "cannot be verified")
+    _assert_refused(_write(path, old), df, "blowfish_nb.session/1", "cannot be verified")
 
 
 # -- where the key comes from ---------------------------------------------------------------------
