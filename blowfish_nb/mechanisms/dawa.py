@@ -70,7 +70,7 @@ from .base import Mechanism, _check_histogram
 from ..ranges import as_ranges
 from .gram import as_sparse, bucket_gram
 
-__all__ = ["DAWA", "dawa_estimate", "l1_partition", "hilbert_order", "PENALTY"]
+__all__ = ["DAWA", "dawa_estimate", "l1_partition", "least_cost_starts", "hilbert_order", "PENALTY"]
 
 #: DAWA's default share of ε spent on the partition
 RATIO = 0.25
@@ -229,6 +229,16 @@ def l1_partition(x, epsilon: float, bucket_cost: float, rng: np.random.Generator
             dev = np.abs(windows - windows.mean(axis=1, keepdims=True)).sum(axis=1)
         scale = (2.0 - 2.0 / L + top) / epsilon
         cost[:, j, : dev.size] = dev + (bucket_cost + PENALTY * scale) + noise.selection_laplace(rng, scale, (n, dev.size))
+    return least_cost_starts(cost, lengths, size)
+
+
+
+def least_cost_starts(cost: np.ndarray, lengths: np.ndarray, size: int | None) -> np.ndarray:
+    """The least-cost partition per row of ``cost`` (n, lengths, k) — a shortest path, so negative costs are fine.
+
+    Returns the bucket starts of the one run (``size`` None) or an (n, k) mask of starts.
+    """
+    n, _, k = cost.shape
     best = np.zeros((n, k + 1))
     back = np.zeros((n, k + 1), dtype=np.intp)
     rows = np.arange(n)
@@ -247,7 +257,6 @@ def l1_partition(x, epsilon: float, bucket_cost: float, rng: np.random.Generator
     if size is None:
         return np.flatnonzero(starts[0]).astype(np.intp)
     return starts
-
 
 def hilbert_order(shape) -> np.ndarray:
     """Cells (row-major indices) in Hilbert-curve order for 2-D shapes, row-major order otherwise.
