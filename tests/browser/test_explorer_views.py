@@ -5,6 +5,8 @@ Overlaps are judged on the bounding boxes the browser laid out (``getBoundingCli
 
 import re
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 import pytest
 
 from tests.browser.conftest import ARTIFACTS, open_notebook, run_all
@@ -80,6 +82,12 @@ def test_histogram_axis_and_brush_speak_in_data_units(lab, page):
     page.mouse.up()
     readout = page.locator(f"{EXPLORER} .blowfish-range")
     page.wait_for_function(f"() => /true/.test(document.querySelector('{EXPLORER} .blowfish-range').innerText)")
+    # the brush reports while it is dragged too: give the last selection (mouse up) time to arrive before reading
+    try:
+        page.wait_for_function(f"() => /–135,000/.test(document.querySelector('{EXPLORER} .blowfish-range').innerText)",
+                               timeout=15_000)
+    except PlaywrightTimeout:
+        pass  # the assertion below says what the readout shows
     text = readout.inner_text()
     page.screenshot(path=str(ARTIFACTS / "explorer-axis-brush.png"))
     assert "bins" not in text, text
