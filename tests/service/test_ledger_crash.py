@@ -83,7 +83,9 @@ def test_two_processes_charging_one_account_never_overspend(tmp_path):
     conn.close()
     switches = sum(a != b for a, b in zip(process, process[1:]))
     print(f"the charging process changed {switches} times in {len(process)} charges")
-    assert switches >= 2, "the two processes did not charge concurrently: the test proved nothing"
+    # both processes charged in turn: neither starved the other (SQLite's sleep-and-retry alone lets the busier
+    # one take all 50 here), and the test did exercise two concurrent writers
+    assert switches >= 2, "the charges did not interleave: one process starved the other"
 
 
 @pytest.mark.timeout(120)
