@@ -14,9 +14,8 @@ from .policy import Policy
 from .release import Release
 from .accounting import Session
 from .kmeans import kmeans
-from .dask import register as _register_dask
 
-_register_dask()  # ddf.blowfish, when Dask is installed
+_accessor.register_dask()  # ddf.blowfish, when Dask is installed
 
 __version__ = "0.1.0"
 

@@ -10,7 +10,7 @@ analyst who follows the rules from overspending by mistake (including from
 several threads at once) and makes a saved ledger tamper-evident; it cannot
 stop an analyst who runs code next to the data. Isolation — the data and the
 ledger in another process, reached over a narrow API — is the job of the
-analyst service (planned as ``blowfish_nb.service``, a separate issue).
+analyst service (:mod:`blowfish_nb.service`).
 
 Semantics (what a session promises)
 -----------------------------------
@@ -62,7 +62,7 @@ import os
 import secrets
 import threading
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from numbers import Integral, Real
 from pathlib import Path
@@ -71,7 +71,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import policy as policies
 from ._validation import as_generator, check_epsilon
 from .domain import Domain
 from .exceptions import (
@@ -79,7 +78,6 @@ from .exceptions import (
     SessionError,
 )
 from .policy import Policy
-from .queries import build_query
 from .release import Release
 
 __all__ = ["Session", "KEY_ENV", "KEY_FILE_ENV", "FORMAT"]
@@ -116,7 +114,7 @@ class Session:
     An in-process session is budget accounting for an honest analyst, not a
     security boundary: code in the same Python process can read
     ``session._data`` or rewrite the ledger. Put the data behind the isolated
-    analyst service (planned as ``blowfish_nb.service``) when the analyst is
+    analyst service (:mod:`blowfish_nb.service`) when the analyst is
     not trusted.
 
     Parameters
@@ -163,30 +161,17 @@ class Session:
 
     def __init__(self, data, budget: float, *, bins: Mapping, policy="dp", bounds: Mapping | None = None,
                  reproducible: bool = False):
-        from .accessor import CELL_LIMIT, _schema, domain_for
+        from .planning import Catalog
 
         self.budget = check_epsilon(budget, "budget")
         if not isinstance(reproducible, (bool, np.bool_)):
             raise InvalidParameterError(f"reproducible must be True or False, got {reproducible!r}")
-        if not isinstance(bins, Mapping) or not bins:
-            raise InvalidParameterError(f"bins must be a dict column -> binning naming the queryable columns, got {bins!r}")
-        bounds = dict(bounds or {})
-        frame, lazy = _schema(data)
-        attributes = {}
-        for c, spec in bins.items():
-            if not isinstance(c, str) or c not in frame.columns:
-                raise InvalidParameterError(f"bins names column {c!r}, which is not in the data {list(frame.columns)}")
-            attr = domain_for(frame, [c], spec, bounds=bounds.get(c), lazy=lazy).attributes[0]
-            if attr.size > CELL_LIMIT:
-                raise DomainError(_too_many_cells([c], attr.size, CELL_LIMIT))
-            attributes[c] = attr
+        self._catalog = Catalog.from_data(data, bins, policy, bounds)
         self._data = data
-        self._attributes = attributes
-        self._policies = {c: self._column_policy(c, policy) for c in self._attributes}
         self._reproducible = bool(reproducible)
         self._id = secrets.token_hex(16)
         self._entries: list[dict] = []
-        self._fingerprint = _fingerprint(data, list(self._attributes))
+        self._fingerprint = _fingerprint(data, self._catalog.columns)
         self._init_budget_state()
 
     # -- budget --------------------------------------------------------------------------
@@ -216,20 +201,20 @@ class Session:
     @property
     def columns(self) -> list[str]:
         """The columns releases may use."""
-        return list(self._attributes)
+        return self._catalog.columns
 
     def attribute(self, column: str):
         """The binned attribute (domain) of ``column``."""
-        return self._attributes[self._check_columns(column)[0]]
+        return self._catalog.attribute(column)
 
     def column_policy(self, column: str) -> Policy:
         """The curator's policy for ``column`` alone."""
-        return self._policies[self._check_columns(column)[0]]
+        return self._catalog.column_policy(column)
 
     @property
     def policy(self) -> Policy:
         """G: the composition of every column's policy."""
-        return self._policy_for(self.columns)
+        return self._catalog.policy_for(self.columns)
 
     @property
     def ledger(self) -> pd.DataFrame:
@@ -266,16 +251,9 @@ class Session:
         >>> q.mechanism.name, round(q.epsilon, 2), s.spent
         ('Laplace', 0.35, 0.0)
         """
-        from .accessor import CELL_LIMIT, Plan, plan_budget
-
         self._check_mechanism(mechanism)
-        cols = self._check_columns(columns)
-        cells = math.prod(self._attributes[c].size for c in cols)
-        if cells > CELL_LIMIT:
-            raise DomainError(_too_many_cells(cols, cells, CELL_LIMIT))
-        domain = Domain([self._attributes[c] for c in cols])
-        plan = Plan(domain, build_query(domain, query, ranges=ranges, keep=keep), self._policy_for(cols), cols)
-        return plan_budget(plan, epsilon=epsilon, accuracy=accuracy, mechanism=mechanism, projection=projection)
+        return self._catalog.quote(query, columns, ranges=ranges, keep=keep, epsilon=epsilon, accuracy=accuracy,
+                                   mechanism=mechanism, projection=projection)
 
     def release(self, query="histogram", columns=None, *, ranges=None, keep=None, epsilon=None, accuracy=None,
                 mechanism="auto", projection: bool = True, rng=None) -> Release:
@@ -304,7 +282,7 @@ class Session:
             The data do not fit the curator's bins (the message names the
             column, never a value or a count from the data); nothing is charged.
         """
-        from .accessor import execute, histogram
+        from .planning import execute, histogram
 
         self._check_rng(rng)
         budgeted = self.quote(query, columns, ranges=ranges, keep=keep, epsilon=epsilon, accuracy=accuracy,
@@ -386,8 +364,7 @@ class Session:
             "format": FORMAT,
             "session": self._id,
             "budget": self.budget,
-            "domain": Domain(list(self._attributes.values())).to_dict(),
-            "policies": {c: p.to_dict() for c, p in self._policies.items()},
+            **self._catalog.to_dict(),
             "fingerprint": _keyed_fingerprint(k, self._fingerprint),
             "reproducible": self._reproducible,
             "ledger": ledger,
@@ -423,6 +400,9 @@ class Session:
             entries), a value out of range even under a valid code, or a frame
             that is not the one the session was opened on.
         """
+        from .planning import Catalog
+        from .spec import frame_schema
+
         k = session_key(key)
         where = str(path)
         try:
@@ -438,9 +418,13 @@ class Session:
             )
         _verify(state, k, where)
         s = cls.__new__(cls)
-        s._id, s.budget, s._reproducible, s._attributes, s._policies, s._entries = _validated(state, where)
-        columns = list(s._attributes)
-        frame = _schema_frame(data)
+        s._id, s.budget, s._reproducible, attributes, pols, s._entries = _validated(state, where)
+        s._catalog = Catalog(attributes, pols)
+        columns = s._catalog.columns
+        try:
+            frame, _ = frame_schema(data)
+        except DomainError as exc:
+            raise SessionError(str(exc)) from None
         found = _fingerprint(data, columns) if all(c in frame.columns for c in columns) else ""
         if not _same(state["fingerprint"], _keyed_fingerprint(k, found)):
             raise SessionError(
@@ -518,49 +502,6 @@ class Session:
             "reproducible=True (recorded in the ledger)"
         )
 
-    def _check_columns(self, columns) -> list[str]:
-        if columns is None:
-            raise InvalidParameterError(f"columns= is required; this session's columns are {self.columns}")
-        cols = [columns] if isinstance(columns, str) else list(columns)
-        unknown = [c for c in cols if c not in self._attributes]
-        if unknown or not cols or len(set(cols)) != len(cols):
-            raise InvalidParameterError(
-                f"columns must be distinct columns of this session {self.columns}, got {columns!r}")
-        return cols
-
-    def _column_policy(self, column: str, spec) -> Policy:
-        from .accessor import check_policy_params, resolve_policy
-
-        if isinstance(spec, Mapping):
-            if column not in spec:
-                raise PolicyError(f"policy has no entry for column {column!r}; give one per column of bins")
-            spec = spec[column]
-        sub = Domain([self._attributes[column]])
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            if isinstance(spec, Policy):
-                pol = resolve_policy(spec, sub)
-            elif isinstance(spec, tuple) and len(spec) == 2:
-                params = spec[1] if isinstance(spec[1], Mapping) else {"theta": spec[1]}
-                check_policy_params(spec[0], **params)  # ("dp", 3): a θ the policy does not take is refused
-                pol = resolve_policy(spec[0], sub, **params)
-            else:
-                pol = resolve_policy(spec, sub)
-        if pol.edge_count() == 0:
-            raise PolicyError(
-                f"policy for column {column!r} ({pol.summary()}) has no edge: it protects no pair of values and "
-                "releases under it would be exact; give blocks of two or more bins, or another policy"
-            )
-        for w in caught:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        return pol
-
-    def _policy_for(self, cols: Sequence[str]) -> Policy:
-        if len(cols) == 1:
-            return self._policies[cols[0]]
-        domain = Domain([self._attributes[c] for c in cols])
-        return policies.compose(domain, {c: self._policies[c] for c in cols})
-
 
 def session_key(key: bytes | str | None = None) -> bytes:
     """The curator's signing key: ``key``, else ``$BLOWFISH_SESSION_KEY``, else the file ``$BLOWFISH_SESSION_KEY_FILE``.
@@ -603,11 +544,6 @@ def session_key(key: bytes | str | None = None) -> bytes:
         raise SessionError(f"the session key in {source} must be at least {MIN_KEY_BYTES} bytes long, "
                            f"got {len(raw)} bytes")
     return raw
-
-
-def _too_many_cells(cols: list[str], cells: int, limit: int) -> str:
-    return (f"the domain over {cols} has {cells:,} cells (the product of their bin counts); at most {limit:,} "
-            "can be materialised: query fewer columns, or ask the curator for coarser bins")
 
 
 def _entry(result: Release, cols: list[str], mechanism, reproducible: bool) -> dict:
@@ -745,7 +681,7 @@ def _verify(state: dict, key: bytes, where: str) -> None:
 # -- validation of loaded values (even under a valid code) --------------------------------
 def _validated(state: dict, where: str):
     """(session id, budget, reproducible, attributes, policies, entries), every value checked."""
-    from .accessor import CELL_LIMIT
+    from .planning import CELL_LIMIT, too_many_cells
 
     def bad(what: str) -> SessionError:
         return SessionError(f"{where!r}: {what}; the file is refused")
@@ -769,7 +705,7 @@ def _validated(state: dict, where: str):
         raise bad("the domain names a column twice")
     for c, a in attributes.items():
         if a.size > CELL_LIMIT:
-            raise bad(_too_many_cells([c], a.size, CELL_LIMIT))
+            raise bad(too_many_cells([c], a.size))
     raw = state.get("policies")
     if not isinstance(raw, dict) or set(raw) != set(attributes):
         raise bad(f"the policies must give one policy per column {list(attributes)}")
@@ -828,16 +764,6 @@ def _number(v) -> bool:
 
 def _finite_positive(v) -> bool:
     return _number(v) and math.isfinite(float(v)) and float(v) > 0
-
-
-def _schema_frame(data) -> pd.DataFrame:
-    """A pandas frame with the data's columns and dtypes (Dask frames: their empty meta)."""
-    if isinstance(data, pd.DataFrame):
-        return data
-    meta = getattr(data, "_meta", None)
-    if isinstance(meta, pd.DataFrame):
-        return meta
-    raise SessionError(f"data must be a pandas or Dask DataFrame, got {type(data).__name__}")
 
 
 def _fingerprint(data, columns: list[str]) -> str:

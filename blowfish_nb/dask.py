@@ -1,6 +1,7 @@
-"""``ddf.blowfish``: the same releases and sessions on a Dask DataFrame.
+"""Counting a Dask DataFrame: the one pass over rows that live elsewhere.
 
-The histogram is the only pass over the rows: every partition is encoded and
+``ddf.blowfish`` (:class:`blowfish_nb.accessor.DaskBlowfishAccessor`) runs the
+same releases and sessions as for pandas. The histogram is the only pass over the rows: every partition is encoded and
 counted (``np.bincount``) where it lives, the partial counts are summed, and
 everything after — mechanism choice, noise, inference — runs locally on the
 k counts, exactly as for pandas. With the same seed the noisy output equals
@@ -18,7 +19,7 @@ import pandas as pd
 from .domain import Domain
 from .exceptions import DomainError
 
-__all__ = ["dask_histogram", "register"]
+__all__ = ["dask_histogram"]
 
 
 def dask_histogram(ddf, domain: Domain) -> np.ndarray:
@@ -51,32 +52,3 @@ def dask_histogram(ddf, domain: Domain) -> np.ndarray:
     if total.sum() == 0:
         raise DomainError("the data frame is empty: there is nothing to release")
     return total
-
-
-class DaskBlowfishAccessor:
-    """``ddf.blowfish.release(...)`` and ``ddf.blowfish.session(...)``, as for pandas."""
-
-    def __init__(self, ddf):
-        self._ddf = ddf
-
-    def release(self, query="histogram", columns=None, **kwargs):
-        """Release ``query`` over columns of this Dask frame (see :func:`blowfish_nb.accessor.release`)."""
-        from .accessor import release
-
-        return release(self._ddf, query, columns, **kwargs)
-
-    def session(self, budget: float, **kwargs):
-        """A budgeted session over this Dask frame (see :class:`blowfish_nb.accounting.Session`)."""
-        from .accounting import Session
-
-        return Session(self._ddf, budget, **kwargs)
-
-
-def register() -> bool:
-    """Register ``ddf.blowfish`` when Dask is installed; returns whether it was."""
-    try:
-        from dask.dataframe.extensions import register_dataframe_accessor
-    except ImportError:
-        return False
-    register_dataframe_accessor("blowfish")(DaskBlowfishAccessor)
-    return True

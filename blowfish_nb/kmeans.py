@@ -111,7 +111,7 @@ def kmeans(data: pd.DataFrame, columns, k: int, policy="dp", epsilon: float = 1.
     >>> sorted(np.round(r.centroids["a"]).tolist())  # the bins' centres 1.5 and 9.5, give or take the noise
     [2.0, 10.0]
     """
-    from .accessor import check_policy_params, domain_for, resolve_policy
+    from .spec import check_policy_params, domain_for, resolve_policy
 
     epsilon = check_epsilon(epsilon)
     if method not in METHODS:

@@ -6,7 +6,7 @@ import pytest
 
 from blowfish_nb import Domain, datasets, mechanisms, policy
 from blowfish_nb.domain import OrderedAttribute
-from blowfish_nb.accessor import Plan, _Run, pick_mechanism
+from blowfish_nb.planning import Plan, Run, pick_mechanism
 from blowfish_nb.queries import build_query
 from blowfish_nb.mechanisms import noise
 
@@ -169,7 +169,7 @@ def test_projection_keeps_the_guarantee_and_the_error_of_the_full_domain_strateg
            "bounded": policy.bounded(d)}[pol_name]
     q = build_query(d, "range", ranges=[(0, 5.5), (6, 13.5), (2, 21)])
     plan = Plan(d, q, pol, ["v"])
-    run = _Run(plan, projection=True)
+    run = Run(plan, projection=True)
     assert run.projected and run.cells < d.size
     for mech in (mechanisms.Laplace(), mechanisms.Hierarchical(2), mechanisms.Ordered()):
         m, _ = pick_mechanism(mech, run)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import blowfish_nb.accessor as acc
+import blowfish_nb.planning as acc
 from blowfish_nb import BudgetExceededError, Session, SessionError, datasets, policy
 from blowfish_nb.exceptions import BlowfishError, DomainError, InvalidParameterError, PolicyError
 
@@ -44,8 +44,8 @@ def test_charges_add_up_and_the_ledger_records_them(session):
     assert list(led["mechanism"]) == [a.mechanism, b.mechanism, c.mechanism]
     assert "threshold θ=2" in led["policy"][0] and "line" in led["policy"][1]
     # the two-column release runs under the composition of the column policies (BlowfishDB Def. 3.2)
-    assert c.policy.same_graph(policy.compose(c.policy.domain, {"salary": session._policies["salary"],
-                                                                "age": session._policies["age"]}))
+    assert c.policy.same_graph(policy.compose(c.policy.domain, {"salary": session.column_policy("salary"),
+                                                                "age": session.column_policy("age")}))
 
 
 def test_budget_exceeded_is_raised_before_any_pass_over_the_rows(session, monkeypatch):

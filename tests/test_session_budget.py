@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import blowfish_nb.accessor as acc
+import blowfish_nb.planning as acc
 from blowfish_nb import BudgetExceededError, datasets
 
 TRIALS = 200

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import blowfish_nb.accessor as acc
+import blowfish_nb.planning as acc
 import blowfish_nb.accounting as accounting
 from blowfish_nb import Session, datasets
 from blowfish_nb.accounting import _integrity
@@ -55,7 +55,7 @@ def wide():
 
 def test_a_4000_by_4000_session_domain_is_refused_before_anything_is_built(wide, monkeypatch):
     built = []
-    monkeypatch.setattr(accounting, "build_query", lambda *a, **k: built.append(1))
+    monkeypatch.setattr(acc, "build_query", lambda *a, **k: built.append(1))
     monkeypatch.setattr(acc, "histogram", lambda *a: built.append(2))
     tracemalloc.start()
     try:

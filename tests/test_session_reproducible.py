@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-import blowfish_nb.accessor as acc
+import blowfish_nb.planning as acc
 from blowfish_nb import Session, datasets
 from blowfish_nb.exceptions import InvalidParameterError
 from blowfish_nb.mechanisms import Laplace

@@ -17,7 +17,8 @@ import pandas as pd
 from bqplot.interacts import BrushIntervalSelector
 
 from .._validation import as_generator, check_epsilon
-from ..accessor import Budgeted, Plan, domain_for, execute, plan_budget, resolve_policy
+from ..planning import Budgeted, Plan, execute, plan_budget
+from ..spec import domain_for, resolve_policy
 from ..domain import OrderedAttribute
 from ..exceptions import BlowfishError, InvalidParameterError
 from ..policy import Policy

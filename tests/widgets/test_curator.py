@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from blowfish_nb import datasets, policy, workload
-from blowfish_nb.accessor import Plan, plan_budget
+from blowfish_nb.planning import Plan, plan_budget
 from blowfish_nb.queries import build_query
 from blowfish_nb.widgets import CuratorExplorer, Explorer
 from blowfish_nb.widgets.curator import LOG_PAD, flat_note
