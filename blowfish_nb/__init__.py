@@ -17,6 +17,21 @@ from .kmeans import kmeans
 
 _accessor.register_dask()  # ddf.blowfish, when Dask is installed
 
+
+def serve(data, **kwargs):
+    """Serve ``data`` to analysts over HTTP (see :func:`blowfish_nb.service.launch.serve`; needs ``[service]``)."""
+    from .service.launch import serve as _serve
+
+    return _serve(data, **kwargs)
+
+
+def connect(url: str, token: str, **kwargs):
+    """A :class:`~blowfish_nb.service.client.RemoteSession` on an analyst service (see :func:`blowfish_nb.service.client.connect`)."""
+    from .service.client import connect as _connect
+
+    return _connect(url, token, **kwargs)
+
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -33,6 +48,8 @@ __all__ = [
     "BudgetExceededError",
     "SessionError",
     "Session",
+    "serve",
+    "connect",
     "kmeans",
     "analysis",
     "constraints",

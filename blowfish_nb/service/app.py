@@ -1,0 +1,249 @@
+"""The HTTP API of the analyst service (FastAPI on uvicorn).
+
+Every route but ``/healthz`` needs ``Authorization: Bearer <token>``; the
+token names one analyst (its SHA-256 is in the ledger; revoked → 403,
+unknown or missing → 401). Requests are validated by pydantic models that
+forbid unknown fields, size-limited (:data:`MAX_BODY` bytes by default) and
+rate-limited per analyst (a token bucket). Errors come back as
+``{"error": <exception name>, "message": ...}``; messages carry no number
+derived from the data.
+
+==========================  ===================================================
+``GET  /v1/describe``       columns, bins, policies, mechanisms, queries, budget
+``GET  /v1/budget``         the account's budget, spent and remaining ε
+``POST /v1/quote``          ε and mechanism of a release; nothing charged
+``POST /v1/release``        the noisy answers; charged (idempotent by ``request_id``)
+``GET  /v1/ledger``         the account's releases
+==========================  ===================================================
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Annotated, Literal, Union
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from ..exceptions import BlowfishError, BudgetExceededError, DomainError, InvalidParameterError, PolicyError
+from .core import RequestConflict, Service
+from .ledger import AuthError
+
+__all__ = ["create_app", "MAX_BODY", "RateLimiter"]
+
+#: largest request body accepted, in bytes (a range list of ~2,000 pairs fits)
+MAX_BODY = 64 * 1024
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Pair = tuple[Finite, Finite]
+
+
+class QueryBody(BaseModel):
+    """What an analyst may say about a release (nothing else: no seeds, no objects)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    query: Literal["histogram", "cumulative", "range", "marginal"] = "histogram"
+    columns: Union[Name, Annotated[list[Name], Field(min_length=1, max_length=8)]]
+    ranges: Union[Annotated[list[Union[Pair, Annotated[list[Pair], Field(max_length=8)]]],
+                            Field(min_length=1, max_length=4096)], None] = None
+    keep: Union[Name, Annotated[list[Name], Field(min_length=1, max_length=8)], None] = None
+    epsilon: Union[Annotated[float, Field(gt=0, allow_inf_nan=False)], None] = None
+    accuracy: Union[tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)],
+                          Annotated[float, Field(gt=0, lt=1)]], None] = None
+    mechanism: Annotated[str, StringConstraints(min_length=1, max_length=64)] = "auto"
+    projection: bool = True
+
+
+class ReleaseBody(QueryBody):
+    """A release request: the query, and the client's id for it (a retry repeats it)."""
+
+    request_id: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+
+
+class RateLimiter:
+    """A token bucket per analyst: ``rate`` requests a second on average, bursts of up to ``burst``.
+
+    Examples
+    --------
+    >>> r = RateLimiter(rate=1.0, burst=2)
+    >>> [r.allow("ana", now=0.0) for _ in range(3)]
+    [True, True, False]
+    >>> r.allow("ana", now=1.0)
+    True
+    """
+
+    def __init__(self, rate: float = 50.0, burst: int = 100):
+        if not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
+            raise InvalidParameterError(f"rate must be a positive number of requests a second, got {rate!r}")
+        if isinstance(burst, bool) or not isinstance(burst, int) or burst < 1:
+            raise InvalidParameterError(f"burst must be a positive integer, got {burst!r}")
+        self.rate, self.burst = float(rate), burst
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def allow(self, who: str, now: float | None = None) -> bool:
+        """Take one token from ``who``'s bucket; False when it is empty."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            tokens, last = self._buckets.get(who, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - last) * self.rate)
+            if tokens < 1.0:
+                self._buckets[who] = (tokens, now)
+                return False
+            self._buckets[who] = (tokens - 1.0, now)
+            return True
+
+
+class RateLimited(BlowfishError):
+    """Too many requests from one analyst."""
+
+
+def _error(status: int, exc: BaseException, name: str | None = None, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse({"error": name or type(exc).__name__, "message": str(exc)}, status_code=status,
+                        headers=headers)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for e in exc.errors()[:5]:
+        where = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+        got = repr(e.get("input"))
+        got = got if len(got) <= 60 else got[:57] + "..."
+        parts.append(f"{where}: {e.get('msg')} (got {got})" if "input" in e else f"{where}: {e.get('msg')}")
+    return "invalid request: " + "; ".join(parts)
+
+
+class _BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes gets 413 before it is read whole."""
+
+    def __init__(self, app, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            return await self._refuse(send)
+        seen = 0
+
+        async def limited():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send):
+        response = JSONResponse({"error": "InvalidParameterError",
+                                 "message": f"the request body is larger than {self.limit:,} bytes"}, status_code=413)
+        await response({"type": "http"}, None, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def create_app(service: Service, *, rate: float = 50.0, burst: int = 100, max_body: int = MAX_BODY) -> FastAPI:
+    """The FastAPI application serving ``service`` (run it with uvicorn; see :func:`blowfish_nb.service.serve`).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from blowfish_nb import datasets
+    >>> svc = Service(datasets.salaries(n=300, seed=1), bins={"age": 31}, ledger=os.path.join(tempfile.mkdtemp(),
+    ...               "l.db"), accounts={"a": 1.0}, analysts={"ana": "a"})
+    >>> app = create_app(svc, max_body=0)
+    >>> sorted(r.path for r in app.routes if r.path.startswith("/v1/") and "openapi" not in r.path)
+    ['/v1/budget', '/v1/describe', '/v1/ledger', '/v1/quote', '/v1/release']
+    >>> svc.close()
+    """
+    limiter = RateLimiter(rate, burst)
+    app = FastAPI(title="blowfish_nb analyst service", version="1", docs_url=None, redoc_url=None,
+                  openapi_url="/v1/openapi.json")
+
+    def analyst(request: Request) -> str:
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise AuthError("no token: send 'Authorization: Bearer <token>' with the token the curator gave you",
+                            status=401)
+        name = service.ledger.authenticate(token.strip())
+        if not limiter.allow(name):
+            raise RateLimited(f"too many requests from analyst {name!r} (at most {rate:g} a second on average, "
+                              f"bursts of {burst}); retry shortly")
+        service.seen(name)
+        return name
+
+    @app.exception_handler(AuthError)
+    async def _auth(request, exc: AuthError):
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return _error(exc.status, exc, headers=headers)
+
+    @app.exception_handler(RateLimited)
+    async def _rate(request, exc):
+        return _error(429, exc, headers={"Retry-After": "1"})
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request, exc: RequestValidationError):
+        return JSONResponse({"error": "InvalidParameterError", "message": _validation_message(exc)}, status_code=422)
+
+    @app.exception_handler(BudgetExceededError)
+    async def _budget(request, exc):
+        return _error(409, exc)
+
+    @app.exception_handler(RequestConflict)
+    async def _conflict(request, exc):
+        return _error(409, exc)
+
+    @app.exception_handler(BlowfishError)
+    async def _blowfish(request, exc):
+        if isinstance(exc, (InvalidParameterError, DomainError, PolicyError)):
+            return _error(400, exc)
+        return _error(500, exc)  # a release that failed after the data were read (charged, details withheld)
+
+    @app.exception_handler(Exception)
+    async def _internal(request, exc):
+        return JSONResponse({"error": "InternalError",
+                             "message": "the service failed on this request; see the curator's log"}, status_code=500)
+
+    @app.get("/healthz")
+    def healthz() -> dict:
+        return {"status": "ok"}
+
+    @app.get("/v1/describe")
+    def describe(who: str = Depends(analyst)) -> dict:
+        return service.describe(who)
+
+    @app.get("/v1/budget")
+    def budget(who: str = Depends(analyst)) -> dict:
+        return service.budget(who)
+
+    @app.get("/v1/ledger")
+    def ledger(who: str = Depends(analyst)) -> dict:
+        return {"entries": service.entries(who)}
+
+    @app.post("/v1/quote")
+    def quote(body: QueryBody, who: str = Depends(analyst)) -> dict:
+        return service.quote(who, body.model_dump())
+
+    @app.post("/v1/release")
+    def release(body: ReleaseBody, who: str = Depends(analyst)) -> Response:
+        fields = body.model_dump()
+        request_id = fields.pop("request_id")
+        return Response(service.release(who, fields, request_id), media_type="application/json")
+
+    return _BodyLimit(app, max_body) if max_body else app

@@ -1,0 +1,287 @@
+"""The service's engine: the data, the catalog and the ledger behind one narrow, analyst-facing API.
+
+:class:`Service` is what the HTTP app (:mod:`blowfish_nb.service.app`) calls
+for every request, after authenticating the token. Analysts name queries,
+columns, (α, β) or ε, and a mechanism from the vetted list; they never pass
+seeds or objects. Noise comes from OS entropy only.
+
+A release runs in three steps:
+
+1. its plan and ε come from public facts (the quote; cached per request);
+2. the noise is drawn on the counts (counted once per set of columns; every
+   column is checked against its bins when the service starts, so no release
+   can fail on the data's values);
+3. the check-and-charge and the stored answer are one ``BEGIN IMMEDIATE``
+   transaction in the ledger (:mod:`blowfish_nb.service.ledger`).
+
+A server killed before step 3 commits has charged nothing; killed after, a
+retry with the same request id returns the stored answers and charges
+nothing again.
+"""
+
+from __future__ import annotations
+
+import json  # noqa: F401  (the example reads a response)
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from ..exceptions import BlowfishError, BudgetExceededError, DomainError, InvalidParameterError
+from ..mechanisms import REGISTRY
+from ..planning import MECHANISMS, Budgeted, Catalog, execute, histogram
+from ..queries import QUERIES
+from .ledger import Ledger
+from .wire import encode_release, normalise, planning_args, request_key
+
+__all__ = ["Service", "RequestConflict"]
+
+#: quotes kept per service (a quote depends on public inputs only, so it can be reused by anyone)
+QUOTE_CACHE = 512
+
+
+class RequestConflict(BlowfishError):
+    """A request id was used before for a different request (a retry must repeat the request exactly)."""
+
+
+class Service:
+    """The curator's side of the analyst service: data, bins, policies, budgets and the ledger.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame (or dask.dataframe.DataFrame)
+        The rows. They never leave this object; analysts receive noisy answers only.
+    bins, policy, bounds
+        The queryable columns, their bins and per-column policies, as for
+        :class:`blowfish_nb.Session` (public facts, shown to every analyst).
+    ledger : str or path-like
+        The SQLite ledger file (created when missing; verified when opened:
+        a tampered file stops the service here).
+    accounts : dict, optional
+        Account → total ε. An account that exists keeps its spending; a
+        different budget here is recorded as a budget change.
+    analysts : dict, optional
+        Analyst → account. New analysts get a token, in :attr:`new_tokens`
+        (shown once: hand it to the analyst; the ledger keeps its hash).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from blowfish_nb import datasets
+    >>> path = os.path.join(tempfile.mkdtemp(), "ledger.db")
+    >>> svc = Service(datasets.salaries(n=500, seed=1), bins={"age": 31}, policy="line", ledger=path,
+    ...               accounts={"course": 1.0}, analysts={"ana": "course"})
+    >>> q = svc.quote("ana", {"columns": "age", "accuracy": [25, 0.05]})
+    >>> q["mechanism"], q["epsilon"] < 1.0
+    ('Transformed+Laplace', True)
+    >>> r = json.loads(svc.release("ana", {"columns": "age", "epsilon": 0.25}, "req-1"))
+    >>> len(r["answers"]), svc.ledger.remaining("ana")
+    (31, 0.75)
+    >>> svc.close()
+    """
+
+    def __init__(self, data, *, bins: Mapping, policy="dp", bounds: Mapping | None = None, ledger,
+                 accounts: Mapping[str, float] | None = None, analysts: Mapping[str, str] | None = None):
+        self.catalog = Catalog.from_data(data, bins, policy, bounds)
+        self._data = data
+        self._counts: dict[tuple[str, ...], np.ndarray] = {}
+        self._counts_lock = threading.Lock()
+        self._check_fit()
+        self.ledger = Ledger(Path(ledger))
+        self.new_tokens: dict[str, str] = {}
+        try:
+            self._declare(accounts or {}, analysts or {})
+        except BaseException:
+            self.ledger.close()
+            raise
+        self._quotes: OrderedDict[str, Budgeted] = OrderedDict()
+        self._quotes_lock = threading.Lock()
+        self._seen: dict[str, float] = {}
+        self._recent: list[dict] = []
+        self._listeners: list[Callable[[dict], None]] = []
+
+    # -- curator ---------------------------------------------------------------------------
+    def _declare(self, accounts: Mapping, analysts: Mapping) -> None:
+        existing = {a["account"]: a for a in self.ledger.accounts()}
+        for name, budget in accounts.items():
+            if name not in existing:
+                self.ledger.add_account(name, budget)
+            elif float(budget) != existing[name]["budget"]:
+                self.ledger.set_budget(name, budget)
+        known = {a["analyst"]: a for a in self.ledger.analysts()}
+        for name, account in analysts.items():
+            if name not in known:
+                self.new_tokens[name] = self.ledger.add_analyst(name, account)
+            elif known[name]["account"] != account:
+                raise InvalidParameterError(
+                    f"analyst {name!r} is on account {known[name]['account']!r} in the ledger, not {account!r}; an "
+                    "analyst's account cannot change (add a new analyst instead)")
+
+    def add_analyst(self, name: str, account: str) -> str:
+        """Add an analyst on ``account`` and return their token (shown once)."""
+        token = self.ledger.add_analyst(name, account)
+        self.new_tokens[name] = token
+        return token
+
+    def revoke(self, name: str) -> None:
+        """Revoke an analyst's token: every later request with it gets 403."""
+        self.ledger.revoke(name)
+
+    def status(self) -> dict:
+        """What the curator's monitor shows: accounts, analysts (with when each was last seen), recent releases."""
+        seen = dict(self._seen)
+        analysts = [{**a, "last_request": _iso(seen.get(a["analyst"]))} for a in self.ledger.analysts()]
+        return {"accounts": self.ledger.accounts(), "analysts": analysts, "recent": list(self._recent[-20:])}
+
+    def on_release(self, callback: Callable[[dict], None]) -> None:
+        """Call ``callback(entry)`` after every charged release (the curator's monitor refreshes on it)."""
+        self._listeners.append(callback)
+
+    def close(self) -> None:
+        """Close the ledger."""
+        self.ledger.close()
+
+    # -- analyst API (after authentication) ------------------------------------------------
+    def seen(self, analyst: str) -> None:
+        """Record that ``analyst`` made a request now (who is connected)."""
+        self._seen[analyst] = time.time()
+
+    def describe(self, analyst: str) -> dict:
+        """The public facts an analyst works from: columns, bins, policies, mechanisms, queries, own budget."""
+        return {
+            "catalog": self.catalog.to_dict(),
+            "columns": self.catalog.columns,
+            "policies": {c: self.catalog.column_policy(c).summary() for c in self.catalog.columns},
+            "mechanisms": ["auto", *sorted(MECHANISMS)],
+            "queries": list(QUERIES),
+            "analyst": analyst,
+            **self.budget(analyst),
+        }
+
+    def budget(self, analyst: str) -> dict:
+        """``{budget, spent, remaining}`` of the analyst's account."""
+        return {"budget": self.ledger.budget(analyst), "spent": self.ledger.spent(analyst),
+                "remaining": self.ledger.remaining(analyst)}
+
+    def entries(self, analyst: str) -> list[dict]:
+        """The ledger entries of the analyst's account (releases only, in order)."""
+        return self.ledger.entries(analyst)
+
+    def quote(self, analyst: str, request: Mapping) -> dict:
+        """What a release would cost (ε and mechanism), from public facts; nothing is read or charged."""
+        req = normalise(request)
+        b = self._budgeted(req)
+        return {"epsilon": float(b.epsilon), "mechanism": b.mechanism.name, "linear": bool(b.mechanism.linear),
+                "accuracy": req["accuracy"], "query": b.plan.query.name, "columns": list(b.plan.columns),
+                "remaining": self.ledger.remaining(analyst)}
+
+    def release(self, analyst: str, request: Mapping, request_id: str) -> str:
+        """Release a query and charge the analyst's account; returns the JSON the analyst receives.
+
+        A request id seen before returns the stored answers (nothing charged
+        again) when the request is the same, and is refused otherwise.
+
+        Raises
+        ------
+        BudgetExceededError
+            The account cannot pay; nothing is charged.
+        RequestConflict
+            ``request_id`` was used for another request.
+        """
+        req = normalise(request)
+        key = request_key(req)
+        previous = self.ledger.outcome(analyst, request_id)
+        if previous is not None:
+            return self._replay(previous, key, request_id)
+        b = self._budgeted(req)
+        left = self.ledger.remaining(analyst)
+        if b.epsilon > left + 1e-12:  # refused before the counts are touched (the ledger checks again, atomically)
+            raise BudgetExceededError(
+                f"this release needs ε = {b.epsilon:.4g} but the account has {left:.4g} of "
+                f"{self.ledger.budget(analyst):g} left; nothing was computed or charged")
+        entry = {"query": b.plan.query.name, "columns": ", ".join(b.plan.columns), "epsilon": float(b.epsilon),
+                 "policy": b.plan.policy.summary(), "mechanism": b.mechanism.name, "request": key}
+        x = self._histogram(tuple(b.plan.columns))
+        try:
+            result = execute(x, b, rng=None)
+            payload = encode_release(result, req, request_id, b.mechanism.linear)
+        except Exception as exc:
+            # whether a release fails once the counts are used may depend on the data: it is charged, and its
+            # details are withheld (as in Session.release)
+            message = (f"the release on {list(b.plan.columns)} failed after the data were read "
+                       f"({type(exc).__name__}); its details are withheld because they may depend on the data, and "
+                       f"its ε = {b.epsilon:.4g} was charged. Nothing was released")
+            stored, _ = self.ledger.charge_failed(analyst, request_id, b.epsilon,
+                                                  {**entry, "mechanism": f"{b.mechanism.name} — failed"}, message)
+            raise BlowfishError(stored) from None
+        entry.update(expected_error=None if result.expected_error is None else float(result.expected_error),
+                     accuracy=req["accuracy"])
+        stored, charged = self.ledger.charge(analyst, request_id, b.epsilon, entry, payload)
+        if charged:
+            self._recent.append({"time": _iso(time.time()), "analyst": analyst, "query": entry["query"],
+                                 "columns": entry["columns"], "epsilon": entry["epsilon"],
+                                 "mechanism": entry["mechanism"]})
+            del self._recent[:-100]
+            for callback in list(self._listeners):
+                try:
+                    callback(entry)
+                except Exception:  # a monitor's failure never fails a release
+                    pass
+        return stored
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _replay(self, previous: dict, key: str, request_id: str) -> str:
+        if previous["entry"].get("request") != key:
+            raise RequestConflict(
+                f"request_id {request_id!r} was used before for another request; a retry must repeat its request "
+                "exactly, and a new request needs a new id")
+        if previous["kind"] == "failed":
+            raise BlowfishError(previous["response"])
+        return previous["response"]
+
+    def _budgeted(self, req: dict) -> Budgeted:
+        key = request_key(req)
+        with self._quotes_lock:
+            hit = self._quotes.get(key)
+            if hit is not None:
+                self._quotes.move_to_end(key)
+                return hit
+        if req["mechanism"] != "auto" and req["mechanism"].lower() not in REGISTRY:
+            raise InvalidParameterError(
+                f"mechanism must be 'auto' or one of {sorted(REGISTRY)}, got {req['mechanism']!r}")
+        a = planning_args(req)
+        b = self.catalog.quote(a["query"], a["columns"], ranges=a["ranges"], keep=a["keep"], epsilon=a["epsilon"],
+                               accuracy=a["accuracy"], mechanism=a["mechanism"], projection=a["projection"])
+        with self._quotes_lock:
+            self._quotes[key] = b
+            while len(self._quotes) > QUOTE_CACHE:
+                self._quotes.popitem(last=False)
+        return b
+
+    def _histogram(self, cols: tuple[str, ...]) -> np.ndarray:
+        with self._counts_lock:
+            if cols not in self._counts:
+                plan = self.catalog.plan("histogram", list(cols))
+                self._counts[cols] = np.asarray(histogram(self._data, plan.domain), dtype=float)
+                self._counts[cols].setflags(write=False)
+            return self._counts[cols]
+
+    def _check_fit(self) -> None:
+        """Count every column now: data outside the curator's bins stop the service before any analyst queries."""
+        for c in self.catalog.columns:
+            try:
+                self._histogram((c,))
+            except BlowfishError:
+                raise DomainError(
+                    f"the data do not fit the bins of column {c!r} (a value is missing, not numeric or outside the "
+                    "bins): fix the bins or the data before serving them") from None
+
+
+def _iso(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
+
+
