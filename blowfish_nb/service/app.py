@@ -40,7 +40,7 @@ MAX_BODY = 64 * 1024
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=128)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
-Pair = tuple[Finite, Finite]
+Pair = Annotated[list[Finite], Field(min_length=2, max_length=2)]
 
 
 class QueryBody(BaseModel):
@@ -54,8 +54,8 @@ class QueryBody(BaseModel):
                             Field(min_length=1, max_length=4096)], None] = None
     keep: Union[Name, Annotated[list[Name], Field(min_length=1, max_length=8)], None] = None
     epsilon: Union[Annotated[float, Field(gt=0, allow_inf_nan=False)], None] = None
-    accuracy: Union[tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)],
-                          Annotated[float, Field(gt=0, lt=1)]], None] = None
+    accuracy: Union[Annotated[list[Annotated[float, Field(gt=0, allow_inf_nan=False)]],
+                              Field(min_length=2, max_length=2)], None] = None
     mechanism: Annotated[str, StringConstraints(min_length=1, max_length=64)] = "auto"
     projection: bool = True
 

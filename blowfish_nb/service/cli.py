@@ -1,0 +1,104 @@
+"""``blowfish-nb``: the curator's command line for the analyst service.
+
+::
+
+    blowfish-nb serve service.toml            # serve until stopped (Ctrl-C / SIGTERM); prints new analysts' tokens
+    blowfish-nb analyst add NAME ACCOUNT --config service.toml
+    blowfish-nb analyst revoke NAME --config service.toml
+    blowfish-nb analyst rotate NAME --config service.toml
+    blowfish-nb status --config service.toml  # accounts, budgets spent, analysts
+    blowfish-nb verify --config service.toml  # check the ledger's hash chain
+
+The ledger is the only state: analysts added or revoked while a server runs
+take effect on its next request (tokens are looked up in the ledger).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..exceptions import BlowfishError
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 on success, 2 on a refused input or a bad ledger)."""
+    parser = argparse.ArgumentParser(prog="blowfish-nb", description="blowfish_nb analyst service (curator side)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_serve = sub.add_parser("serve", help="serve a data set to analysts over HTTP")
+    p_serve.add_argument("config", help="the service's .toml or .yaml file")
+    p_serve.add_argument("--host")
+    p_serve.add_argument("--port", type=int)
+    p_an = sub.add_parser("analyst", help="add, revoke or rotate an analyst's token")
+    p_an.add_argument("action", choices=["add", "revoke", "rotate"])
+    p_an.add_argument("name")
+    p_an.add_argument("account", nargs="?")
+    p_an.add_argument("--config", required=True)
+    for name, text in (("status", "accounts, budgets and analysts"), ("verify", "check the ledger's hash chain")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--config", required=True)
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except BlowfishError as exc:
+        print(f"blowfish-nb: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args) -> int:
+    from .config import load_config
+    from .ledger import Ledger
+
+    config = load_config(args.config)
+    if args.command == "serve":
+        return _serve(config, args)
+    with Ledger(config.ledger) as ledger:
+        if args.command == "analyst":
+            if args.action == "add":
+                if not args.account:
+                    print("blowfish-nb: analyst add needs NAME ACCOUNT", file=sys.stderr)
+                    return 2
+                print(ledger.add_analyst(args.name, args.account))
+            elif args.action == "revoke":
+                ledger.revoke(args.name)
+                print(f"revoked {args.name}")
+            else:
+                print(ledger.rotate(args.name))
+        elif args.command == "status":
+            print(json.dumps({"accounts": ledger.accounts(), "analysts": ledger.analysts()}, indent=1))
+        else:
+            count, head = ledger.verify()
+            print(f"ledger {config.ledger}: {count} events, chain verifies, head {head}")
+    return 0
+
+
+def _serve(config, args) -> int:
+    import uvicorn
+
+    from .app import create_app
+    from .core import Service
+    from .launch import bind
+
+    host = args.host or config.host
+    port = config.port if args.port is None else args.port
+    sock = bind(host, port)  # bound before the data are read: a busy port fails fast
+    service = Service(config.load_data(), bins=config.bins, policy=config.policy, bounds=config.bounds,
+                      ledger=config.ledger, accounts=config.accounts, analysts=config.analysts)
+    for name, token in service.new_tokens.items():
+        print(f"token for new analyst {name}: {token}", flush=True)
+    url = f"http://{host}:{sock.getsockname()[1]}"
+    print(f"blowfish_nb analyst service serving {service.catalog.columns} at {url}", flush=True)
+    app = create_app(service, rate=config.rate, burst=config.burst, max_body=config.max_body)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        service.close()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
