@@ -73,11 +73,12 @@ def test_policy_object_and_mechanism_by_name(df):
     assert r.mechanism == "Ordered" and np.all(np.diff(r.answers.to_numpy()) >= 0)
 
 
-def test_importing_the_package_imports_no_widget_library():
+def test_importing_the_package_imports_no_widget_or_server_library():
     code = (
         "import sys, blowfish_nb, pandas as pd; "
         "blowfish_nb.datasets.salaries(10).blowfish.release('histogram', column='age', bins=5, epsilon=1.0); "
-        "bad = [m for m in ('ipywidgets', 'bqplot', 'anywidget', 'traitlets') if m in sys.modules]; "
+        "bad = [m for m in ('ipywidgets', 'bqplot', 'anywidget', 'traitlets', 'fastapi', 'uvicorn', 'httpx', "
+        "'starlette') if m in sys.modules]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

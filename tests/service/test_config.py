@@ -1,0 +1,129 @@
+"""The curator's configuration file and command line: every key checked, every mistake named."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from blowfish_nb.exceptions import InvalidParameterError
+from blowfish_nb.service.cli import main
+from blowfish_nb.service.config import load_config
+from blowfish_nb.service.ledger import Ledger
+
+TOML = """
+[data]
+path = "embedded:salaries"
+[columns.age]
+bins = 62
+policy = "line"
+[columns.salary]
+bins = 50
+bounds = [0, 250000]
+policy = { name = "threshold", theta = 3 }
+[ledger]
+path = "ledger.db"
+[accounts]
+course = 2.0
+solo = 0.5
+[analysts]
+ana = "course"
+ben = "course"
+[server]
+port = 0
+rate = 5
+"""
+
+YAML = """
+data: {path: "embedded:salaries"}
+columns:
+  age: {bins: 62, policy: line}
+  salary: {bins: 50, bounds: [0, 250000], policy: {name: threshold, theta: 3}}
+ledger: {path: ledger.db}
+accounts: {course: 2.0, solo: 0.5}
+analysts: {ana: course, ben: course}
+server: {port: 0, rate: 5}
+"""
+
+
+@pytest.mark.parametrize("suffix,text", [(".toml", TOML), (".yaml", YAML)])
+def test_toml_and_yaml_say_the_same(tmp_path, suffix, text):
+    path = tmp_path / f"service{suffix}"
+    path.write_text(text)
+    c = load_config(path)
+    assert c.bins == {"age": 62, "salary": 50} and c.bounds == {"salary": (0, 250000)}
+    assert c.policy == {"age": "line", "salary": ("threshold", {"theta": 3})}
+    assert c.accounts == {"course": 2.0, "solo": 0.5} and c.analysts == {"ana": "course", "ben": "course"}
+    assert c.ledger == str(tmp_path / "ledger.db")  # relative to the file, not to the working directory
+    assert (c.port, c.rate, c.burst) == (0, 5, 100)
+    assert len(c.load_data()) == 5000
+
+
+BAD = [
+    ({"columns": {"a": {"bins": 3}}, "ledger": {"path": "l"}}, "data.path"),
+    ({"data": {"path": "embedded:salaries"}, "ledger": {"path": "l"}}, "[columns"),
+    ({"data": {"path": "embedded:salaries"}, "columns": {"age": {"policy": "dp"}}, "ledger": {"path": "l"}}, "bins"),
+    ({"data": {"path": "embedded:salaries"}, "columns": {"age": {"bins": 3, "seed": 1}}, "ledger": {"path": "l"}},
+     "'seed'"),
+    ({"data": {"path": "embedded:salaries"}, "columns": {"age": {"bins": 3}}}, "ledger.path"),
+    ({"data": {"path": "embedded:salaries"}, "columns": {"age": {"bins": 3, "bounds": [1]}}, "ledger": {"path": "l"}},
+     "bounds"),
+    ({"data": {"path": "embedded:salaries"}, "columns": {"age": {"bins": 3, "policy": 7}}, "ledger": {"path": "l"}},
+     "policy"),
+    ({"data": {"path": "embedded:salaries"}, "columns": {"age": {"bins": 3}}, "ledger": {"path": "l"},
+      "accounts": {"a": "lots"}}, "accounts.a"),
+    ({"data": {"path": "embedded:salaries"}, "columns": {"age": {"bins": 3}}, "ledger": {"path": "l"},
+      "accounts": {"a": 1.0}, "analysts": {"ana": "b"}}, "analysts.ana"),
+    ({"data": {"path": "embedded:salaries"}, "columns": {"age": {"bins": 3}}, "ledger": {"path": "l"},
+      "server": {"workers": 4}}, "'workers'"),
+    ({"data": {"path": "embedded:salaries"}, "columns": {"age": {"bins": 3}}, "ledger": {"path": "l"},
+      "extra": {}}, "'extra'"),
+]
+
+
+@pytest.mark.parametrize("raw,named", BAD, ids=[b[1] for b in BAD])
+def test_a_bad_configuration_is_refused_naming_the_key(raw, named):
+    with pytest.raises(InvalidParameterError) as info:
+        load_config(raw)
+    assert named in str(info.value)
+
+
+def test_unreadable_files_are_refused(tmp_path):
+    (tmp_path / "s.toml").write_text("[data\npath=")
+    (tmp_path / "s.json").write_text("{}")
+    for path, named in ((tmp_path / "s.toml", "not valid TOML"), (tmp_path / "s.json", ".toml or .yaml"),
+                        (tmp_path / "none.toml", "no file")):
+        with pytest.raises(InvalidParameterError, match=named):
+            load_config(path)
+
+
+def test_the_command_line_adds_revokes_and_verifies(tmp_path, capsys):
+    cfg = tmp_path / "service.toml"
+    cfg.write_text(TOML)
+    with Ledger(tmp_path / "ledger.db") as ledger:
+        ledger.add_account("course", 2.0)
+    assert main(["analyst", "add", "cleo", "course", "--config", str(cfg)]) == 0
+    token = capsys.readouterr().out.strip()
+    assert len(token) >= 40
+    with Ledger(tmp_path / "ledger.db") as ledger:
+        assert ledger.authenticate(token) == "cleo"
+    assert main(["analyst", "revoke", "cleo", "--config", str(cfg)]) == 0
+    assert main(["status", "--config", str(cfg)]) == 0
+    status = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    assert status["analysts"][0] == {**status["analysts"][0], "analyst": "cleo", "revoked": True}
+    assert token not in json.dumps(status)
+    assert main(["verify", "--config", str(cfg)]) == 0 and "chain verifies" in capsys.readouterr().out
+    assert main(["analyst", "add", "dora", "nowhere", "--config", str(cfg)]) == 2
+    assert "nowhere" in capsys.readouterr().err
+
+
+def test_serve_refuses_data_outside_the_bins_before_listening(tmp_path):
+    cfg = tmp_path / "service.toml"
+    cfg.write_text(TOML.replace("bounds = [0, 250000]", "bounds = [0, 1000]"))
+    out = subprocess.run([sys.executable, "-m", "blowfish_nb.service.cli", "serve", str(cfg)], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2
+    assert "'salary'" in out.stderr and "fix the bins" in out.stderr and "serving" not in out.stdout
+    assert not any(ch.isdigit() for ch in out.stderr.split("DomainError:", 1)[1])  # no count, no value
