@@ -215,22 +215,25 @@ class Service:
             message = (f"the release on {list(b.plan.columns)} failed after the data were read "
                        f"({type(exc).__name__}); its details are withheld because they may depend on the data, and "
                        f"its ε = {b.epsilon:.4g} was charged. Nothing was released")
-            stored, _ = self.ledger.charge_failed(analyst, request_id, b.epsilon,
-                                                  {**entry, "mechanism": f"{b.mechanism.name} — failed"}, message)
+            stored, charged = self.ledger.charge_failed(analyst, request_id, b.epsilon,
+                                                        {**entry, "mechanism": f"{b.mechanism.name} — failed"},
+                                                        message)
+            if not charged:
+                return self._replay(self.ledger.outcome(analyst, request_id), key, request_id)
             raise BlowfishError(stored) from None
         entry.update(expected_error=None if result.expected_error is None else float(result.expected_error),
                      accuracy=req["accuracy"])
         stored, charged = self.ledger.charge(analyst, request_id, b.epsilon, entry, payload)
-        if charged:
-            self._recent.append({"time": _iso(time.time()), "analyst": analyst, "query": entry["query"],
-                                 "columns": entry["columns"], "epsilon": entry["epsilon"],
-                                 "mechanism": entry["mechanism"]})
-            del self._recent[:-100]
-            for callback in list(self._listeners):
-                try:
-                    callback(entry)
-                except Exception:  # a monitor's failure never fails a release
-                    pass
+        if not charged:  # the same id was charged meanwhile (a concurrent retry): its request must be this one
+            return self._replay(self.ledger.outcome(analyst, request_id), key, request_id)
+        self._recent.append({"time": _iso(time.time()), "analyst": analyst, "query": entry["query"],
+                             "columns": entry["columns"], "epsilon": entry["epsilon"], "mechanism": entry["mechanism"]})
+        del self._recent[:-100]
+        for callback in list(self._listeners):
+            try:
+                callback(entry)
+            except Exception:  # a monitor's failure never fails a release
+                pass
         return stored
 
     # -- helpers ---------------------------------------------------------------------------
