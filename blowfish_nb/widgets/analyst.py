@@ -1,12 +1,19 @@
 """The analyst's panel (BlowfishDB demo 2): state an accuracy, see its ε, spend a session's budget.
 
 The panel never shows true answers: it holds only :class:`Release` objects.
-Every figure comes from the session (``quote``, ``release``, ``ledger``).
+Every figure comes from the session (``quote``, ``release``, ``remaining``).
+The session is an in-process :class:`~blowfish_nb.Session` (accounting for an
+honest analyst) or a :class:`~blowfish_nb.service.client.RemoteSession` on the
+analyst service (the boundary: this kernel holds no data); the panel uses only
+what both offer, and asks the session for its budget once per release.
 """
 
 from __future__ import annotations
 
 import html
+import inspect
+from collections import OrderedDict
+from typing import Protocol
 
 import bqplot
 import ipywidgets as w
@@ -14,23 +21,51 @@ import numpy as np
 import pandas as pd
 
 from .._validation import as_generator
-from ..accounting import Session
 from ..domain import CategoricalAttribute
 from ..exceptions import BlowfishError, InvalidParameterError
 from ..release import Release
 from ..units import format_edge
 
-__all__ = ["AnalystPanel"]
+__all__ = ["AnalystPanel", "SessionLike", "SESSION_PROTOCOL"]
 
 QUERIES = ("histogram", "cumulative")
 #: bar colours of the first and second release compared
 COMPARE_COLORS = ("#4c72b0", "#dd8452")
 #: plot width (px) the x tick labels are thinned for: the figure's plot area at 1280 px in JupyterLab
 TICK_ROOM_PX = 600
+#: what the panel asks of a session (an in-process Session and a RemoteSession both have it)
+SESSION_PROTOCOL = ("quote", "release", "remaining", "budget", "spent", "columns", "attribute", "column_policy",
+                    "reproducible")
+#: quotes remembered per panel (a quote depends on public inputs only; a remote one is an HTTP request)
+QUOTE_CACHE = 256
+
+
+class SessionLike(Protocol):
+    """What :class:`AnalystPanel` needs: :class:`~blowfish_nb.Session` and ``RemoteSession`` both qualify."""
+
+    budget: float
+    reproducible: bool
+
+    @property
+    def remaining(self) -> float: ...
+
+    @property
+    def spent(self) -> float: ...
+
+    @property
+    def columns(self) -> list[str]: ...
+
+    def attribute(self, column: str): ...
+
+    def column_policy(self, column: str): ...
+
+    def quote(self, query="histogram", columns=None, **request): ...
+
+    def release(self, query="histogram", columns=None, **request) -> Release: ...
 
 
 class AnalystPanel(w.VBox):
-    """Ask for (α, β)-accurate answers and spend a :class:`~blowfish_nb.accounting.Session`'s budget.
+    """Ask for (α, β)-accurate answers and spend a session's budget, in process or on the analyst service.
 
     The curator's policy is the session's (``policy="dp"`` when the curator set
     none). Choose the query template, the column and the granularity (bins per
@@ -38,22 +73,31 @@ class AnalystPanel(w.VBox):
     coarser partition); state α (every answer within ±α of the truth at once)
     and β (with probability at least 1 − β). The ε this costs is shown before
     anything runs. *Run* charges the session; a refused query (over budget,
-    bad input) is explained in the panel and nothing is charged. A bar shows
+    bad input, or refused by the service) is explained in the panel and
+    nothing is charged. A bar shows
     the budget left, a table the releases so far, and a plot the latest
     release beside the one before (any two can be picked), its axis in the
     column's units.
 
     Parameters
     ----------
-    session : Session
-        The budget and data (``df.blowfish.session(...)``).
+    session : Session or RemoteSession
+        The budget: ``df.blowfish.session(...)`` (the data in this kernel) or
+        ``bf.connect(url, token)`` (the data on the curator's service). Any
+        object with :data:`SESSION_PROTOCOL` will do.
     alpha, beta : float
         Initial accuracy request.
     rng : None, int or numpy.random.Generator
         None (default): every release draws fresh noise from OS entropy, and
         the panel holds nothing that could replay it. A seed or generator is
         accepted only for a session opened with ``reproducible=True``
-        (teaching, tests): whoever copies it can remove the noise.
+        (teaching, tests): whoever copies it can remove the noise. A remote
+        session never is.
+
+    Raises
+    ------
+    BlowfishError
+        ``session`` lacks part of :data:`SESSION_PROTOCOL` (the message names what).
 
     Examples
     --------
@@ -68,9 +112,8 @@ class AnalystPanel(w.VBox):
     (['#1 histogram of age'], ['18–20', '20–22'])
     """
 
-    def __init__(self, session: Session, *, alpha: float = 50.0, beta: float = 0.05, rng=None):
-        if not isinstance(session, Session):
-            raise BlowfishError(f"session must be a blowfish_nb Session (df.blowfish.session(...)), got {session!r}")
+    def __init__(self, session: SessionLike, *, alpha: float = 50.0, beta: float = 0.05, rng=None):
+        _check_session(session)
         self.session = session
         if rng is not None and not session.reproducible:
             raise InvalidParameterError(
@@ -78,8 +121,9 @@ class AnalystPanel(w.VBox):
                 "for a session opened with reproducible=True (leave rng=None to draw from OS entropy)")
         self._rng = None if rng is None else as_generator(rng)
         self.releases: list[Release] = []
-        self._quotes: dict = {}
+        self._quotes: OrderedDict = OrderedDict()
         self.quoted_epsilon: float | None = None
+        self._left = float(session.remaining)  # what the budget bar shows; read again after each Run (one request)
 
         cols = session.columns
         fit = {"description_width": "initial"}  # descriptions take the width they need, never "bins / ans…"
@@ -92,7 +136,7 @@ class AnalystPanel(w.VBox):
         self.cost = w.HTML()
         self.run_button = w.Button(description="Run (charge the session)", button_style="primary",
                                    layout=w.Layout(width="auto", min_width="max-content"))
-        self.budget_bar = w.FloatProgress(value=session.remaining, min=0.0, max=session.budget,
+        self.budget_bar = w.FloatProgress(value=self._left, min=0.0, max=session.budget,
                                           description="budget left", style=fit)
         self.budget_label = w.HTML()
         self.message = w.HTML()
@@ -150,7 +194,7 @@ class AnalystPanel(w.VBox):
         self.compare_a.observe(lambda _c: self._draw_compare(), names="value")
         self.compare_b.observe(lambda _c: self._draw_compare(), names="value")
         self.run_button.on_click(lambda _b: self.run())
-        self._update_budget()
+        self._update_budget(read=False)
         self._update_quote()
 
     # -- the query the controls describe --------------------------------------------------
@@ -189,18 +233,27 @@ class AnalystPanel(w.VBox):
         req = self._request()
         key = (req["query"], req["columns"], str(req.get("ranges")), req["accuracy"])
         try:
-            if key not in self._quotes:
-                self._quotes[key] = self.session.quote(**req)
-            q = self._quotes[key]
+            q = self._quote(key, req)
         except BlowfishError as exc:
             self.quoted_epsilon = None
             self.cost.value = f"<span style='color:#b00020'>✗ cannot quote this query: {html.escape(str(exc))}</span>"
             return
         self.quoted_epsilon = float(q.epsilon)
-        over = q.epsilon > self.session.remaining + 1e-12
-        warn = (f" — <b style='color:#b00020'>more than the {self.session.remaining:.4g} left</b>" if over else "")
+        over = q.epsilon > self._left + 1e-12
+        warn = (f" — <b style='color:#b00020'>more than the {self._left:.4g} left</b>" if over else "")
         self.cost.value = (f"{html.escape(self._describe())}: this release will cost <b>ε = {q.epsilon:.4g}</b> "
                            f"({html.escape(q.mechanism.name)}){warn}")
+
+    def _quote(self, key: tuple, req: dict):
+        """The session's quote for ``req``, remembered (most recent :data:`QUOTE_CACHE` kept)."""
+        if key in self._quotes:
+            self._quotes.move_to_end(key)
+            return self._quotes[key]
+        q = self.session.quote(**req)
+        self._quotes[key] = q
+        while len(self._quotes) > QUOTE_CACHE:
+            self._quotes.popitem(last=False)
+        return q
 
     def run(self) -> Release | None:
         """Run the current query, charging the session; a refusal is shown in the panel and charges nothing."""
@@ -220,10 +273,13 @@ class AnalystPanel(w.VBox):
         self._update_quote()
         return release
 
-    def _update_budget(self) -> None:
+    def _update_budget(self, read: bool = True) -> None:
+        """Show the budget left; ``read``: ask the session first (one request each for remaining and spent)."""
         s = self.session
-        self.budget_bar.value = s.remaining
-        self.budget_label.value = f"ε left <b>{s.remaining:.4g}</b> of {s.budget:g} (spent {s.spent:.4g})"
+        if read:
+            self._left = float(s.remaining)
+        self.budget_bar.value = self._left
+        self.budget_label.value = f"ε left <b>{self._left:.4g}</b> of {s.budget:g} (spent {float(s.spent):.4g})"
 
     def _update_history(self) -> None:
         rows = "".join(
@@ -283,6 +339,21 @@ class AnalystPanel(w.VBox):
             self.compare_axis.num_ticks = fit
             self.compare_axis.label = " / ".join(columns)
             self.compare_figure.title = (f"release #{a + 1}" if a == b else f"release #{a + 1} beside #{b + 1}")
+
+
+def _check_session(session) -> None:
+    """Refuse an object without the session protocol, naming what it lacks (properties are not evaluated: on a
+    remote session each is a request)."""
+    missing = []
+    for name in SESSION_PROTOCOL:
+        try:
+            inspect.getattr_static(session, name)
+        except AttributeError:
+            missing.append(name)
+    if missing:
+        raise BlowfishError(
+            f"session must be a blowfish_nb Session (df.blowfish.session(...)) or a RemoteSession (bf.connect(url, "
+            f"token)); {type(session).__name__} has no {', '.join(missing)}")
 
 
 def _row(*children: w.Widget) -> w.HBox:
