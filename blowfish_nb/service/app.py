@@ -28,6 +28,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..exceptions import BlowfishError, BudgetExceededError, DomainError, InvalidParameterError, PolicyError
 from .core import RequestConflict, Service
@@ -120,7 +121,12 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 
 class _BodyLimit:
-    """ASGI middleware: a request body over ``limit`` bytes gets 413 before it is read whole."""
+    """ASGI middleware: a request body over ``limit`` bytes gets 413, whether or not it declares its length.
+
+    The body is read here first (at most ``limit`` bytes are held), then
+    handed to the app; a chunked body that grows past the limit is refused
+    as soon as it does.
+    """
 
     def __init__(self, app, limit: int):
         self.app, self.limit = app, limit
@@ -131,30 +137,33 @@ class _BodyLimit:
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
             return await self._refuse(send)
-        seen = 0
-
-        async def limited():
-            nonlocal seen
+        chunks, size = [], 0
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge()
-            return message
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.limit:
+                return await self._refuse(send)
+            if not message.get("more_body", False):
+                break
+        body, sent = b"".join(chunks), False
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._refuse(send)
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
     async def _refuse(self, send):
         response = JSONResponse({"error": "InvalidParameterError",
-                                 "message": f"the request body is larger than {self.limit:,} bytes"}, status_code=413)
+                                 "message": f"the request body is larger than {self.limit:,} bytes"}, status_code=413,
+                                headers={"Connection": "close"})
         await response({"type": "http"}, None, send)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def create_app(service: Service, *, rate: float = 50.0, burst: int = 100, max_body: int = MAX_BODY) -> FastAPI:
@@ -187,6 +196,15 @@ def create_app(service: Service, *, rate: float = 50.0, burst: int = 100, max_bo
                               f"bursts of {burst}); retry shortly")
         service.seen(name)
         return name
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request, exc: StarletteHTTPException):
+        names = {404: "NotFound", 405: "MethodNotAllowed"}
+        name = names.get(exc.status_code, "InvalidParameterError" if exc.status_code < 500 else "InternalError")
+        message = {404: f"no such route {request.url.path!r}; routes are /v1/describe, /v1/budget, /v1/quote, "
+                        "/v1/release, /v1/ledger", 405: f"{request.method} is not allowed on {request.url.path!r}"}
+        return JSONResponse({"error": name, "message": message.get(exc.status_code, str(exc.detail))},
+                            status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(AuthError)
     async def _auth(request, exc: AuthError):

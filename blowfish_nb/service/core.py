@@ -65,8 +65,9 @@ class Service:
         Account → total ε. An account that exists keeps its spending; a
         different budget here is recorded as a budget change.
     analysts : dict, optional
-        Analyst → account. New analysts get a token, in :attr:`new_tokens`
-        (shown once: hand it to the analyst; the ledger keeps its hash).
+        Analyst → account. Analysts new to the ledger get a token, in
+        :attr:`new_tokens` (hand each to its analyst; the ledger keeps only
+        its hash, and analysts added later get theirs from :meth:`add_analyst`).
 
     Examples
     --------
@@ -122,10 +123,8 @@ class Service:
                     "analyst's account cannot change (add a new analyst instead)")
 
     def add_analyst(self, name: str, account: str) -> str:
-        """Add an analyst on ``account`` and return their token (shown once)."""
-        token = self.ledger.add_analyst(name, account)
-        self.new_tokens[name] = token
-        return token
+        """Add an analyst on ``account`` and return their token (shown once: it is kept nowhere in clear)."""
+        return self.ledger.add_analyst(name, account)
 
     def revoke(self, name: str) -> None:
         """Revoke an analyst's token: every later request with it gets 403."""
@@ -137,9 +136,18 @@ class Service:
         analysts = [{**a, "last_request": _iso(seen.get(a["analyst"]))} for a in self.ledger.analysts()]
         return {"accounts": self.ledger.accounts(), "analysts": analysts, "recent": list(self._recent[-20:])}
 
-    def on_release(self, callback: Callable[[dict], None]) -> None:
-        """Call ``callback(entry)`` after every charged release (the curator's monitor refreshes on it)."""
+    def on_release(self, callback: Callable[[dict], None]) -> Callable[[], None]:
+        """Call ``callback(entry)`` after every charged release (the curator's monitor refreshes on it).
+
+        Returns a function that removes the callback again.
+        """
         self._listeners.append(callback)
+
+        def remove() -> None:
+            if callback in self._listeners:
+                self._listeners.remove(callback)
+
+        return remove
 
     def close(self) -> None:
         """Close the ledger."""

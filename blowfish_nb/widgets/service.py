@@ -115,7 +115,7 @@ class ServiceMonitor(w.VBox):
         self.revoke_button.on_click(lambda _b: self.revoke())
         self.refresh()
         ref = weakref.WeakMethod(self._on_release)
-        server.service.on_release(lambda entry: _call(ref, entry))
+        self._unsubscribe = server.service.on_release(lambda entry: _call(ref, entry))
 
     # -- actions --------------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -159,6 +159,7 @@ class ServiceMonitor(w.VBox):
     def close(self) -> None:
         """Close the widget; later releases no longer refresh it."""
         self._closed = True
+        self._unsubscribe()
         super().close()
 
     # -- showing the status -----------------------------------------------------------------------
