@@ -286,6 +286,36 @@ def test_budget_refusal_names_no_data_number(server, account):
     assert spent(ana) == 0.0
 
 
+QUOTED = [{"columns": "age", "accuracy": [5, 0.05]}, {"columns": "score", "epsilon": 0.3},
+          {"columns": "salary", "query": "range", "ranges": [[0, 50000], [50000, 250000]], "accuracy": [30, 0.1]},
+          {"columns": "score", "query": "range", "ranges": [[20, 30], [30, 40], [25, 45]], "epsilon": 0.2},
+          {"columns": "score", "query": "range", "ranges": [[0, 100]], "epsilon": 0.2},
+          {"columns": ["age", "department"], "query": "marginal", "keep": "department", "epsilon": 0.2},
+          {"columns": "score", "epsilon": 0.2, "mechanism": "dawa"},
+          {"columns": "age", "query": "cumulative", "epsilon": 0.2, "projection": False}]
+
+
+def test_describe_and_quotes_are_the_same_on_other_data_and_quotes_are_what_is_charged(server, other_server,
+                                                                                      account):
+    (here,), (there,) = account(10.0), account(10.0, srv=other_server)
+    mine, theirs = here.get("/v1/describe").json(), there.get("/v1/describe").json()
+    for key in ("catalog", "columns", "policies", "mechanisms", "queries"):
+        assert mine[key] == theirs[key], key
+    for body in QUOTED:
+        q1, q2 = here.post("/v1/quote", json=body), there.post("/v1/quote", json=body)
+        assert q1.status_code == q2.status_code == 200, (q1.text, q2.text)
+        assert _public(q1) == _public(q2), body
+        r = here.post("/v1/release", json={**body, "request_id": rid()})
+        assert r.status_code == 200, r.text
+        assert (r.json()["epsilon"], r.json()["mechanism"]) == (q1.json()["epsilon"], q1.json()["mechanism"])
+    assert math.isclose(spent(here), math.fsum(e["epsilon"] for e in entries(here)), abs_tol=1e-12)
+
+
+def _public(quote: httpx.Response) -> dict:
+    """A quote without ``remaining`` (the accounts' spending differs)."""
+    return {k: v for k, v in quote.json().items() if k != "remaining"}
+
+
 QUERIES = [("histogram", "age", {}), ("cumulative", "age", {}), ("range", "age", {"ranges": [[18, 30], [30, 80]]}),
            ("histogram", "department", {}), ("histogram", ["age", "department"], {}),
            ("marginal", ["age", "department"], {"keep": "age"})]
@@ -298,6 +328,8 @@ def test_every_mechanism_succeeds_or_fails_alike_on_other_data(server, other_ser
     assert {"dawa", "partition-first", "partition-first-matching", "transformed-dawa"} <= set(mechanisms)
     outcomes = {}
     for m, (q, cols, kw) in itertools.product(mechanisms, QUERIES):
+        if m == "auto" and isinstance(cols, list) and q == "histogram":
+            continue  # its choice among the candidates alone takes ~6 s here (a quote: no data read)
         body = {"query": q, "columns": cols, "epsilon": 0.5, "mechanism": m, **kw}
         got = []
         for c in (here, there):
@@ -359,6 +391,17 @@ def test_publicly_impossible_release_is_refused_before_charging(server, account)
     quote = ana.post("/v1/quote", json=body)
     release = ana.post("/v1/release", json={**body, "request_id": rid()})
     assert (quote.status_code, release.status_code, spent(ana)) == (400, 400, 0.0), (quote.text, release.text)
+
+
+def test_a_failed_release_replays_its_failure_and_is_charged_once(server, account):
+    (ana,) = account(1.0)
+    body = {"query": "cumulative", "columns": "age", "epsilon": 0.5, "mechanism": "partition-first", "request_id": rid()}
+    first = ana.post("/v1/release", json=body)
+    after_first = spent(ana)
+    again = ana.post("/v1/release", json=body)
+    assert first.status_code == again.status_code != 200 and first.json() == again.json()
+    error_of(first, (400, 500))
+    assert spent(ana) == after_first and len(entries(ana)) == (after_first > 0)
 
 
 def _start_cli(config: Path, out: Path) -> tuple[subprocess.Popen, str, dict]:
@@ -504,10 +547,11 @@ def test_wrong_missing_and_revoked_tokens_get_nothing(server, account):
              ({"Authorization": f"Bearer {token}x"}, 401), ({"Authorization": f"Basic {token}"}, 401),
              ({"Authorization": "Bearer"}, 401), ({}, 401), ({"Authorization": "Bearer é".encode()}, 401)]
     for headers, status in cases:
-        for method, path, body in ROUTES:
-            r = httpx.request(method, server.url + path, json=body, headers=headers)
-            error_of(r, status)
-            assert "answers" not in r.text and "remaining" not in r.text
+        with httpx.Client(base_url=server.url, headers=headers) as c:
+            for method, path, body in ROUTES:
+                r = c.request(method, path, json=body)
+                error_of(r, status)
+                assert "answers" not in r.text and "remaining" not in r.text
 
 
 def test_revoke_during_a_release_charges_and_releases_nothing(server, account, monkeypatch):
@@ -578,8 +622,8 @@ def slow_server(tmp_path_factory):
 
 def test_rate_limit_per_token_refuses_and_charges_nothing(slow_server):
     headers = {"Authorization": f"Bearer {slow_server.tokens['ana']}"}
-    rs = [httpx.post(f"{slow_server.url}/v1/release", json={"columns": "age", "epsilon": 0.01, "request_id": rid()},
-                     headers=headers) for _ in range(6)]
+    with httpx.Client(base_url=slow_server.url, headers=headers) as c:
+        rs = [c.post("/v1/release", json={"columns": "age", "epsilon": 0.01, "request_id": rid()}) for _ in range(6)]
     assert [r.status_code for r in rs[:3]] == [200] * 3
     assert all(r.status_code == 429 for r in rs[3:])
     error_of(rs[-1], 429)
@@ -589,9 +633,38 @@ def test_rate_limit_per_token_refuses_and_charges_nothing(slow_server):
 @pytest.mark.xfail(strict=True, reason="SUCCEEDED: the limiter runs after authentication, so requests with no or a "
                    "wrong token (and malformed JSON, parsed before the token is read) are never rate-limited")
 def test_unauthenticated_flood_is_rate_limited(slow_server):
-    statuses = [httpx.get(f"{slow_server.url}/v1/budget", headers={"Authorization": "Bearer guess"}).status_code
-                for _ in range(20)]
+    with httpx.Client(base_url=slow_server.url, headers={"Authorization": "Bearer guess"}) as c:
+        statuses = [c.get("/v1/budget").status_code for _ in range(20)]
     assert 429 in statuses, statuses
+
+
+@pytest.mark.xfail(strict=True, reason="SUCCEEDED (availability): quotes are free and run on the server's 40 worker "
+                   "threads with no per-analyst cap; 45 concurrent quotes (a salary×age marginal costs ~1.7 s of CPU "
+                   "each) held every thread, and another analyst's /v1/budget waited 35 s instead of 9 ms")
+def test_one_analyst_cannot_hold_every_worker_thread(server, account, monkeypatch):
+    (bob,) = account(1.0)
+    inside, release_all, lock = [0], threading.Event(), threading.Lock()
+    quote = server.service.quote
+
+    def slow_quote(*a, **k):  # stands for an expensive quote: it holds its worker thread until released
+        with lock:
+            inside[0] += 1
+        release_all.wait(30)
+        return quote(*a, **k)
+
+    monkeypatch.setattr(server.service, "quote", slow_quote)
+    pool = httpx.Client(base_url=server.url, headers=bob.headers, timeout=60, limits=httpx.Limits(max_connections=64))
+    with ThreadPoolExecutor(45) as threads:
+        futures = [threads.submit(pool.post, "/v1/quote", json={"columns": "age", "epsilon": 0.1 + i * 1e-6})
+                   for i in range(45)]
+        deadline = time.monotonic() + 10
+        while inside[0] < 40 and not any(f.done() for f in futures) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        held = inside[0]
+        release_all.set()
+        statuses = [f.result().status_code for f in futures]
+    pool.close()
+    assert held < 40 or 429 in statuses, f"one analyst held {held} worker threads at once"
 
 
 def _chunks(data: bytes, size: int = 65536):
