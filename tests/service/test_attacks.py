@@ -395,7 +395,8 @@ def test_publicly_impossible_release_is_refused_before_charging(server, account)
 
 def test_a_failed_release_replays_its_failure_and_is_charged_once(server, account):
     (ana,) = account(1.0)
-    body = {"query": "cumulative", "columns": "age", "epsilon": 0.5, "mechanism": "partition-first", "request_id": rid()}
+    body = {"query": "cumulative", "columns": "age", "epsilon": 0.5, "mechanism": "partition-first",
+            "request_id": rid()}
     first = ana.post("/v1/release", json=body)
     after_first = spent(ana)
     again = ana.post("/v1/release", json=body)
