@@ -38,6 +38,8 @@ __all__ = ["create_app", "MAX_BODY", "RateLimiter"]
 
 #: largest request body accepted, in bytes (a range list of ~2,000 pairs fits)
 MAX_BODY = 64 * 1024
+#: requests one analyst may have running at once (the server has ~40 worker threads for everyone)
+MAX_IN_FLIGHT = 16
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=128)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
@@ -113,6 +115,14 @@ def _error(status: int, exc: BaseException, name: str | None = None, headers: di
 def _validation_message(exc: RequestValidationError) -> str:
     parts = []
     for e in exc.errors()[:5]:
+        if e.get("type") == "json_invalid":
+            at = e.get("loc", (None, None))[-1]
+            parts.append(f"the body is not valid JSON (at character {at}): {e.get('ctx', {}).get('error', '')}"
+                         .rstrip(": "))
+            continue
+        if e.get("type") == "model_attributes_type" or (e.get("type") == "dict_type" and e.get("loc") == ("body",)):
+            parts.append("the body must be a JSON object, sent with Content-Type: application/json")
+            continue
         where = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
         got = repr(e.get("input"))
         got = got if len(got) <= 60 else got[:57] + "..."
@@ -166,7 +176,8 @@ class _BodyLimit:
         await response({"type": "http"}, None, send)
 
 
-def create_app(service: Service, *, rate: float = 50.0, burst: int = 100, max_body: int = MAX_BODY) -> FastAPI:
+def create_app(service: Service, *, rate: float = 50.0, burst: int = 100, max_body: int = MAX_BODY,
+               max_in_flight: int = MAX_IN_FLIGHT) -> FastAPI:
     """The FastAPI application serving ``service`` (run it with uvicorn; see :func:`blowfish_nb.service.serve`).
 
     Examples
@@ -184,7 +195,10 @@ def create_app(service: Service, *, rate: float = 50.0, burst: int = 100, max_bo
     app = FastAPI(title="blowfish_nb analyst service", version="1", docs_url=None, redoc_url=None,
                   openapi_url="/v1/openapi.json")
 
-    def analyst(request: Request) -> str:
+    in_flight: dict[str, int] = {}
+    flight_lock = threading.Lock()
+
+    def analyst(request: Request):
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -194,8 +208,16 @@ def create_app(service: Service, *, rate: float = 50.0, burst: int = 100, max_bo
         if not limiter.allow(name):
             raise RateLimited(f"too many requests from analyst {name!r} (at most {rate:g} a second on average, "
                               f"bursts of {burst}); retry shortly")
+        with flight_lock:  # one analyst cannot hold every worker thread (other analysts would wait)
+            if in_flight.get(name, 0) >= max_in_flight:
+                raise RateLimited(f"analyst {name!r} has {max_in_flight} requests running already; wait for them")
+            in_flight[name] = in_flight.get(name, 0) + 1
         service.seen(name)
-        return name
+        try:
+            yield name
+        finally:
+            with flight_lock:
+                in_flight[name] -= 1
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request, exc: StarletteHTTPException):

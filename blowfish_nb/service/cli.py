@@ -95,8 +95,11 @@ def _serve(config, args) -> int:
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn re-raises the signal it caught after a graceful shutdown
+        pass
     finally:
         service.close()
+    print("blowfish_nb analyst service stopped", flush=True)
     return 0
 
 

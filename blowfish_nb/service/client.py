@@ -11,6 +11,7 @@ works on either. Errors come back as the package's exceptions.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import time
 from dataclasses import dataclass
@@ -223,7 +224,18 @@ def _body(query, columns, ranges, keep, epsilon, accuracy, mechanism, projection
     for name, value in (("ranges", ranges), ("keep", keep), ("epsilon", epsilon), ("accuracy", accuracy)):
         if value is not None:
             body[name] = _plain(value)
+            if not _finite(body[name]):
+                raise InvalidParameterError(f"{name} must hold finite numbers only, got {value!r}")
     return body
+
+
+def _finite(value) -> bool:
+    """No NaN or infinity anywhere in a (nested) value: JSON has no such numbers."""
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return True
 
 
 def _plain(value):

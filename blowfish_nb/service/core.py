@@ -24,6 +24,7 @@ from __future__ import annotations
 import json  # noqa: F401  (the example reads a response)
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..exceptions import BlowfishError, BudgetExceededError, DomainError, InvalidParameterError
+from ..exceptions import BlowfishError, BudgetExceededError, DomainError, InvalidParameterError, PrivacyLeakWarning
 from ..mechanisms import REGISTRY
 from ..planning import MECHANISMS, Budgeted, Catalog, execute, histogram
 from ..queries import QUERIES
@@ -87,7 +88,7 @@ class Service:
 
     def __init__(self, data, *, bins: Mapping, policy="dp", bounds: Mapping | None = None, ledger,
                  accounts: Mapping[str, float] | None = None, analysts: Mapping[str, str] | None = None):
-        self.catalog = Catalog.from_data(data, bins, policy, bounds)
+        self.catalog = _public_catalog(data, bins, policy, bounds)
         self._data = data
         self._counts: dict[tuple[str, ...], np.ndarray] = {}
         self._counts_lock = threading.Lock()
@@ -182,7 +183,7 @@ class Service:
     def quote(self, analyst: str, request: Mapping) -> dict:
         """What a release would cost (ε and mechanism), from public facts; nothing is read or charged."""
         req = normalise(request)
-        b = self._budgeted(req)
+        b = self._budgeted(analyst, req)
         return {"epsilon": float(b.epsilon), "mechanism": b.mechanism.name, "linear": bool(b.mechanism.linear),
                 "accuracy": req["accuracy"], "query": b.plan.query.name, "columns": list(b.plan.columns),
                 "remaining": self.ledger.remaining(analyst)}
@@ -205,7 +206,7 @@ class Service:
         previous = self.ledger.outcome(analyst, request_id)
         if previous is not None:
             return self._replay(previous, key, request_id)
-        b = self._budgeted(req)
+        b = self._budgeted(analyst, req)
         left = self.ledger.remaining(analyst)
         if b.epsilon > left + 1e-12:  # refused before the counts are touched (the ledger checks again, atomically)
             raise BudgetExceededError(
@@ -217,12 +218,12 @@ class Service:
         try:
             result = execute(x, b, rng=None)
             payload = encode_release(result, req, request_id, b.mechanism.linear)
-        except Exception as exc:
+        except Exception:
             # whether a release fails once the counts are used may depend on the data: it is charged, and its
             # details are withheld (as in Session.release)
-            message = (f"the release on {list(b.plan.columns)} failed after the data were read "
-                       f"({type(exc).__name__}); its details are withheld because they may depend on the data, and "
-                       f"its ε = {b.epsilon:.4g} was charged. Nothing was released")
+            message = (f"the release on {list(b.plan.columns)} failed after the data were read; its details (even "
+                       f"the kind of error) are withheld because they may depend on the data, and its ε = "
+                       f"{b.epsilon:.4g} was charged. Nothing was released")
             stored, charged = self.ledger.charge_failed(analyst, request_id, b.epsilon,
                                                         {**entry, "mechanism": f"{b.mechanism.name} — failed"},
                                                         message)
@@ -254,8 +255,9 @@ class Service:
             raise BlowfishError(previous["response"])
         return previous["response"]
 
-    def _budgeted(self, req: dict) -> Budgeted:
-        key = request_key(req)
+    def _budgeted(self, analyst: str, req: dict) -> Budgeted:
+        # cached per analyst: a shared cache would let one analyst time another's quotes
+        key = analyst + "\0" + request_key(req)
         with self._quotes_lock:
             hit = self._quotes.get(key)
             if hit is not None:
@@ -267,6 +269,7 @@ class Service:
         a = planning_args(req)
         b = self.catalog.quote(a["query"], a["columns"], ranges=a["ranges"], keep=a["keep"], epsilon=a["epsilon"],
                                accuracy=a["accuracy"], mechanism=a["mechanism"], projection=a["projection"])
+        _dry_run(b)
         with self._quotes_lock:
             self._quotes[key] = b
             while len(self._quotes) > QUOTE_CACHE:
@@ -290,6 +293,33 @@ class Service:
                 raise DomainError(
                     f"the data do not fit the bins of column {c!r} (a value is missing, not numeric or outside the "
                     "bins): fix the bins or the data before serving them") from None
+
+
+def _public_catalog(data, bins, policy, bounds) -> Catalog:
+    """The catalog, refusing bins or categories taken from the data: the service shows its bins to every analyst."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PrivacyLeakWarning)
+        catalog = Catalog.from_data(data, bins, policy, bounds)
+    for w in caught:
+        text = str(w.message)
+        if issubclass(w.category, PrivacyLeakWarning) and ("data's own" in text or "present in the data" in text):
+            raise DomainError(
+                f"the service shows its bins to every analyst, so they must be public: {text.split(',')[0]} from the "
+                "data. Give public bounds=(lo, hi) or bin edges, and categories as a list")
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return catalog
+
+
+def _dry_run(b: Budgeted) -> None:
+    """Run the plan once on all-zero counts (public): a mechanism that cannot answer the query fails here, as a
+    refusal that charges nothing, instead of after the data are read."""
+    try:
+        execute(np.zeros(b.plan.domain.size), b, rng=None)
+    except Exception as exc:
+        raise InvalidParameterError(
+            f"mechanism {b.mechanism.name} cannot answer this {b.plan.query.name} query under "
+            f"{b.plan.policy.summary()} ({exc}); choose another mechanism or mechanism='auto'. Nothing was "
+            "charged") from None
 
 
 def _iso(t: float | None) -> str | None:

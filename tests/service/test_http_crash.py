@@ -195,10 +195,6 @@ def test_a_tampered_event_stops_the_server_at_start_up(tmp_path, data_csv, spawn
         assert ledger.spent("ana") == 0.375 and len(ledger.entries("ana")) == 3
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cli.py _serve: uvicorn (0.54) re-raises the SIGINT it handled once it has shut down, so Ctrl-C on "
-    "`blowfish-nb serve` ends in a KeyboardInterrupt traceback on the curator's terminal; catch KeyboardInterrupt "
-    "around server.run(...) in _serve (the ledger is closed in its finally either way)"))
 def test_ctrl_c_stops_the_server_without_a_traceback(tmp_path, data_csv, spawn):
     served = spawn(write_config(tmp_path, {"lab": 1.0}, {"ana": "lab"}, data=data_csv))
     served.process.send_signal(signal.SIGINT)
