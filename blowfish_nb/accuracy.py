@@ -24,7 +24,13 @@ to find the least ε:
   drawn.
 
 The draws touch no data: they are noise pushed through the mechanism's
-public linear map, with their own generator.
+public linear map, with their own generator. Everything here is a function
+of public inputs (mechanism, workload, policy, α, β), so it is remembered
+(:class:`~blowfish_nb.analysis.selection.Memo`): the ε of each request, the
+closed form's terms, and each round's sorted draws by round and ε (the first
+round, at ε = 1, serves every (α, β) of a query). A remembered result is the
+one the computation returns, to the last bit: the draws of a round depend on
+its seed and ε only.
 """
 
 from __future__ import annotations
@@ -36,12 +42,13 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from scipy.stats import binom
 
+from .analysis.selection import Memo, public_key
 from .exceptions import InvalidParameterError
 from .policy import Policy
 from .workload import Workload
 
-__all__ = ["epsilon_for_accuracy", "error_draws", "max_abs_errors", "check_accuracy", "upper_quantile", "DRAWS",
-           "CONFIDENCE"]
+__all__ = ["epsilon_for_accuracy", "error_draws", "max_abs_errors", "check_accuracy", "upper_quantile", "clear_memory",
+           "DRAWS", "CONFIDENCE"]
 
 #: Monte-Carlo draws of the release error used for (α, β) → ε and intervals. With 99% confidence the bound on
 #: the 0.95-quantile is then the 775th of 800 sorted draws (0.969) rather than the 966th of 1,000 (0.966)
@@ -50,6 +57,13 @@ DRAWS = 800
 CONFIDENCE = 0.99
 #: confirmation rounds of the Monte-Carlo ε before giving up
 ROUNDS = 8
+#: results remembered: ε per request, and (closed-form terms or sorted draws of one round) per query
+REMEMBERED = 1024
+#: below this many noise values a round (draws × cells) the chunks run on this thread: a pool costs more
+THREADED_VALUES = 1 << 20
+
+_EPSILONS = Memo(REMEMBERED)
+_LAWS = Memo(REMEMBERED)
 
 
 def check_accuracy(accuracy) -> tuple[float, float]:
@@ -81,25 +95,73 @@ def epsilon_for_accuracy(mechanism, workload: Workload, policy: Policy, alpha: f
     """
     alpha, beta = check_accuracy((alpha, beta))
     _check_linear(mechanism)
-    terms = mechanism.single_terms(workload, policy) if hasattr(mechanism, "single_terms") else None
+    query = _query_key(mechanism, workload, policy, draws, seed)
+    request = None if query is None else (query, alpha, beta)
+    remembered = _EPSILONS.get(request)
+    if remembered is not None:
+        return remembered
+    epsilon = _epsilon(mechanism, workload, policy, alpha, beta, draws, seed, query)
+    _EPSILONS.put(request, epsilon)
+    return epsilon
+
+
+def clear_memory() -> None:
+    """Forget every remembered ε, closed form and draw (the results do not change; tests time the work)."""
+    _EPSILONS.clear()
+    _LAWS.clear()
+
+
+def _epsilon(mechanism, workload, policy, alpha, beta, draws, seed, query) -> float:
+    """The computation of :func:`epsilon_for_accuracy` (``query``: the memo key of its inputs, or None)."""
+    terms = _single_terms(mechanism, workload, policy, query)
     if terms is not None:
         count, delta = terms
         if count == 0 or delta == 0:
             return 1e-12  # nothing random to bound: any ε meets the target (kept positive)
         return _single_term_epsilon(count, delta, alpha, beta)
     seeds = np.random.SeedSequence(seed).spawn(ROUNDS + 1)
-    z = upper_quantile(max_abs_errors(mechanism, workload, policy, 1.0, draws, seeds[0]), 1 - beta)
+    z = upper_quantile(_round(mechanism, workload, policy, 1.0, draws, seeds, 0, query), 1 - beta)
     if z == 0:
         return 1e-12
     epsilon = z / alpha
     for r in range(1, ROUNDS + 1):
-        q = upper_quantile(max_abs_errors(mechanism, workload, policy, epsilon, draws, seeds[r]), 1 - beta)
+        q = upper_quantile(_round(mechanism, workload, policy, epsilon, draws, seeds, r, query), 1 - beta)
         if q <= alpha:
             return float(epsilon)
         epsilon *= max(q / alpha, 1.01)  # at least 1% a round: few rounds, at most 1% more ε than needed
     raise InvalidParameterError(
         f"no ε found for accuracy=({alpha:g}, {beta:g}) with {mechanism.name} in {ROUNDS} rounds; "
         "ask for a larger alpha (errors smaller than the noise's whole-number steps cannot be promised)")
+
+
+def _query_key(mechanism, workload, policy, draws, seed):
+    """The memo key of everything but (α, β), or None (inputs without an exact key, a seed that is not an int)."""
+    if type(seed) is not int or type(draws) is not int:
+        return None
+    return public_key(workload, policy, mechanism, draws, seed)
+
+
+def _single_terms(mechanism, workload, policy, query) -> tuple[int, float] | None:
+    """The mechanism's ``single_terms`` (remembered per query)."""
+    key = None if query is None else (query, "terms")
+    remembered = _LAWS.get(key)
+    if remembered is not None:
+        return remembered[0]
+    terms = mechanism.single_terms(workload, policy) if hasattr(mechanism, "single_terms") else None
+    _LAWS.put(key, (terms,))
+    return terms
+
+
+def _round(mechanism, workload, policy, epsilon, draws, seeds, r, query) -> np.ndarray:
+    """Round ``r``'s max |error| draws at ``epsilon``, sorted (remembered per query, round and ε)."""
+    key = None if query is None else (query, "round", r, float(epsilon))
+    remembered = _LAWS.get(key)
+    if remembered is not None:
+        return remembered
+    z = np.sort(max_abs_errors(mechanism, workload, policy, epsilon, draws, seeds[r]))
+    z.setflags(write=False)
+    _LAWS.put(key, z)
+    return z
 
 
 def _single_term_epsilon(count: int, delta: float, alpha: float, beta: float) -> float:
@@ -127,7 +189,8 @@ def max_abs_errors(mechanism, workload: Workload, policy: Policy, epsilon: float
     The draws come in chunks, chunk i from its own generator spawned from
     ``seed``, so the result does not depend on how the chunks are scheduled;
     the chunks run on up to two threads (NumPy releases the GIL in the noise
-    generation and the array passes).
+    generation and the array passes) when a round draws at least
+    :data:`THREADED_VALUES` values, on the caller's thread otherwise.
     """
     zeros = np.zeros(policy.domain.size)
     starts = list(range(0, draws, chunk))
@@ -140,7 +203,7 @@ def max_abs_errors(mechanism, workload: Workload, policy: Policy, epsilon: float
         return np.maximum(z.max(axis=1), -z.min(axis=1))  # max |z| without an |z| temporary
 
     workers = min(2, os.cpu_count() or 1, len(starts))
-    if workers < 2:
+    if workers < 2 or draws * zeros.size < THREADED_VALUES:
         return np.concatenate([one(i) for i in range(len(starts))])
     with ThreadPoolExecutor(workers) as pool:
         return np.concatenate(list(pool.map(one, range(len(starts)))))

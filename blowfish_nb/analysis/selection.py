@@ -1,8 +1,21 @@
-"""Expected error and choosing a mechanism by it."""
+"""Expected error and choosing a mechanism by it.
+
+A choice depends on public inputs only — the workload, the policy, the
+candidates and ε — never on data, so it is remembered: the analyst service
+and a session quote the same query shapes again and again, and each choice
+costs an SVD lower bound and every candidate's error (tens of milliseconds on
+a few thousand cells). :func:`public_key` turns those inputs into a value key
+(``None`` for inputs it cannot describe exactly: those are never remembered)
+and :class:`Memo` keeps the most recent results, thread-safe.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -12,11 +25,17 @@ from ..exceptions import BlowfishError, InvalidParameterError
 from ..mechanisms import (
     Hierarchical, HThetaRanges, Laplace, MatrixMechanism, Ordered, OrderedHierarchical, Privelet, Transformed,
 )
-from ..policy import Policy, Threshold
-from ..workload import Workload
+from ..domain import CategoricalAttribute, OrderedAttribute
+from ..policy import Attribute, Bounded, Categorical, Composed, Custom, Partition, Policy, Threshold
+from ..policy.unbounded import UnboundedDP
+from ..ranges import Boxes, Ranges
+from ..workload import Identity, Kron, Matrix, Prefix, Total, Workload
 from .lower_bound import LOWER_BOUND_LIMIT, lower_bound
 
-__all__ = ["choose_mechanism", "expected_error", "default_candidates"]
+__all__ = ["choose_mechanism", "expected_error", "default_candidates", "public_key", "Memo", "CHOICES"]
+
+#: choices remembered (each a candidate's index and its small table)
+CHOICES = 256
 
 
 #: H^θ+Privelet is offered by "auto" up to this θ: it is built for small θ (Haney et al. §5), and its exact
@@ -71,6 +90,19 @@ def choose_mechanism(
     """
     epsilon = check_epsilon(epsilon)
     candidates = tuple(candidates) if candidates is not None else default_candidates(policy)
+    key = public_key(workload, policy, epsilon, *candidates)
+    hit = _CHOICES.get(key)
+    if hit is not None:
+        best, table = hit
+        return candidates[best], table.copy()
+    best, table = _choose(workload, policy, epsilon, candidates)
+    _CHOICES.put(key, (best, table.copy()))
+    return candidates[best], table
+
+
+def _choose(workload: Workload, policy: Policy, epsilon: float,
+            candidates: tuple[MatrixMechanism, ...]) -> tuple[int, pd.DataFrame]:
+    """The index of the best candidate and the comparison table (computed, never remembered)."""
     try:
         bound = lower_bound(workload, policy, epsilon) if policy.domain.size <= LOWER_BOUND_LIMIT // 4 else np.nan
     except BlowfishError:
@@ -89,4 +121,151 @@ def choose_mechanism(
     best = int(np.argmin(table["expected_error"].to_numpy()))
     if not np.isfinite(table["expected_error"].iloc[best]):
         raise InvalidParameterError(f"no candidate mechanism can answer this workload: {rows[0]['note']}")
-    return candidates[best], table
+    return best, table
+
+
+class Memo:
+    """The ``size`` most recently used results by key, safe to share between threads.
+
+    A key of ``None`` (inputs :func:`public_key` cannot describe exactly) is
+    never stored, so ``get(None)`` is always a miss.
+
+    Examples
+    --------
+    >>> m = Memo(2)
+    >>> m.put("a", 1); m.put("b", 2); m.put("c", 3)
+    >>> m.get("a"), m.get("c"), len(m)
+    (None, 3, 2)
+    """
+
+    def __init__(self, size: int):
+        self.size = size
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable | None) -> Any:
+        """The value stored under ``key`` (now the most recent), or None."""
+        if key is None:
+            return None
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: Hashable | None, value: Any) -> None:
+        """Store ``value`` under ``key`` (nothing for a None key), dropping the least recently used beyond ``size``."""
+        if key is None:
+            return
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget everything."""
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+_CHOICES = Memo(CHOICES)
+
+
+def public_key(workload: Workload, policy: Policy, *params) -> tuple | None:
+    """A hashable value key for (workload, policy, params), or None when one of them cannot be described exactly.
+
+    Equal keys mean equal inputs: the workload's type and every array that
+    defines it, the policy's family, domain and parameters, and each
+    parameter by value (a mechanism by its class and attributes). Inputs of
+    other types (a user's own operator, a constrained policy, whose
+    description names its constraints but not their counts) give None.
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, mechanisms, policy, workload
+    >>> d = Domain.grid(8)
+    >>> a = public_key(workload.identity(8), policy.line(d), mechanisms.Laplace())
+    >>> a == public_key(workload.identity(8), policy.line(d), mechanisms.Laplace())
+    True
+    >>> public_key(workload.identity(8), policy.line(d)) == public_key(workload.identity(8), policy.threshold(d, 2))
+    False
+    """
+    try:
+        return (_workload_key(workload), _policy_key(policy), tuple(_value_key(p) for p in params))
+    except _Unkeyable:
+        return None
+
+
+class _Unkeyable(Exception):
+    """An input with no exact value key."""
+
+
+#: policy families fully described by their domain and ``params`` (exact types only: a subclass may add state)
+_DESCRIBED = (Threshold, UnboundedDP, Bounded, Partition, Attribute, Categorical)
+
+
+def _workload_key(w) -> tuple:
+    t = type(w)
+    if t in (Identity, Prefix, Total):
+        return (t.__name__, w.shape)
+    if t is Ranges:
+        return ("Ranges", w.k, _digest(w.lo), _digest(w.hi))
+    if t is Boxes:
+        return ("Boxes", w.cell_shape, _digest(w.lo), _digest(w.hi))
+    if t is Kron:
+        return ("Kron", tuple(_workload_key(f) for f in w.factors))
+    if t is Matrix:
+        A = w.A
+        return ("Matrix", A.shape, _digest(A.indptr), _digest(A.indices), _digest(A.data))
+    raise _Unkeyable
+
+
+def _policy_key(p) -> tuple:
+    t = type(p)
+    if t is Custom:
+        return ("Custom", _domain_key(p.domain), p.has_bottom, _digest(p.edges()))
+    if t is Composed:
+        return ("Composed", _domain_key(p.domain), tuple((n, _policy_key(q)) for n, q in p.parts.items()))
+    if t in _DESCRIBED:
+        return (t.__name__, _domain_key(p.domain), _value_key(p.params))
+    raise _Unkeyable
+
+
+def _domain_key(domain) -> tuple:
+    out = []
+    for a in domain.attributes:
+        if type(a) is OrderedAttribute:
+            out.append(("ordered", a.name, _digest(np.asarray(a.edges, dtype=float))))
+        elif type(a) is CategoricalAttribute:
+            out.append(("categorical", a.name, _value_key(list(a.categories))))
+        else:
+            raise _Unkeyable
+    return tuple(out)
+
+
+def _value_key(v) -> Hashable:
+    """Plain values as themselves; containers and arrays by content; a mechanism by its class and attributes."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return (type(v).__name__, v)
+    if isinstance(v, np.generic):
+        return _value_key(v.item())
+    if isinstance(v, np.ndarray):
+        return _digest(v)
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_value_key(x) for x in v))
+    if isinstance(v, dict):
+        return ("dict", tuple(sorted((str(k), _value_key(x)) for k, x in v.items())))
+    if hasattr(v, "release") and hasattr(v, "__dict__"):
+        return ("mechanism", type(v), _value_key(vars(v)))
+    raise _Unkeyable
+
+
+def _digest(a) -> tuple:
+    a = np.ascontiguousarray(a)
+    if a.dtype == object:
+        raise _Unkeyable
+    return (a.dtype.str, a.shape, hashlib.blake2b(a.tobytes(), digest_size=20).digest())
