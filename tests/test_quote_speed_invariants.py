@@ -98,7 +98,8 @@ def grid():
             cases += [(pol, query, "age", rg, None, acc) for acc in ((6.0, 0.05), (6.0, 0.06), (25.5, 0.05))]
     cases.append(("bounded", "histogram", "age", None, 0.37, None))
     salary = ranges(0, 262144, 16, True)
-    cases += [("line", "histogram", "salary", None, 0.37, None), ("line", "histogram", "salary", None, None, (25.0, 0.05)),
+    cases += [("line", "histogram", "salary", None, 0.37, None),
+              ("line", "histogram", "salary", None, None, (25.0, 0.05)),
               ("threshold 3", "range", "salary", salary, None, (40.0, 0.05)),
               ("dp", "histogram", "salary", None, None, (25.0, 0.05)), ("dp", "range", "salary", salary, 0.37, None)]
     return cases
@@ -116,7 +117,8 @@ def test_remembered_quotes_equal_the_reference(catalogs):
         run = Run(catalogs[pol].plan(query, col, ranges=rg), True)
         candidates = tuple(c for c in default_candidates(run.policy) if acc is None or c.linear)
         best, errors, _ = reference_choice(run.workload, run.policy, 1.0, candidates)
-        reference.append((best, errors, eps if acc is None else reference_epsilon(best, run.workload, run.policy, *acc)))
+        epsilon = eps if acc is None else reference_epsilon(best, run.workload, run.policy, *acc)
+        reference.append((best, errors, epsilon))
     order = list(range(len(CASES)))
     random.Random(7).shuffle(order)
     forget()

@@ -230,8 +230,8 @@ def _policy_key(p) -> tuple:
         return ("Custom", _domain_key(p.domain), p.has_bottom, _digest(p.edges()))
     if t is Composed:
         return ("Composed", _domain_key(p.domain), tuple((n, _policy_key(q)) for n, q in p.parts.items()))
-    if t in _DESCRIBED:
-        return (t.__name__, _domain_key(p.domain), _value_key(p.params))
+    if t in _DESCRIBED:  # parameters may be long (a partition's blocks): kept as a digest of their canonical form
+        return (t.__name__, _domain_key(p.domain), _digest_of(_value_key(p.params)))
     raise _Unkeyable
 
 
@@ -241,7 +241,7 @@ def _domain_key(domain) -> tuple:
         if type(a) is OrderedAttribute:
             out.append(("ordered", a.name, _digest(np.asarray(a.edges, dtype=float))))
         elif type(a) is CategoricalAttribute:
-            out.append(("categorical", a.name, _value_key(list(a.categories))))
+            out.append(("categorical", a.name, _digest_of(_value_key(list(a.categories)))))
         else:
             raise _Unkeyable
     return tuple(out)
@@ -262,6 +262,11 @@ def _value_key(v) -> Hashable:
     if hasattr(v, "release") and hasattr(v, "__dict__"):
         return ("mechanism", type(v), _value_key(vars(v)))
     raise _Unkeyable
+
+
+def _digest_of(value: Hashable) -> bytes:
+    """A digest of a canonical value (nested tuples of plain values and digests: its repr is exact)."""
+    return hashlib.blake2b(repr(value).encode(), digest_size=20).digest()
 
 
 def _digest(a) -> tuple:
