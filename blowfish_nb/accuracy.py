@@ -26,11 +26,12 @@ to find the least ε:
 The draws touch no data: they are noise pushed through the mechanism's
 public linear map, with their own generator. Everything here is a function
 of public inputs (mechanism, workload, policy, α, β), so it is remembered
-(:class:`~blowfish_nb.analysis.selection.Memo`): the ε of each request, the
-closed form's terms, and each round's sorted draws by round and ε (the first
-round, at ε = 1, serves every (α, β) of a query). A remembered result is the
-one the computation returns, to the last bit: the draws of a round depend on
-its seed and ε only.
+(:class:`~blowfish_nb.analysis.selection.Memo`, per
+:func:`~blowfish_nb.analysis.selection.memo_scope`): the ε of each request,
+the closed form's terms, and each round's sorted draws by round and ε (the
+first round, at ε = 1, serves every (α, β) of a query). A remembered result
+is the one the computation returns, to the last bit: the draws of a round
+depend on its seed and ε only.
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ DRAWS = 800
 CONFIDENCE = 0.99
 #: confirmation rounds of the Monte-Carlo ε before giving up
 ROUNDS = 8
-#: results remembered: ε per request, and (closed-form terms or sorted draws of one round) per query
-REMEMBERED = 1024
+#: results remembered (over every scope): ε per request, and (closed-form terms or sorted draws of one round) per query
+REMEMBERED = 4096
 #: below this many noise values a round (draws × cells) the chunks run on this thread: a pool costs more
 THREADED_VALUES = 1 << 20
 

@@ -18,7 +18,7 @@ import pytest
 from blowfish_nb import Domain, accuracy, constraints, datasets, mechanisms, policy, workload
 from blowfish_nb.accuracy import ROUNDS, epsilon_for_accuracy, max_abs_errors, upper_quantile
 from blowfish_nb.analysis import selection
-from blowfish_nb.analysis.selection import choose_mechanism, default_candidates, public_key
+from blowfish_nb.analysis.selection import choose_mechanism, default_candidates, memo_scope, public_key
 from blowfish_nb.planning import Catalog, Run
 from blowfish_nb.ranges import Ranges
 
@@ -193,3 +193,25 @@ def test_keys_tell_different_inputs_apart():
     known = constraints.count(d, [0, 1], "first two")
     assert public_key(base[0], policy.constrained(policy.dp(d), known)) is None  # its description omits the counts
     assert public_key(workload.hierarchical(16), policy.line(d)) is None  # no value key for this operator
+
+
+def test_scopes_do_not_share_memory(monkeypatch):
+    """What one scope (an analyst of the service) remembered is computed afresh in another — no analyst can time
+    another's quotes — and recalled in its own."""
+    forget()
+    catalog = Catalog.from_data(datasets.salaries(n=300, seed=2), {"age": 62}, "line", {"age": (18, 80)})
+    rounds, choices = [], []
+    real_draws, real_choose = accuracy.max_abs_errors, selection._choose
+    monkeypatch.setattr(accuracy, "max_abs_errors", lambda *a, **k: rounds.append(a[3]) or real_draws(*a, **k))
+    monkeypatch.setattr(selection, "_choose", lambda *a, **k: choices.append(1) or real_choose(*a, **k))
+    seen = {}
+    for name in ("ana", "bob", "ana", None):
+        rounds.clear()
+        choices.clear()
+        with memo_scope(name):
+            b = catalog.quote("histogram", "age", accuracy=(7.0, 0.05))
+        seen.setdefault(name, []).append((len(choices), len(rounds), b.epsilon))
+    (ana_first, ana_again), (bob,), (shared,) = seen["ana"], seen["bob"], seen[None]
+    assert ana_first[:2] == bob[:2] == shared[:2] and ana_first[0] == 1 and ana_first[1] >= 2  # each computed
+    assert ana_again[:2] == (0, 0)  # recalled
+    assert ana_first[2] == ana_again[2] == bob[2] == shared[2]

@@ -7,6 +7,12 @@ costs an SVD lower bound and every candidate's error (tens of milliseconds on
 a few thousand cells). :func:`public_key` turns those inputs into a value key
 (``None`` for inputs it cannot describe exactly: those are never remembered)
 and :class:`Memo` keeps the most recent results, thread-safe.
+
+Whose memory: a remembered quote answers faster, so a memory shared between
+analysts would let one time another's quotes (learn which queries and
+accuracies they asked for). Every memory is therefore kept per
+:func:`memo_scope` — the analyst service enters one per analyst around its
+quotes; in-process callers (one user) share the default one.
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -32,10 +40,12 @@ from ..ranges import Boxes, Ranges
 from ..workload import Identity, Kron, Matrix, Prefix, Total, Workload
 from .lower_bound import LOWER_BOUND_LIMIT, lower_bound
 
-__all__ = ["choose_mechanism", "expected_error", "default_candidates", "public_key", "Memo", "CHOICES"]
+__all__ = ["choose_mechanism", "expected_error", "default_candidates", "public_key", "Memo", "memo_scope", "CHOICES"]
 
-#: choices remembered (each a candidate's index and its small table)
-CHOICES = 256
+#: choices remembered (each a candidate's index and its small table), over every scope
+CHOICES = 1024
+#: the memory scope of the current context (None: the default, shared one); see :func:`memo_scope`
+_SCOPE: ContextVar[str | None] = ContextVar("blowfish_nb_memo_scope", default=None)
 
 
 #: H^θ+Privelet is offered by "auto" up to this θ: it is built for small θ (Haney et al. §5), and its exact
@@ -124,8 +134,33 @@ def _choose(workload: Workload, policy: Policy, epsilon: float,
     return best, table
 
 
+@contextmanager
+def memo_scope(name: str | None) -> Iterator[None]:
+    """Remember and recall quotes in the memory of ``name`` within the block (None: the shared default).
+
+    Results remembered in one scope are never seen from another, so the time
+    a quote takes says nothing about the quotes of other scopes.
+
+    Examples
+    --------
+    >>> m = Memo(4)
+    >>> with memo_scope("ana"):
+    ...     m.put("q", 1)
+    >>> with memo_scope("bob"):
+    ...     m.get("q")
+    >>> with memo_scope("ana"):
+    ...     m.get("q")
+    1
+    """
+    token = _SCOPE.set(name)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
 class Memo:
-    """The ``size`` most recently used results by key, safe to share between threads.
+    """The ``size`` most recently used results by key and scope (:func:`memo_scope`), safe to share between threads.
 
     A key of ``None`` (inputs :func:`public_key` cannot describe exactly) is
     never stored, so ``get(None)`` is always a miss.
@@ -147,6 +182,7 @@ class Memo:
         """The value stored under ``key`` (now the most recent), or None."""
         if key is None:
             return None
+        key = (_SCOPE.get(), key)
         with self._lock:
             value = self._items.get(key)
             if value is not None:
@@ -157,6 +193,7 @@ class Memo:
         """Store ``value`` under ``key`` (nothing for a None key), dropping the least recently used beyond ``size``."""
         if key is None:
             return
+        key = (_SCOPE.get(), key)
         with self._lock:
             self._items[key] = value
             self._items.move_to_end(key)
