@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..exceptions import BlowfishError, BudgetExceededError, DomainError, InvalidParameterError, PrivacyLeakWarning
+from ..analysis.selection import memo_scope
 from ..mechanisms import REGISTRY
 from ..planning import MECHANISMS, Budgeted, Catalog, execute, histogram
 from ..queries import QUERIES
@@ -267,9 +268,11 @@ class Service:
             raise InvalidParameterError(
                 f"mechanism must be 'auto' or one of {sorted(REGISTRY)}, got {req['mechanism']!r}")
         a = planning_args(req)
-        b = self.catalog.quote(a["query"], a["columns"], ranges=a["ranges"], keep=a["keep"], epsilon=a["epsilon"],
-                               accuracy=a["accuracy"], mechanism=a["mechanism"], projection=a["projection"])
-        _dry_run(b)
+        with memo_scope(analyst):  # what the planning layer remembers is per analyst too
+            b = self.catalog.quote(a["query"], a["columns"], ranges=a["ranges"], keep=a["keep"],
+                                   epsilon=a["epsilon"], accuracy=a["accuracy"], mechanism=a["mechanism"],
+                                   projection=a["projection"])
+            _dry_run(b)
         with self._quotes_lock:
             self._quotes[key] = b
             while len(self._quotes) > QUOTE_CACHE:
