@@ -107,9 +107,15 @@ def epsilon_for_accuracy(mechanism, workload: Workload, policy: Policy, alpha: f
 
 
 def clear_memory() -> None:
-    """Forget every remembered ε, closed form and draw (the results do not change; tests time the work)."""
+    """Forget every remembered quote: ε, closed forms, draws and mechanism choices (no result changes by it).
+
+    For tests that count or replace the work behind a quote.
+    """
+    from .analysis import selection
+
     _EPSILONS.clear()
     _LAWS.clear()
+    selection._CHOICES.clear()
 
 
 def _epsilon(mechanism, workload, policy, alpha, beta, draws, seed, query) -> float:

@@ -25,7 +25,6 @@ from blowfish_nb.ranges import Ranges
 
 def forget():
     accuracy.clear_memory()
-    selection._CHOICES.clear()
 
 
 def same(m1, m2) -> bool:
@@ -136,7 +135,7 @@ def test_remembered_quotes_equal_the_reference(catalogs):
 
 def test_the_memory_does_the_work_once(monkeypatch):
     """A repeated request draws nothing; a new (α, β) on the same query redraws only the rounds at a new ε (the
-    ε = 1 round serves every (α, β)); a choice is computed once per (workload, policy)."""
+    ε = 1 round serves every (α, β)); a choice is computed once per (workload, policy); clear_memory forgets it."""
     forget()
     d = Domain.grid(64)
     m, W, pol = mechanisms.Transformed(), workload.identity(64), policy.line(d)
@@ -155,6 +154,9 @@ def test_the_memory_does_the_work_once(monkeypatch):
     assert len(choices) == 1
     choose_mechanism(workload.identity(64), policy.threshold(Domain.grid(64), 2), 1.0)
     assert len(choices) == 2
+    accuracy.clear_memory()
+    choose_mechanism(workload.identity(64), policy.line(Domain.grid(64)), 1.0)
+    assert len(choices) == 3
 
 
 def test_a_returned_table_is_the_callers_own():
