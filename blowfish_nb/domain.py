@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import is_number
-from .exceptions import DomainError, InvalidParameterError, PrivacyLeakWarning
+from .exceptions import DataDerivedBinsWarning, DomainError, InvalidParameterError
 
 __all__ = ["Domain", "OrderedAttribute", "CategoricalAttribute", "CELL_LIMIT"]
 
@@ -649,7 +649,7 @@ def _categorical_attribute(series: pd.Series, name: str) -> CategoricalAttribute
     warnings.warn(
         f"categories for column {name!r} are the values present in the data, which reveals which "
         "values occur; pass the public list of categories instead",
-        PrivacyLeakWarning,
+        DataDerivedBinsWarning,
         stacklevel=4,
     )
     return CategoricalAttribute(name, tuple(sorted(values, key=str)))
@@ -679,7 +679,7 @@ def _public_bounds(series, name, bounds) -> tuple[float, float]:
     warnings.warn(
         f"bins for column {name!r} use the data's own min and max, which are not protected (the bin labels show "
         "them); pass public bounds=(lo, hi) instead",
-        PrivacyLeakWarning,
+        DataDerivedBinsWarning,
         stacklevel=4,
     )
     lo, hi = float(finite.min()), float(finite.max())

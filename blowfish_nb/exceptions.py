@@ -12,6 +12,7 @@ __all__ = [
     "BudgetExceededError",
     "SessionError",
     "PrivacyLeakWarning",
+    "DataDerivedBinsWarning",
 ]
 
 
@@ -41,3 +42,7 @@ class SessionError(BlowfishError, ValueError):
 
 class PrivacyLeakWarning(UserWarning):
     """Something public was derived from the private data (e.g. bins from its min/max)."""
+
+
+class DataDerivedBinsWarning(PrivacyLeakWarning):
+    """Bins or categories were read from the data (its min/max, the values present): public facts must not be."""

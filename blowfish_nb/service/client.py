@@ -23,7 +23,7 @@ from .. import exceptions
 from ..exceptions import BlowfishError, InvalidParameterError
 from ..planning import Catalog
 from ..release import Release
-from .wire import decode_release
+from .wire import decode_release, plain
 
 __all__ = ["connect", "RemoteSession", "Quote", "ServiceUnavailable"]
 
@@ -223,7 +223,7 @@ def _body(query, columns, ranges, keep, epsilon, accuracy, mechanism, projection
             "mechanism": mechanism, "projection": projection}
     for name, value in (("ranges", ranges), ("keep", keep), ("epsilon", epsilon), ("accuracy", accuracy)):
         if value is not None:
-            body[name] = _plain(value)
+            body[name] = plain(value)
             if not _finite(body[name]):
                 raise InvalidParameterError(f"{name} must hold finite numbers only, got {value!r}")
     return body
@@ -236,15 +236,6 @@ def _finite(value) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
     return True
-
-
-def _plain(value):
-    """Tuples as lists and numpy scalars as Python numbers, for JSON."""
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        return value.item()
-    return value
 
 
 def _exception(data: Any, status: int) -> BlowfishError:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..exceptions import BlowfishError, BudgetExceededError, DomainError, InvalidParameterError, PrivacyLeakWarning
+from ..exceptions import BlowfishError, BudgetExceededError, DataDerivedBinsWarning, DomainError, InvalidParameterError
 from ..analysis.selection import memo_scope
 from ..mechanisms import REGISTRY
 from ..planning import MECHANISMS, Budgeted, Catalog, execute, histogram
@@ -174,8 +174,7 @@ class Service:
 
     def budget(self, analyst: str) -> dict:
         """``{budget, spent, remaining}`` of the analyst's account."""
-        return {"budget": self.ledger.budget(analyst), "spent": self.ledger.spent(analyst),
-                "remaining": self.ledger.remaining(analyst)}
+        return self.ledger.balance(analyst)
 
     def entries(self, analyst: str) -> list[dict]:
         """The ledger entries of the analyst's account (releases only, in order)."""
@@ -300,17 +299,14 @@ class Service:
 
 def _public_catalog(data, bins, policy, bounds) -> Catalog:
     """The catalog, refusing bins or categories taken from the data: the service shows its bins to every analyst."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", PrivacyLeakWarning)
-        catalog = Catalog.from_data(data, bins, policy, bounds)
-    for w in caught:
-        text = str(w.message)
-        if issubclass(w.category, PrivacyLeakWarning) and ("data's own" in text or "present in the data" in text):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataDerivedBinsWarning)
+        try:
+            return Catalog.from_data(data, bins, policy, bounds)
+        except DataDerivedBinsWarning as w:
             raise DomainError(
-                f"the service shows its bins to every analyst, so they must be public: {text.split(',')[0]} from the "
-                "data. Give public bounds=(lo, hi) or bin edges, and categories as a list")
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return catalog
+                f"the service shows its bins to every analyst, so they must be public: {str(w).split(',')[0]} from the "
+                "data. Give public bounds=(lo, hi) or bin edges, and categories as a list") from None
 
 
 def _dry_run(b: Budgeted) -> None:

@@ -362,6 +362,11 @@ class Ledger:
         return {"kind": row[0], "time": row[1], "epsilon": row[2], "entry": body["entry"],
                 "response": _stored_text(row[0], body)}
 
+    def balance(self, analyst: str) -> dict:
+        """``{budget, spent, remaining}`` of the analyst's account, from one read."""
+        budget, spent = self._budget_of(analyst)
+        return {"budget": budget, "spent": float(spent), "remaining": _remaining(budget, spent)}
+
     def remaining(self, analyst: str) -> float:
         """ε the analyst's account has left (never below 0)."""
         budget, spent = self._budget_of(analyst)

@@ -51,15 +51,16 @@ def normalise(request: Mapping) -> dict:
         if isinstance(out[name], tuple):
             out[name] = list(out[name])
     if out["ranges"] is not None:
-        out["ranges"] = _lists(out["ranges"])
+        out["ranges"] = plain(out["ranges"])
     if out["accuracy"] is not None and isinstance(out["accuracy"], tuple):
         out["accuracy"] = list(out["accuracy"])
     return out
 
 
-def _lists(value):
+def plain(value):
+    """Tuples as lists and numpy scalars as Python numbers, for JSON."""
     if isinstance(value, (list, tuple)):
-        return [_lists(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, np.generic):
         return value.item()
     return value
