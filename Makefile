@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.blowfish-installed
 BUNDLE := blowfish_nb/widgets/static/canvas.js
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: lab test test-fast browser-deps js bench clean
+.PHONY: lab labs docs test test-fast browser-deps js bench clean
 
 # The editable install runs the package build hook: `npm install && npm run build`
 # bundles js/ into $(BUNDLE). Re-run when the project's metadata or front end changes.
@@ -39,9 +39,17 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=. \
 	  --LabApp.default_url=/lab/tree/notebooks/quickstart.ipynb
 
+# Teaching labs: student and solution versions (otter assign) of every notebooks/labs/source/*.ipynb, into build/labs/.
+labs: $(STAMP)
+	$(PY) -m blowfish_nb.labs.build build/labs
+
+# The documentation site, warnings as errors, into build/docs/html (the labs' student versions are its course section).
+docs: labs
+	$(PY) -m sphinx -W --keep-going -b html docs build/docs/html
+
 # Unit and notebook tests on every core (pytest-xdist), then the browser tests one at a time (each drives
 # its own JupyterLab and Chromium, which would fight over two cores).
-test: $(STAMP) browser-deps
+test: $(STAMP) browser-deps docs
 	$(PY) -m pytest -m "not browser" -n auto
 	$(PY) -m pytest -m browser
 
