@@ -1,0 +1,124 @@
+"""blowfish_nb.labs.build: otter assign on a tiny lab made here, the layout it leaves, and its refusals."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from blowfish_nb.exceptions import InvalidParameterError
+from blowfish_nb.labs.build import LabBuildError, build, lab_sources, main
+
+CONFIG = "# ASSIGNMENT CONFIG\ninit_cell: true\ncheck_all_cell: false\nexport_cell: false\nsolutions_pdf: false\n" \
+    "generate: true\nrun_tests: true\n"
+SOLUTION = "answer = 41 + 1  # SOLUTION"
+VISIBLE = "assert answer % 2 == 0, 'the answer is even'"
+HIDDEN = "# HIDDEN\nassert answer == 42, 'the hidden check'"
+
+
+def _lab(path, *, config=CONFIG):
+    cells = [
+        nbformat.v4.new_raw_cell(config),
+        nbformat.v4.new_markdown_cell("# Lab 99"),
+        nbformat.v4.new_code_cell("import math"),
+        nbformat.v4.new_raw_cell("# BEGIN QUESTION\nname: q1\npoints: 1"),
+        nbformat.v4.new_markdown_cell("**Question 1.** Store it in `answer`."),
+        nbformat.v4.new_raw_cell("# BEGIN SOLUTION"),
+        nbformat.v4.new_code_cell(SOLUTION),
+        nbformat.v4.new_raw_cell("# END SOLUTION"),
+        nbformat.v4.new_raw_cell("# BEGIN TESTS"),
+        nbformat.v4.new_code_cell(VISIBLE),
+        nbformat.v4.new_code_cell(HIDDEN),
+        nbformat.v4.new_raw_cell("# END TESTS"),
+        nbformat.v4.new_raw_cell("# END QUESTION"),
+    ]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+def _text(path):
+    nb = nbformat.read(path, as_version=4)
+    return "\n".join(c.source for c in nb.cells) + json.dumps(nb.metadata.get("otter", {}))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    src = tmp_path_factory.mktemp("source")
+    _lab(src / "99-tiny.ipynb")
+    dest = tmp_path_factory.mktemp("out")
+    (dest / "99-tiny" / "student").mkdir(parents=True)
+    (dest / "99-tiny" / "student" / "stale.txt").write_text("from an older build")
+    (dest / "98-gone" / "student").mkdir(parents=True)
+    (dest / "98-gone" / "solution").mkdir()
+    (dest / "notes").mkdir()
+    folders = build(dest, run_tests=False, source=src)
+    return src, dest, folders
+
+
+def test_layout_per_lab(built):
+    _, dest, folders = built
+    lab = dest / "99-tiny"
+    assert folders == [lab]
+    assert (lab / "student" / "99-tiny.ipynb").is_file()
+    assert (lab / "solution" / "99-tiny.ipynb").is_file()
+    zips = list((lab / "autograder").glob("99-tiny-autograder_*.zip"))
+    assert len(zips) == 1
+    assert not list((lab / "solution").glob("*.zip")) and not list((lab / "student").glob("*.zip"))
+
+
+def test_stale_output_and_removed_labs_are_cleaned(built):
+    _, dest, _ = built
+    assert not (dest / "99-tiny" / "student" / "stale.txt").exists()
+    assert not (dest / "98-gone").exists()  # a built lab whose source is gone
+    assert (dest / "notes").is_dir()  # a folder that is not a built lab is left alone
+
+
+def test_student_version_has_no_solution_and_no_hidden_test(built):
+    _, dest, _ = built
+    text = _text(dest / "99-tiny" / "student" / "99-tiny.ipynb")
+    assert "answer = ..." in text
+    assert "41 + 1" not in text
+    assert "answer % 2" in text  # the visible test is there (otter keeps it in the metadata)
+    assert "the hidden check" not in text and "answer == 42" not in text
+    assert 'grader.check("q1")' in text
+
+
+def test_solution_version_has_the_solution_and_every_test(built):
+    _, dest, _ = built
+    text = _text(dest / "99-tiny" / "solution" / "99-tiny.ipynb")
+    assert "41 + 1" in text
+    assert "answer % 2" in text and "answer == 42" in text
+
+
+def test_a_malformed_source_is_refused_naming_the_lab(tmp_path):
+    src = tmp_path / "source"
+    _lab(src / "97-broken.ipynb", config=CONFIG + "no_such_key: 1\n")
+    with pytest.raises(LabBuildError, match="lab 97-broken: otter assign failed .*no_such_key"):
+        build(tmp_path / "out", run_tests=False, source=src)
+    assert not (tmp_path / "out" / "97-broken").exists()
+
+
+def test_a_notebook_without_the_config_cell_is_refused_before_otter(tmp_path):
+    src = tmp_path / "source"
+    _lab(src / "96-noconfig.ipynb", config="just a raw cell")
+    with pytest.raises(LabBuildError, match="96-noconfig.*ASSIGNMENT CONFIG"):
+        build(tmp_path / "out", run_tests=False, source=src)
+    (src / "95-notjson.ipynb").write_text("{not json")
+    with pytest.raises(LabBuildError, match="95-notjson"):
+        build(tmp_path / "out", names=["95-notjson"], run_tests=False, source=src)
+
+
+def test_unknown_names_are_refused(tmp_path):
+    _lab(tmp_path / "99-tiny.ipynb")
+    assert lab_sources(["99-tiny.ipynb"], source=tmp_path) == [tmp_path / "99-tiny.ipynb"]
+    with pytest.raises(InvalidParameterError, match="names: no lab source '00-nope'"):
+        build(tmp_path / "out", names=["00-nope"], source=tmp_path)
+
+
+def test_command_line_reports_an_unknown_lab(tmp_path, capsys):
+    assert main([str(tmp_path / "out"), "00-no-such-lab", "--no-run-tests"]) == 2
+    assert "00-no-such-lab" in capsys.readouterr().err
