@@ -1,0 +1,110 @@
+"""Lab 6's checks: the library's answer passes, each known mistake gets its own hint, no hint gives the value."""
+
+import math
+
+import pytest
+
+from blowfish_nb.labs import lab06
+from blowfish_nb.labs._check import LabCheckFailed
+
+PLACEHOLDER = "replace the `...`"
+
+
+def _expected():
+    """Every question's right answer, computed by the library (as the checks do)."""
+    return {
+        "q1": lab06.sequential_total(),
+        "q2": lab06.spent_after_refusal(),
+        "q3": lab06.laplace_quote(),
+        "q4a": lab06.parallel_total("partition"),
+        "q4b": lab06.parallel_total("line"),
+        "q5": lab06.halving_ratio(),
+    }
+
+
+EXPECTED = _expected()
+
+
+def _hint(name, answer):
+    with pytest.raises(LabCheckFailed) as failed:
+        getattr(lab06, name)(answer)
+    return str(failed.value)
+
+
+def _no_value(message, value):
+    """The message shows the expected value in none of the usual spellings."""
+    spellings = {repr(value), f"{value:g}", f"{value:.2f}", f"{value:.3f}", f"{value:.4g}"}
+    return not any(s in message.split("Hint:", 1)[-1] for s in spellings)
+
+
+def test_the_library_answers_match_composition_and_the_quote():
+    # the three values the lab teaches, from the session itself
+    assert EXPECTED["q1"] == pytest.approx(math.fsum(lab06.RELEASES))  # sequential: the sum
+    assert EXPECTED["q2"] == pytest.approx(math.fsum(lab06.RELEASES))  # a refusal charges nothing
+    assert EXPECTED["q4a"] == max(lab06.BLOCK_EPSILONS)  # parallel under the partition policy
+    assert EXPECTED["q4b"] == pytest.approx(sum(lab06.BLOCK_EPSILONS))  # the line policy joins the groups
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_library_answer_passes(name):
+    getattr(lab06, name)(EXPECTED[name])
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_placeholder_asks_for_an_answer(name):
+    assert PLACEHOLDER in _hint(name, ...)
+
+
+def test_q3_the_lab_formula_passes_within_the_stated_tolerance():
+    alpha, beta = lab06.ACCURACY
+    k = lab06.session().attribute("age").size
+    formula = 2 / alpha * math.log(1 / (1 - (1 - beta) ** (1 / k)))
+    assert formula != pytest.approx(EXPECTED["q3"], rel=1e-6)  # the discrete quote differs from the formula …
+    lab06.q3(formula)  # … by less than the lab's tolerance
+    lab06.q3(EXPECTED["q3"] * (1 + 0.9 * lab06.FORMULA_RTOL))
+    with pytest.raises(LabCheckFailed):
+        lab06.q3(EXPECTED["q3"] * (1 + 1.5 * lab06.FORMULA_RTOL))
+
+
+def _formula(delta, k, alpha, beta):
+    return delta / alpha * math.log(1 / (1 - (1 - beta) ** (1 / k)))
+
+
+alpha, beta = lab06.ACCURACY
+MISTAKES = [
+    ("q1", max(lab06.RELEASES), "sequential composition"),
+    ("q1", lab06.RELEASES[-1], "does not forget"),
+    ("q1", sum(lab06.RELEASES) / 3, "does not average"),
+    ("q1", lab06.BUDGET - sum(lab06.RELEASES), "what is left"),
+    ("q2", sum(lab06.RELEASES) + lab06.OVERSPEND, "before"),
+    ("q2", lab06.BUDGET, "refuses it whole"),
+    ("q2", lab06.OVERSPEND, "stay in the ledger"),
+    ("q3", _formula(1, 31, alpha, beta), "plain DP"),
+    ("q3", 2 * math.log(1 / beta) / alpha, "every"),
+    ("q3", math.log(1 / beta) / alpha, "two things are missing"),
+    ("q3", 1 / _formula(2, 31, alpha, beta), "upside down"),
+    ("q4a", sum(lab06.BLOCK_EPSILONS), "parallel"),
+    ("q4a", min(lab06.BLOCK_EPSILONS), "protected least"),
+    ("q4b", max(lab06.BLOCK_EPSILONS), "across the boundary"),
+    ("q4b", min(lab06.BLOCK_EPSILONS), "into the other"),
+    ("q5", 4.0, "variance"),
+    ("q5", 0.5, "costs *more*"),
+    ("q5", 1.0, "the ε changes"),
+]
+
+
+@pytest.mark.parametrize("name, answer, words", MISTAKES)
+def test_each_known_mistake_gets_its_own_hint_without_the_value(name, answer, words):
+    message = _hint(name, answer)
+    assert words in message
+    assert _no_value(message, EXPECTED[name])
+
+
+@pytest.mark.parametrize("name, answer", [("q1", 0.9), ("q2", 0.0), ("q3", 3.0), ("q4a", 0.1), ("q4b", 2.0),
+                                          ("q5", 7.0)])
+def test_an_unexplained_answer_gets_the_general_hint(name, answer):
+    message = _hint(name, answer)
+    assert "Hint:" in message and _no_value(message, EXPECTED[name])
+    # the general hint is none of the mistakes' hints
+    assert not any(words in message for n, _, words in MISTAKES if n == name)
+
