@@ -5,7 +5,7 @@ import any widget library (those live in :mod:`blowfish_nb.widgets`).
 """
 
 from . import accessor as _accessor  # noqa: F401  (registers df.blowfish)
-from . import analysis, constraints, datasets, mechanisms, policy, workload
+from . import analysis, constraints, datasets, mechanisms, operators, policy, strategies, workload
 from .domain import CategoricalAttribute, Domain, OrderedAttribute
 from .exceptions import (
     BlowfishError, BudgetExceededError, DomainError, InvalidParameterError, PolicyError, PrivacyLeakWarning, SessionError,
@@ -55,6 +55,8 @@ __all__ = [
     "constraints",
     "datasets",
     "mechanisms",
+    "operators",
     "policy",
+    "strategies",
     "workload",
 ]

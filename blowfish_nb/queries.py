@@ -34,9 +34,10 @@ import pandas as pd
 from ._validation import is_number
 from .domain import CategoricalAttribute, Domain
 from .exceptions import DomainError, InvalidParameterError
+from .operators import Identity, Kron, Prefix, Workload
 from .ranges import Boxes, Ranges
 from .units import format_edge
-from .workload import Identity, Kron, Prefix, Workload, marginal
+from .workload import marginal
 
 __all__ = ["Query", "build_query", "covered_bins", "QUERIES"]
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ._validation import as_generator
 from .exceptions import InvalidParameterError
-from .workload import Identity, Prefix, Workload
+from .operators import Identity, Prefix, Workload
 
 __all__ = ["Ranges", "Boxes", "all_ranges", "random_ranges", "ranges_2d", "as_ranges", "ALL_RANGES_LIMIT"]
 

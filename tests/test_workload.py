@@ -1,4 +1,8 @@
-"""Every structured operator agrees with its dense form."""
+"""The builders users call (blowfish_nb.workload): argument checks, marginals, ranges, custom matrices.
+
+The operators they return are checked against their dense forms in
+test_operators.py and test_strategies.py.
+"""
 
 import numpy as np
 import pytest
@@ -6,25 +10,26 @@ import pytest
 from blowfish_nb import InvalidParameterError, workload
 
 
-@pytest.mark.parametrize("make", [workload.identity, workload.prefix])
-@pytest.mark.parametrize("k", [1, 2, 7, 33])
-def test_operator_matches_dense(make, k):
-    rng = np.random.default_rng(k)
-    W = make(k)
-    M = W.dense()
-    x, y = rng.normal(size=k), rng.normal(size=k)
-    np.testing.assert_allclose(W @ x, M @ x)
-    np.testing.assert_allclose(W.rmatvec(y), M.T @ y)
-    np.testing.assert_allclose(W.solve(M @ x), x, atol=1e-9)
-    u, v = rng.integers(0, k, size=50), rng.integers(0, k, size=50)
-    np.testing.assert_allclose(W.column_differences(u, v), np.abs(M[:, u] - M[:, v]).sum(axis=0))
-    np.testing.assert_allclose(W.column_norms(u), np.abs(M[:, u]).sum(axis=0))
-
-
+@pytest.mark.parametrize("make", [workload.identity, workload.prefix, workload.hierarchical, workload.haar])
 @pytest.mark.parametrize("k", [0, -3, 2.5, True, "8"])
-def test_bad_sizes_are_refused(k):
+def test_bad_sizes_are_refused(make, k):
     with pytest.raises(InvalidParameterError, match="k must be a positive integer"):
-        workload.prefix(k)
+        make(k)
+
+
+@pytest.mark.parametrize("branching", [1, 0, 2.0, True, "2"])
+def test_bad_branching_is_refused(branching):
+    with pytest.raises(InvalidParameterError, match="branching"):
+        workload.hierarchical(8, branching)
+
+
+def test_builders_return_the_structured_operators():
+    from blowfish_nb import operators, strategies
+
+    assert isinstance(workload.hierarchical(9, 3), strategies.Tree) and workload.hierarchical(9, 3).shape == (13, 9)
+    assert isinstance(workload.kron(workload.prefix(2), workload.identity(3)), operators.Kron)
+    with pytest.raises(InvalidParameterError, match="kron needs"):
+        workload.kron(np.eye(2))
 
 
 def test_marginal_equals_dense_sums():
@@ -55,29 +60,12 @@ def test_marginal_by_attribute_name_and_its_sensitivity():
         workload.marginal((3, 4), [2])
 
 
-def test_total_matches_dense():
-    T = workload.Total(5)
-    u, v = np.array([0, 1, 4]), np.array([3, 1, 0])
-    D = T.dense()
-    assert np.allclose(T.column_differences(u, v), np.abs(D[:, u] - D[:, v]).sum(axis=0))
-    assert np.allclose(T.column_norms(u), np.abs(D[:, u]).sum(axis=0))
-    assert np.allclose(T.rmatvec(np.array([2.0])), D.T @ [2.0])
-
-
 def test_range_builders_are_offered_by_the_workload_module():
     assert workload.all_ranges(3).shape == (6, 3)
     assert workload.random_ranges(10, 4, rng=0).shape == (4, 10)
     assert workload.ranges_2d((3, 3), 4, rng=0).shape == (4, 9)
     with pytest.raises(AttributeError):
         workload.no_such_builder
-
-
-def test_kron_of_non_binary_factors_differs_exactly_across_several_axes():
-    K = workload.kron(workload.haar(4), workload.haar(8))
-    D = K.dense()
-    rng = np.random.default_rng(1)
-    u, v = rng.integers(0, 32, size=200), rng.integers(0, 32, size=200)
-    np.testing.assert_allclose(K.column_differences(u, v), np.abs(D[:, u] - D[:, v]).sum(axis=0))
 
 
 def test_custom_matrix_workload_matches_dense_and_releases():

@@ -25,8 +25,9 @@ from scipy.stats import beta
 
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
+from ..operators import Workload
 from ..policy import BOTTOM, Policy
-from ..workload import Workload, identity
+from ..workload import identity
 
 __all__ = ["audit", "AuditResult", "log_ratio_lower_bound"]
 

@@ -69,8 +69,9 @@ from scipy.stats import norm
 
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
+from ..operators import Workload
 from ..policy import BOTTOM, Policy
-from ..workload import Workload, identity
+from ..workload import identity
 from .audit import log_ratio_lower_bound
 
 __all__ = ["hunt", "HuntResult", "Probe", "answer_probe", "partition_probe", "l1_partition_probe",

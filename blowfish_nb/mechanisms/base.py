@@ -32,13 +32,14 @@ import numpy as np
 
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
+from ..operators import DENSE_LIMIT, ColumnSlice, Identity, Kron, Workload
 from ..policy import Policy
 from ..ranges import Boxes, as_ranges
-from ..workload import DENSE_LIMIT, Identity, Kron, Workload
 from . import noise
 from .factors import Factor, IdentityFactor, PrefixFactor, TreeFactor
 from .kron import apply_grid, as_boxes, grid_variances, lstsq_grid
 
+# ColumnSlice lives in blowfish_nb.operators; it is offered here too, where mechanisms/__init__ imports it
 __all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "REGISTRY", "by_name", "apply_rows"]
 
 #: name → (class, constructor arguments), filled by the classes' ``registry`` declarations
@@ -261,36 +262,6 @@ class MatrixMechanism(Mechanism):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
-
-
-class ColumnSlice(Workload):
-    """The first k columns of a strategy over K ≥ k cells (the real cells of a padded domain)."""
-
-    def __init__(self, base: Workload, k: int):
-        self.base = base
-        self.binary = getattr(base, "binary", False)
-        self.diameter_at_extremes = getattr(base, "diameter_at_extremes", False)
-        super().__init__((base.shape[0], k))
-
-    def _matvec(self, x):
-        full = np.zeros(self.base.shape[1])
-        full[: self.shape[1]] = np.asarray(x, dtype=float).reshape(-1)
-        return self.base.matvec(full)
-
-    def _rmatvec(self, y):
-        return self.base.rmatvec(y)[: self.shape[1]]
-
-    def column_differences(self, u, v):
-        return self.base.column_differences(u, v)
-
-    def column_norms(self, u):
-        return self.base.column_norms(u)
-
-    def column_overlaps(self, u, v):
-        return self.base.column_overlaps(u, v)
-
-    def dense(self):
-        return self.base.dense()[:, : self.shape[1]]
 
 
 def _checked(x, workload, policy: Policy, epsilon, rng):

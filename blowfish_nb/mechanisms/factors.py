@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..workload import Haar, Hierarchical, Identity, Prefix, Workload
+from ..operators import Identity, Prefix, Workload
+from ..strategies import Haar, Tree
 
 __all__ = ["Factor", "IdentityFactor", "PrefixFactor", "TreeFactor", "HaarFactor", "block_inverse", "overlap_squares"]
 
@@ -49,7 +50,7 @@ class Factor:
 
         Examples
         --------
-        >>> from blowfish_nb.workload import Prefix
+        >>> from blowfish_nb.operators import Prefix
         >>> PrefixFactor().inverse_gram(Prefix(3)).tolist()  # (PᵀP)⁻¹ is tridiagonal
         [[1.0, -1.0, 0.0], [-1.0, 2.0, -1.0], [0.0, -1.0, 2.0]]
         """
@@ -100,15 +101,15 @@ class TreeFactor(Factor):
         return K
 
     def operator(self, K):
-        return Hierarchical(K, self.branching)
+        return Tree(K, self.branching)
 
-    def _coefficients(self, A: Hierarchical) -> np.ndarray:
+    def _coefficients(self, A: Tree) -> np.ndarray:
         return block_inverse(np.ones(A.levels), self.branching)
 
     def lstsq(self, A, y):
         return self.lstsq_rows(A, np.asarray(y, dtype=float)[None, :])[0]
 
-    def lstsq_rows(self, A: Hierarchical, Y: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    def lstsq_rows(self, A: Tree, Y: np.ndarray, overwrite: bool = False) -> np.ndarray:
         """Least squares for every row of Y (one measured tree per row), vectorised, O(K) per row.
 
         Aᵀy (each cell: the sum of its ancestors' measurements) and

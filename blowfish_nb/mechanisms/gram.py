@@ -14,8 +14,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import InvalidParameterError
+from ..operators import DENSE_LIMIT, Workload
 from ..ranges import Boxes, as_ranges
-from ..workload import DENSE_LIMIT, Workload
 
 __all__ = ["bucket_gram", "as_sparse"]
 

@@ -28,10 +28,10 @@ from scipy.sparse import csgraph
 from .._arrays import unique_sorted
 from .._validation import check_epsilon
 from ..exceptions import InvalidParameterError, PolicyError
+from ..operators import Workload
 from ..policy import Policy, spanning_tree, transform
 from ..policy.threshold import Threshold
 from ..ranges import as_ranges
-from ..workload import Workload
 from . import noise
 from .base import Mechanism, _check_workload
 from .factors import HaarFactor

@@ -26,8 +26,8 @@ import math
 import numpy as np
 
 from ..exceptions import InvalidParameterError
+from ..operators import DENSE_LIMIT, Identity, Kron, Matrix, Total, Workload
 from ..ranges import Boxes, as_ranges
-from ..workload import DENSE_LIMIT, Identity, Kron, Matrix, Total, Workload
 from .factors import Factor, IdentityFactor
 
 __all__ = ["grid_variances", "lstsq_grid", "axis_ranges", "as_boxes", "apply_grid", "Unaffordable", "AFFORDABLE"]
@@ -68,7 +68,7 @@ def grid_variances(factor: Factor, ops: list[Workload], workload: Workload, shap
     Examples
     --------
     >>> from blowfish_nb.mechanisms.factors import PrefixFactor
-    >>> from blowfish_nb.workload import Prefix
+    >>> from blowfish_nb.operators import Prefix
     >>> W = Kron([Prefix(2), Prefix(3)])  # the 2-D cumulative counts, measured exactly by the strategy
     >>> grid_variances(PrefixFactor(), [Prefix(2), Prefix(3)], W, (2, 3)).tolist()
     [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
@@ -93,7 +93,7 @@ def lstsq_grid(factor: Factor, ops: list[Workload], Y: np.ndarray) -> np.ndarray
     Examples
     --------
     >>> from blowfish_nb.mechanisms.factors import PrefixFactor
-    >>> from blowfish_nb.workload import Prefix
+    >>> from blowfish_nb.operators import Prefix
     >>> lstsq_grid(PrefixFactor(), [Prefix(2), Prefix(2)], np.array([[1.0, 3.0], [4.0, 10.0]])).tolist()  # 2-D prefix sums
     [[1.0, 2.0], [3.0, 4.0]]
     """
@@ -164,7 +164,7 @@ def apply_grid(workload: Workload, X: np.ndarray, shape) -> np.ndarray:
 
     Examples
     --------
-    >>> from blowfish_nb.workload import Prefix
+    >>> from blowfish_nb.operators import Prefix
     >>> apply_grid(Kron([Prefix(2), Prefix(2)]), np.array([[1.0, 2.0, 3.0, 4.0]]), (2, 2)).tolist()
     [[1.0, 3.0, 4.0, 10.0]]
     """

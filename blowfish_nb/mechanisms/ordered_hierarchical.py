@@ -28,9 +28,10 @@ from scipy.optimize import minimize_scalar
 
 from .._validation import as_generator, check_epsilon, check_theta
 from ..exceptions import InvalidParameterError
+from ..operators import Stack, Workload
 from ..policy import Policy, Threshold
 from ..ranges import Ranges, as_ranges
-from ..workload import BlockTrees, Stack, Workload
+from ..strategies import BlockTrees
 from . import noise
 from .base import Mechanism, _check_workload
 from .factors import TreeFactor

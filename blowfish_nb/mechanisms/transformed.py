@@ -34,10 +34,10 @@ from scipy.optimize import isotonic_regression
 
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
+from ..operators import DENSE_LIMIT, Identity, Matrix, Workload
 from ..policy import BOTTOM, Policy, spanning_tree, stretch, transform
 from ..policy.transform import WINDOW_SPAN, crossing_counts, crossing_rows
 from ..ranges import as_ranges
-from ..workload import DENSE_LIMIT, Identity, Matrix, Workload
 from . import noise
 from .base import Mechanism, _check_histogram, _check_workload, apply_rows
 from .dawa import RATIO as DAWA_RATIO, dawa_estimate, l1_partition

@@ -1,0 +1,12 @@
+"""Measurement strategies: the matrices a mechanism measures with noise (trees, wavelets).
+
+Each is a :class:`blowfish_nb.operators.Workload` that knows its structure
+(column norms and differences for policy sensitivities, a fast solve where
+the strategy is square). The builders users call (``hierarchical``,
+``haar``) are in :mod:`blowfish_nb.workload`.
+"""
+
+from .haar import Haar
+from .trees import BlockTrees, Tree
+
+__all__ = ["Tree", "BlockTrees", "Haar"]
