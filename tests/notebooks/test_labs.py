@@ -1,0 +1,99 @@
+"""Every teaching lab, built by otter assign: the solution passes every check, the student version fails each
+check with a hint and crashes nowhere.
+
+The labs are built once per session (``--no-run-tests``) into a temporary folder; ``build/labs`` (``make labs``)
+is reused when it is newer than every source and than ``blowfish_nb/labs/*.py``. Run one lab with
+``-k 01-neighbours``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from blowfish_nb.labs.build import SOURCE, build, lab_sources
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILT = ROOT / "build" / "labs"
+SLUGS = [p.stem for p in lab_sources()]
+CHECK = re.compile(r"""grader\.check\(\s*["']([^"']+)["']\s*\)""")
+
+
+@pytest.fixture(scope="session")
+def built_labs(tmp_path_factory) -> Path:
+    if _fresh(BUILT):
+        return BUILT
+    dest = tmp_path_factory.mktemp("labs")
+    build(dest, run_tests=False)
+    return dest
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("slug", SLUGS)
+def test_solution_passes_every_check(built_labs, slug):
+    nb = _execute(built_labs / slug / "solution" / f"{slug}.ipynb")
+    checks = _checks(nb)
+    assert checks, f"{slug}: the solution has no grader.check cell"
+    assert not _errors(nb), f"{slug}: the solution raised {_errors(nb)}"
+    for question, text in checks:
+        assert "All test cases passed" in text, f"{slug} {question}: {text}"
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("slug", SLUGS)
+def test_student_version_runs_and_each_check_gives_a_hint(built_labs, slug):
+    path = built_labs / slug / "student" / f"{slug}.ipynb"
+    source_text = path.read_text(encoding="utf-8")
+    assert "# SOLUTION" not in source_text and "# HIDDEN" not in source_text
+    nb = _execute(path)
+    assert not _errors(nb), f"{slug}: the student version raised {_errors(nb)}"
+    checks = _checks(nb)
+    assert checks, f"{slug}: the student version has no grader.check cell"
+    for question, text in checks:
+        assert "All test cases passed" not in text, f"{slug} {question} passes with the placeholder"
+        assert question in text and ("Hint:" in text or "replace the `...`" in text), f"{slug} {question}: {text}"
+
+
+# --- helpers ---------------------------------------------------------------------------------------------
+
+
+def _fresh(folder: Path) -> bool:
+    if not SLUGS:
+        return False
+    inputs = [*SOURCE.glob("*.ipynb"), *(ROOT / "blowfish_nb" / "labs").glob("*.py")]
+    newest_input = max(p.stat().st_mtime for p in inputs)
+    outputs = [folder / s / v / f"{s}.ipynb" for s in SLUGS for v in ("student", "solution")]
+    return all(p.is_file() for p in outputs) and min(p.stat().st_mtime for p in outputs) > newest_input
+
+
+def _execute(path: Path) -> nbformat.NotebookNode:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    return nb
+
+
+def _errors(nb) -> list[str]:
+    return [
+        f"{o.get('ename')}: {o.get('evalue')}"
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for o in cell.outputs
+        if o.output_type == "error"
+    ]
+
+
+def _checks(nb) -> list[tuple[str, str]]:
+    """(question, the check's output text) for every ``grader.check("q…")`` cell."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for question in CHECK.findall(cell.source):
+            text = "\n".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.outputs)
+            found.append((question, text))
+    return found
