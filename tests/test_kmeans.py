@@ -133,3 +133,113 @@ def test_bad_arguments():
         bf.kmeans(df, ["a", "b"], 0, **kw)
     with pytest.raises(InvalidParameterError, match="iterations"):
         bf.kmeans(df, ["a", "b"], 2, iterations=0, **kw)
+
+
+# -- k-means++ and restarts (issue 16) ------------------------------------------------------------------------------
+
+#: the issue's scenario: three clusters at 10, 30 and 90 on 100 bins of width 1, θ = 1, ε = 1
+CENTRES = np.array([10.0, 30.0, 90.0])
+PER_CLUSTER, SPREAD = 300, 3.0
+#: "right": the true centres and the found ones matched one-to-one (least total distance), every pair within one
+#: cluster's standard deviation (3 bins; the clusters are 20 and 60 bins apart)
+RIGHT_WITHIN = SPREAD
+
+
+def _three_clusters(seed):
+    rng = np.random.default_rng(1000 + seed)
+    pts = np.concatenate([c + rng.normal(0, SPREAD, PER_CLUSTER) for c in CENTRES])
+    return pd.DataFrame({"v": np.clip(pts, 0, 99.999)})
+
+
+def _right(found) -> bool:
+    from scipy.optimize import linear_sum_assignment
+
+    D = np.abs(CENTRES[:, None] - np.asarray(found, dtype=float)[None, :])
+    rows, cols = linear_sum_assignment(D)
+    return len(rows) == len(CENTRES) and bool(np.all(D[rows, cols] <= RIGHT_WITHIN))
+
+
+def test_histogram_kmeans_finds_three_separated_clusters_on_19_of_20_seeds():
+    """A single uniform start was wrong on 11 of these 20 seeds (two clusters merged, one centre on the noise of
+    empty cells); k-means++ with 10 restarts judged on the noisy counts must be right on at least 19."""
+    right = 0
+    for seed in range(20):
+        r = bf.kmeans(_three_clusters(seed), "v", 3, policy="threshold", theta=1, epsilon=1.0, method="histogram",
+                      bins=100, bounds=(0, 100), rng=seed)
+        right += _right(r.centroids["v"])
+    assert right >= 19, right
+
+
+def test_right_is_strict_enough_to_fail():
+    assert _right([10.5, 29.0, 88.0]) and not _right([20.0, 55.0, 90.0]) and not _right([10.0, 10.0, 90.0])
+
+
+def test_kmeanspp_draws_in_proportion_to_weight_times_squared_distance():
+    """Points 0, 1, 2, 4 with equal weights: the first centre is uniform, the second ∝ D² to it (4 SE per cell)."""
+    from blowfish_nb.kmeans import kmeanspp
+
+    P = np.array([[0.0], [1.0], [2.0], [4.0]])
+    w = np.ones(4)
+    rng = np.random.default_rng(7)
+    n = 20_000
+    pairs = np.array([kmeanspp(P, w, 2, rng)[:, 0] for _ in range(n)])
+    first = pairs[:, 0] == 0.0
+    p_first = first.mean()
+    assert abs(p_first - 0.25) < 4 * np.sqrt(0.25 * 0.75 / n)
+    second = pairs[first, 1]
+    expected = np.array([0.0, 1.0, 4.0, 16.0]) / 21.0
+    for value, p in zip(P[:, 0], expected):
+        got = np.mean(second == value)
+        assert abs(got - p) <= 4 * np.sqrt(max(p * (1 - p), 1e-12) / second.size) + (p == 0) * 0.0, (value, got, p)
+
+
+def test_kmeanspp_never_starts_on_weightless_points_when_others_have_weight():
+    from blowfish_nb.kmeans import kmeanspp
+
+    P = np.arange(10.0)[:, None]
+    w = np.zeros(10)
+    w[[2, 7]] = 3.0
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        assert set(kmeanspp(P, w, 2, rng)[:, 0]) == {2.0, 7.0}
+
+
+def test_restarts_keep_the_lowest_objective_on_the_noisy_counts():
+    from blowfish_nb.kmeans import _cost, _lloyd, best_of_kmeanspp, kmeanspp
+
+    rng = np.random.default_rng(3)
+    P = np.arange(100.0)[:, None]
+    w = np.clip(rng.laplace(0, 2, 100) + np.isin(np.arange(100), [9, 10, 11, 29, 30, 31, 89, 90, 91]) * 100, 0, None)
+    best = best_of_kmeanspp(P, w, 3, 10, 20, np.random.default_rng(5))
+    replay = np.random.default_rng(5)  # the same stream: the ten single starts best_of_kmeanspp tried
+    singles = [_cost(P, w, _lloyd(P, w, kmeanspp(P, w, 3, replay), 20)) for _ in range(10)]
+    assert _cost(P, w, best) == pytest.approx(min(singles))
+
+
+def test_sulq_start_reads_no_data(monkeypatch):
+    """SuLQ's k-means++ start is drawn on the cells with equal weights: the same for any data (it spends nothing)."""
+    import importlib
+
+    km = importlib.import_module("blowfish_nb.kmeans")  # the package's ``kmeans`` attribute is the function
+    starts = []
+    original = km.best_of_kmeanspp
+
+    def spy(P, w, k, restarts, iterations, rng):
+        C = original(P, w, k, restarts, iterations, rng)
+        starts.append((w.copy(), C.copy()))
+        return C
+
+    monkeypatch.setattr(km, "best_of_kmeanspp", spy)
+    kw = dict(bins=100, bounds=(0, 100), policy="threshold", theta=1, epsilon=1.0, method="sulq", rng=11)
+    bf.kmeans(_three_clusters(0), "v", 3, **kw)
+    bf.kmeans(pd.DataFrame({"v": np.full(50, 77.0)}), "v", 3, **kw)
+    (w1, c1), (w2, c2) = starts
+    assert np.all(w1 == 1.0) and np.array_equal(w1, w2) and np.array_equal(c1, c2)
+    # spread over the domain, not piled up: three distinct centres
+    assert len(np.unique(c1)) == 3
+
+
+def test_restarts_argument_is_checked():
+    df, _ = _blobs()
+    with pytest.raises(InvalidParameterError, match="restarts"):
+        bf.kmeans(df, ["a", "b"], 2, restarts=0, bins={"a": 10, "b": 10}, bounds={"a": (0, 10), "b": (0, 10)})
