@@ -31,8 +31,11 @@ import pandas as pd
 from .._validation import check_epsilon
 from ..exceptions import BlowfishError, InvalidParameterError
 from ..mechanisms import (
-    Hierarchical, HThetaRanges, Laplace, MatrixMechanism, Ordered, OrderedHierarchical, Privelet, Transformed,
+    Hierarchical, HThetaRanges, Laplace, MatrixMechanism, Optimized, Ordered, OrderedHierarchical, Privelet,
+    Transformed,
 )
+from ..mechanisms.optimized import AUTO
+from ..strategies.optimized import OptimizedStrategy, supports
 from ..domain import CategoricalAttribute, OrderedAttribute
 from ..policy import Attribute, Bounded, Categorical, Composed, Custom, Partition, Policy, Threshold
 from ..policy.unbounded import UnboundedDP
@@ -40,7 +43,8 @@ from ..ranges import Boxes, Ranges
 from ..workload import Identity, Kron, Matrix, Prefix, Total, Workload
 from .lower_bound import LOWER_BOUND_LIMIT, lower_bound
 
-__all__ = ["choose_mechanism", "expected_error", "default_candidates", "public_key", "Memo", "memo_scope", "CHOICES"]
+__all__ = ["choose_mechanism", "expected_error", "default_candidates", "public_key", "Memo", "memo_scope", "CHOICES",
+           "optimized_for", "OPTIMIZED_AXIS"]
 
 #: choices remembered (each a candidate's index and its small table), over every scope
 CHOICES = 1024
@@ -51,15 +55,51 @@ _SCOPE: ContextVar[str | None] = ContextVar("blowfish_nb_memo_scope", default=No
 #: H^θ+Privelet is offered by "auto" up to this θ: it is built for small θ (Haney et al. §5), and its exact
 #: sensitivity scans a window of edges that grows with θ (seconds at θ = 256, minutes at θ = k on 4,096 cells)
 HTHETA_MAX_THETA = 64
+#: a strategy optimised for the workload (:class:`~blowfish_nb.mechanisms.Optimized`) is offered by "auto" on
+#: grids of two or more attributes whose every axis has at most this many cells (its optimisation, bounded by
+#: ``mechanisms.optimized.AUTO``, takes seconds there; on one attribute the fixed strategies are near the bound)
+OPTIMIZED_AXIS = 64
+#: optimised strategies remembered (per public inputs, per memo scope)
+OPTIMIZED = 64
 
 
-def default_candidates(policy: Policy) -> tuple[MatrixMechanism, ...]:
-    """The data-independent mechanisms considered by ``mechanism="auto"``."""
-    one_d = len(policy.domain.shape) == 1
+def default_candidates(policy: Policy, optimized: bool = True) -> tuple[MatrixMechanism, ...]:
+    """The data-independent mechanisms considered by ``mechanism="auto"``.
+
+    With ``optimized`` (default), grids of two or more attributes of at most
+    :data:`OPTIMIZED_AXIS` cells per axis also get ``Optimized()``, a
+    strategy fitted to the workload when a choice is made (:func:`optimized_for`).
+    """
+    shape = policy.domain.shape
+    one_d = len(shape) == 1
     extra = (OrderedHierarchical(),) if one_d else ()
     if one_d and isinstance(policy, Threshold) and policy.metric == "l1" and policy.theta <= HTHETA_MAX_THETA:
         extra += (HThetaRanges(),)
+    if optimized and not one_d and max(shape) <= OPTIMIZED_AXIS:
+        extra += (Optimized(),)
     return (Laplace(), Ordered(), Hierarchical(2), Hierarchical(4), Privelet(), Transformed(), *extra)
+
+
+def optimized_for(workload: Workload, policy: Policy) -> Optimized:
+    """``Optimized`` on the strategy optimised for (workload, policy) with ``AUTO``, remembered per public inputs.
+
+    The explorer and ``mechanism="auto"`` ask for the same shapes again and
+    again; the optimisation is seeded, so a remembered strategy is the one a
+    new optimisation would return.
+
+    Examples
+    --------
+    >>> from blowfish_nb import policy, workload
+    >>> g = policy.grid((3, 3))
+    >>> optimized_for(workload.identity(9), g) is optimized_for(workload.identity(9), g)
+    True
+    """
+    key = public_key(workload, policy, "optimized", AUTO)
+    hit = _OPTIMIZED.get(key)
+    if hit is None:
+        hit = Optimized().for_workload(workload, policy)
+        _OPTIMIZED.put(key, hit)
+    return hit
 
 
 def expected_error(mechanism, workload: Workload, policy: Policy, epsilon: float) -> float:
@@ -103,11 +143,34 @@ def choose_mechanism(
     key = public_key(workload, policy, epsilon, *candidates)
     hit = _CHOICES.get(key)
     if hit is not None:
-        best, table = hit
-        return candidates[best], table.copy()
+        chosen, table = hit
+        return chosen, table.copy()
+    candidates = tuple(_fitted(m, workload, policy) for m in candidates)
     best, table = _choose(workload, policy, epsilon, candidates)
-    _CHOICES.put(key, (best, table.copy()))
+    _CHOICES.put(key, (candidates[best], table.copy()))
     return candidates[best], table
+
+
+class _NotOffered(MatrixMechanism):
+    """Stands for an ``Optimized()`` candidate that cannot serve this workload (its row says why)."""
+
+    name = "Optimized"
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def expected_error(self, workload, policy, epsilon):
+        raise InvalidParameterError(f"skipped: {self.reason}")
+
+
+def _fitted(mech, workload: Workload, policy: Policy):
+    """A candidate ready to quote: ``Optimized()`` without a strategy gets the (remembered) optimised one."""
+    if not isinstance(mech, Optimized) or mech.optimized is not None:
+        return mech
+    reason = supports(workload, policy)
+    if reason is not None:
+        return _NotOffered(reason)
+    return optimized_for(workload, policy)
 
 
 def _choose(workload: Workload, policy: Policy, epsilon: float,
@@ -210,6 +273,7 @@ class Memo:
 
 
 _CHOICES = Memo(CHOICES)
+_OPTIMIZED = Memo(OPTIMIZED)
 
 
 def public_key(workload: Workload, policy: Policy, *params) -> tuple | None:
@@ -296,6 +360,8 @@ def _value_key(v) -> Hashable:
         return (type(v).__name__, tuple(_value_key(x) for x in v))
     if isinstance(v, dict):
         return ("dict", tuple(sorted((str(k), _value_key(x)) for k, x in v.items())))
+    if isinstance(v, OptimizedStrategy):  # by its exact content: the factors and the Δ they were found with
+        return ("optimized", tuple(_digest(f.X) for f in v.factors), v.sensitivity)
     if hasattr(v, "release") and hasattr(v, "__dict__"):
         return ("mechanism", type(v), _value_key(vars(v)))
     raise _Unkeyable

@@ -5,6 +5,7 @@ from .dawa import DAWA
 from .hierarchical import Hierarchical
 from .htheta import HThetaRanges
 from .laplace import Laplace
+from .optimized import Optimized
 from .ordered import Ordered
 from .ordered_hierarchical import OrderedHierarchical
 from .partition_first import PartitionFirst
@@ -12,4 +13,5 @@ from .privelet import Privelet
 from .transformed import Transformed
 
 __all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "REGISTRY", "by_name", "DAWA", "HThetaRanges",
-           "PartitionFirst", "Laplace", "Ordered", "OrderedHierarchical", "Hierarchical", "Privelet", "Transformed"]
+           "PartitionFirst", "Laplace", "Ordered", "OrderedHierarchical", "Hierarchical", "Privelet", "Transformed",
+           "Optimized"]
