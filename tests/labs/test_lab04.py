@@ -1,0 +1,89 @@
+"""Lab 4's checks: the library's answer passes, each known mistake gets its own hint, no hint gives the value."""
+
+import math
+import re
+
+import pytest
+
+from blowfish_nb import policy
+from blowfish_nb.labs import lab04
+from blowfish_nb.labs._check import LabCheckFailed
+from blowfish_nb.mechanisms import HThetaRanges
+from blowfish_nb.workload import matrix
+
+PLACEHOLDER = "replace the `...`"
+G = lab04.policy()
+TREES = lab04.trees()
+X = matrix(lab04.edge_counts_matrix(TREES["htheta"]))
+
+EXPECTED = {
+    "q1": len(TREES["htheta"].edges()),
+    "q2": policy.stretch(G, TREES["htheta"]),
+    "q3": G.sensitivity(X) / lab04.EPSILON,
+    "q4a": "htheta",
+    "q4b": 4,
+    "q5": HThetaRanges().sensitivity(G),
+}
+MISTAKES = {
+    "q1": [len(G.edges()), lab04.K],
+    "q2": [1, lab04.THETA, 2],
+    "q3": [TREES["htheta"].sensitivity(X) / lab04.EPSILON, G.sensitivity(X) * lab04.EPSILON],
+    "q4a": ["a star", "path", "bfs"],
+    "q4b": [EXPECTED["q4b"] - 1, 1],
+    "q5": [HThetaRanges(budget="stretch").sensitivity(G)],
+}
+WRONG = {"q4a": "Path ", "q1": 99, "q2": 7, "q3": 0.3, "q4b": 9, "q5": 100}  # a wrong answer no mistake explains
+
+
+def _hint(name, answer):
+    with pytest.raises(LabCheckFailed) as failed:
+        getattr(lab04, name)(answer)
+    return str(failed.value)
+
+
+def _gives_away(message, value):
+    hint = message.split("Hint:", 1)[-1]
+    if isinstance(value, str):  # naming every option is fine; singling out the answer is not
+        return value in hint and not all(t in hint for t in lab04.TREES)
+    numbers = [float(n) for n in re.findall(r"\d+(?:\.\d+)?", hint)]
+    return any(math.isclose(n, value, rel_tol=1e-6) for n in numbers)
+
+
+def test_the_library_values_are_what_the_lab_teaches():
+    assert EXPECTED["q1"] == lab04.K - 1  # a tree on k vertices
+    assert EXPECTED["q2"] == 3  # H^θ's stretch (Haney et al. §5.3.1)
+    assert G.sensitivity(X) == EXPECTED["q2"] and TREES["htheta"].sensitivity(X) == 1  # stretch multiplies Δ
+    assert EXPECTED["q5"] <= HThetaRanges(budget="stretch").sensitivity(G)
+
+
+def test_q4b_is_where_the_path_stops_winning():
+    path = [policy.stretch(lab04.policy(t), lab04.trees(t)["path"]) for t in range(1, 6)]
+    htheta = [policy.stretch(lab04.policy(t), lab04.trees(t)["htheta"]) for t in range(1, 6)]
+    first = next(t for t, (p, h) in enumerate(zip(path, htheta), start=1) if h < p)
+    assert first == EXPECTED["q4b"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_library_answer_passes(name):
+    getattr(lab04, name)(EXPECTED[name])
+
+
+def test_a_tree_name_is_read_without_case_or_spaces():
+    lab04.q4a(" HTheta ")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_placeholder_asks_for_an_answer(name):
+    assert PLACEHOLDER in _hint(name, ...)
+
+
+@pytest.mark.parametrize("name", sorted(MISTAKES))
+def test_each_mistake_gets_its_own_hint_without_the_value(name):
+    hints = [_hint(name, wrong) for wrong in MISTAKES[name]]
+    hints.append(_hint(name, WRONG[name]))
+    if name == "q4a":  # "Path " is the path mistake, read without case or spaces
+        assert hints[-1] == hints[1]
+        hints = hints[:-1]
+    assert len(set(hints)) == len(hints), hints
+    for h in hints:
+        assert "not yet. Hint:" in h and not _gives_away(h, EXPECTED[name]), h
