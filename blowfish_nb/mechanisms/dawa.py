@@ -5,7 +5,11 @@ Two steps, ε = ε₁ + ε₂ (``ratio`` = ε₁/ε):
 1. **Private L1 partition.** The cost of a bucket B is its L1 deviation
    dev(B) = Σ_{i∈B} |x_i − mean_B(x)| plus the expected absolute noise of its
    measured total. Every interval whose length is a power of two gets a noisy
-   cost, and a dynamic programme returns the partition of least noisy cost.
+   cost, and a shortest path returns the partition of least noisy cost.
+   All deviations come from a wavelet matrix over the cells' ranks
+   (:func:`interval_deviations`, O(k log k) per length) and the path from
+   Dijkstra's algorithm (:func:`shortest_path_starts`): O(k log² k) in all,
+   where summing every window cost O(k²) (issue 16).
 2. **Workload-aware measurement.** Over the buckets, a binary hierarchy is
    weighted greedily, bottom-up, to minimise the workload's least-squares
    error ⟨(AᵀA)⁻¹, EᵀWᵀWE⟩ (E spreads a bucket total uniformly over its
@@ -59,7 +63,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+import scipy.sparse as sp
+from scipy.sparse.csgraph import dijkstra
 
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
@@ -70,10 +75,12 @@ from .base import Mechanism, _check_histogram
 from ..ranges import as_ranges
 from .gram import as_sparse, bucket_gram
 
-__all__ = ["DAWA", "dawa_estimate", "l1_partition", "least_cost_starts", "hilbert_order", "PENALTY"]
+__all__ = ["DAWA", "dawa_estimate", "l1_partition", "interval_deviations", "least_cost_starts", "shortest_path_starts", "hilbert_order", "PENALTY"]
 
 #: DAWA's default share of ε spent on the partition
 RATIO = 0.25
+#: above this many cells one partition is found by Dijkstra's algorithm (:func:`shortest_path_starts`)
+DIJKSTRA_FROM = 256
 #: public per-bucket penalty, in units of the interval's noise scale (see the module notes)
 PENALTY = 2.0
 
@@ -88,6 +95,8 @@ class DAWA(Mechanism):
         Share of ε spent on the partition (0 < ratio < 1).
     granularity : int
         Number of candidate splits tried per tree node in the greedy weighting.
+    decay : bool
+        GreedyH's depth decay in the greedy weighting (see ``_GreedyTree``).
 
     Examples
     --------
@@ -100,6 +109,7 @@ class DAWA(Mechanism):
 
     ratio: float = RATIO
     granularity: int = 100
+    decay: bool = True
     name = "DAWA"
     registry = {"dawa": {}}
     linear = False
@@ -118,8 +128,8 @@ class DAWA(Mechanism):
             W = as_sparse(workload)[:, order]
         estimate = np.empty(x.size)
         estimate[order] = dawa_estimate(
-            x[order], W, epsilon / _group(policy), rng, ratio=self.ratio, granularity=self.granularity
-        )
+            x[order], W, epsilon / _group(policy), rng, ratio=self.ratio, granularity=self.granularity,
+            decay=self.decay)
         return np.asarray(workload @ estimate, dtype=float)
 
     def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None) -> np.ndarray:
@@ -152,7 +162,7 @@ class DAWA(Mechanism):
 
 
 def dawa_estimate(x, W, epsilon: float, rng: np.random.Generator, *, ratio: float = RATIO,
-                  granularity: int = 100) -> np.ndarray:
+                  granularity: int = 100, decay: bool = True) -> np.ndarray:
     """DAWA's estimate of the vector x (ε-DP when one record changes one entry of x by 1).
 
     Parameters
@@ -183,7 +193,7 @@ def dawa_estimate(x, W, epsilon: float, rng: np.random.Generator, *, ratio: floa
     starts = l1_partition(x, eps1, 1.0 / eps2, rng)
     M = bucket_gram(W, starts)
     totals = np.add.reduceat(x, starts)
-    tree = _GreedyTree(M, granularity)
+    tree = _GreedyTree(M, granularity, decay)
     estimate = tree.least_squares(totals, 1.0 / eps2, rng)
     sizes = np.diff(np.r_[starts, x.size])
     return np.repeat(estimate / sizes, sizes)
@@ -221,16 +231,69 @@ def l1_partition(x, epsilon: float, bucket_cost: float, rng: np.random.Generator
     lengths = lengths[lengths <= k]
     top = 2.0 - 2.0 / lengths[-1]
     cost = np.full((n, lengths.size, k), np.inf)
-    for j, L in enumerate(lengths):
-        if L == 1:
-            dev = np.zeros(k)
-        else:
-            windows = sliding_window_view(x, int(L))
-            dev = np.abs(windows - windows.mean(axis=1, keepdims=True)).sum(axis=1)
+    for j, (L, dev) in enumerate(zip(lengths, interval_deviations(x, lengths))):
         scale = (2.0 - 2.0 / L + top) / epsilon
         cost[:, j, : dev.size] = dev + (bucket_cost + PENALTY * scale) + noise.selection_laplace(rng, scale, (n, dev.size))
+    if size is None and k > DIJKSTRA_FROM:
+        return shortest_path_starts(cost[0], lengths)
     return least_cost_starts(cost, lengths, size)
 
+
+def interval_deviations(x, lengths) -> list[np.ndarray]:
+    """dev(B) = Σ_{i∈B} |x_i − mean_B(x)| of every interval B = [s, s + L), per length L, in O(k log k) per length.
+
+    dev = S − 2·S₋ − μ·(L − 2·n₋), where S₋ and n₋ are the sum and number of
+    the cells of B below its mean μ. Cells below μ are those whose rank (in
+    sorted order) is below r = #{i : x_i < μ}; a wavelet matrix over the
+    ranks counts them in any interval in log₂k steps of O(1) each, and
+    carries prefix sums of x per level for S₋, so every interval of every
+    length is answered at once by whole-array steps. The windowed form (Σ
+    over every window of its L cells) costs O(kL) per length and O(k²) over
+    all of them — the step that made DAWA grow as k^1.84.
+
+    Examples
+    --------
+    >>> interval_deviations(np.array([0.0, 4.0, 1.0, 1.0]), [1, 2, 4])[1].tolist()
+    [4.0, 3.0, 0.0]
+    """
+    x = np.asarray(x, dtype=float)
+    k = x.size
+    lengths = [int(L) for L in lengths]
+    order = np.argsort(x, kind="stable")
+    sorted_x = x[order]
+    seq = np.empty(k, dtype=np.int64)
+    seq[order] = np.arange(k)  # ranks, in domain order
+    values = x.copy()
+    bits = k.bit_length()  # ranks and thresholds r ≤ k fit
+    levels = []  # per level, top bit first: zeros before each position, x summed over them, number of zeros
+    for level in range(bits - 1, -1, -1):
+        zero = ((seq >> level) & 1) == 0
+        zeros = np.r_[0, np.cumsum(zero)]
+        sums = np.r_[0.0, np.cumsum(np.where(zero, values, 0.0))]
+        levels.append((level, zeros, sums, int(zeros[-1])))
+        move = np.r_[np.flatnonzero(zero), np.flatnonzero(~zero)]  # stable: zeros first
+        seq, values = seq[move], values[move]
+    # every interval of every length at once
+    starts = [np.arange(k - L + 1, dtype=np.int64) for L in lengths]
+    a = np.concatenate(starts)
+    size = np.concatenate([np.full(s.size, L, dtype=np.int64) for s, L in zip(starts, lengths)])
+    b = a + size
+    cum = np.r_[0.0, np.cumsum(x)]
+    total = cum[b] - cum[a]
+    mu = total / size
+    r = np.searchsorted(sorted_x, mu, side="left")  # cells below μ are exactly those of rank < r
+    below_n = np.zeros(a.size)
+    below_s = np.zeros(a.size)
+    for level, zeros, sums, n_zeros in levels:
+        one = ((r >> level) & 1) == 1
+        za, zb = zeros[a], zeros[b]
+        # where r has a 1 here, every cell with a 0 here (and r's higher bits) has rank below r
+        below_n += np.where(one, zb - za, 0)
+        below_s += np.where(one, sums[b] - sums[a], 0.0)
+        a = np.where(one, n_zeros + a - za, za)
+        b = np.where(one, n_zeros + b - zb, zb)
+    dev = np.maximum(total - 2.0 * below_s - mu * (size - 2.0 * below_n), 0.0)
+    return np.split(dev, np.cumsum([s.size for s in starts])[:-1])
 
 
 def least_cost_starts(cost: np.ndarray, lengths: np.ndarray, size: int | None) -> np.ndarray:
@@ -257,6 +320,38 @@ def least_cost_starts(cost: np.ndarray, lengths: np.ndarray, size: int | None) -
     if size is None:
         return np.flatnonzero(starts[0]).astype(np.intp)
     return starts
+
+
+def shortest_path_starts(cost: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The least-cost partition of one row of costs (lengths, k) by Dijkstra's algorithm, in O(k log² k).
+
+    Cell boundaries 0..k are the vertices, candidate bucket [s, s + L) the
+    edge s → s + L. Every partition is a path from 0 to k of total length k,
+    so adding C·L to every edge of length L adds C·k to every path and
+    leaves the least-cost one unchanged; with C above the most negative
+    cost per cell every weight is positive, as Dijkstra needs. The same
+    partition as :func:`least_cost_starts` (whose loop over the k cells runs
+    in Python), up to ties between float sums.
+
+    Examples
+    --------
+    >>> cost = np.array([[1.0, 1.0, 1.0, 1.0], [-5.0, 0.5, 0.5, np.inf], [3.0, np.inf, np.inf, np.inf]])
+    >>> shortest_path_starts(cost, np.array([1, 2, 4])).tolist()
+    [0, 2]
+    """
+    n_len, k = cost.shape
+    j, begin = np.nonzero(np.isfinite(cost))
+    size = np.asarray(lengths)[j]
+    weight = cost[j, begin]
+    shift = max(0.0, float(np.max(-weight / size))) + 1.0
+    graph = sp.csr_array((weight + shift * size, (begin, begin + size)), shape=(k + 1, k + 1))
+    _, previous = dijkstra(graph, directed=True, indices=0, return_predecessors=True)
+    starts, end = [], k
+    while end > 0:
+        end = int(previous[end])
+        starts.append(end)
+    return np.array(starts[::-1], dtype=np.intp)
+
 
 def hilbert_order(shape) -> np.ndarray:
     """Cells (row-major indices) in Hilbert-curve order for 2-D shapes, row-major order otherwise.
@@ -299,14 +394,26 @@ class _GreedyTree:
     Working up from the leaves, with B the children's block-diagonal
     (AᵀA)⁻¹, u = B·1 and K = 1ᵀu, adding the node's row gives by
     Sherman–Morrison (AᵀA)⁻¹ = (B − β uuᵀ)/p² with β = (1−p)²/(p² + (1−p)²K),
-    and the workload error ⟨(AᵀA)⁻¹, M⟩ = (Σ child errors − β uᵀMu)/p²; p is
-    chosen on a grid to minimise it (GreedyH's local rule, without its
-    depth-decay heuristic).
+    and the workload error ⟨(AᵀA)⁻¹, M⟩ = (Σ child errors − β uᵀMu)/p².
+
+    **Depth decay** (GreedyH, dpcomp_core ``greedyH.py``): p is chosen on a
+    grid to minimise a discounted version of that error at a node of depth
+    d (root 0), decay = 2^(−d/2): the node's own row enters as if its
+    weight were (1 − p)·√decay, and the part of uᵀMu that couples the two
+    children (uᵀMu − Σ_c u_cᵀM_cc u_c, the queries that straddle the split)
+    is scaled by decay; the discounted error is what a parent sees of its
+    children. Deep nodes thus keep less weight and leave more to the
+    leaves. ``decay=False`` gives the undiscounted local rule. The weights
+    chosen either way are valid (paths still sum to 1), and the true error
+    ⟨(AᵀA)⁻¹, M⟩ of the chosen weights is tracked exactly (``self.error``).
+    The reference evaluates the rule with QᵀQ where Q belongs (its leaf
+    error is ‖QᵀQ e_i‖²); here it is evaluated with M = QᵀQ as the
+    least-squares error ⟨(AᵀA)⁻¹, QᵀQ⟩ requires.
     """
 
-    def __init__(self, M: np.ndarray, granularity: int):
+    def __init__(self, M: np.ndarray, granularity: int, decay: bool = True):
         m = M.shape[0]
-        lo, hi, kids = [0], [m], []
+        lo, hi, kids, depth = [0], [m], [], [0]
         i = 0
         while i < len(lo):
             if hi[i] - lo[i] > 1:
@@ -314,6 +421,7 @@ class _GreedyTree:
                 kids.append((len(lo), len(lo) + 1))
                 lo += [lo[i], mid]
                 hi += [mid, hi[i]]
+                depth += [depth[i] + 1] * 2
             else:
                 kids.append(None)
             i += 1
@@ -321,26 +429,34 @@ class _GreedyTree:
         n = len(lo)
         self.p, self.beta, self.K = np.ones(n), np.zeros(n), np.ones(n)
         self.u: list[np.ndarray | None] = [None] * n
-        err = np.zeros(n)
+        err = np.zeros(n)  # the exact ⟨(AᵀA)⁻¹, M⟩ of each subtree
+        score = np.zeros(n)  # what the (discounted) rule sees of each subtree
+        own = np.zeros(n)  # u_vᵀ M_vv u_v
         grid = np.arange(1, granularity + 1) / granularity
         c = (1 - grid) ** 2
         for v in range(n - 1, -1, -1):
             if kids[v] is None:
                 self.u[v] = np.ones(1)
-                err[v] = M[lo[v], lo[v]]
+                err[v] = score[v] = M[lo[v], lo[v]]
+                own[v] = M[lo[v], lo[v]]
                 continue
             a, b = kids[v]
             uc = np.concatenate([self.u[a], self.u[b]])
             K = self.K[a] + self.K[b]
             block = slice(lo[v], hi[v])
             q = float(uc @ M[block, block] @ uc)
-            total = (err[a] + err[b] - c / (grid**2 + c * K) * q) / grid**2
-            j = int(np.argmin(total))
+            q1 = own[a] + own[b]
+            d = 2.0 ** (-depth[v] / 2) if decay else 1.0
+            cd = c * d
+            rule = (score[a] + score[b] - ((q - q1) * d + q1) * cd / (grid**2 + cd * K)) / grid**2
+            j = int(np.argmin(rule))
             p = grid[j]
             beta = c[j] / (p**2 + c[j] * K)
             self.p[v], self.beta[v], self.K[v] = p, beta, K * (1 - beta * K) / p**2
             self.u[v] = uc * (1 - beta * K) / p**2
-            err[v] = total[j]
+            err[v] = (err[a] + err[b] - beta * q) / p**2
+            score[v] = rule[j]
+            own[v] = q * ((1 - beta * K) / p**2) ** 2
         self.error = float(err[0])  # ⟨(AᵀA)⁻¹, M⟩ of the chosen weights
         # children's K and u are needed again in the least-squares pass
         self.Kc = np.array([self.K[k[0]] + self.K[k[1]] if k else 1.0 for k in kids])
