@@ -1,0 +1,129 @@
+"""Lab 5's checks: the library's answer passes, each known mistake gets its own hint, no hint gives the value;
+the hunter settings of the notebook flag the leaking variants and pass the private ones."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from blowfish_nb.analysis import Probe, hunt
+from blowfish_nb.kmeans import sulq_sensitivity
+from blowfish_nb.labs import lab05
+from blowfish_nb.labs._check import LabCheckFailed
+from blowfish_nb.mechanisms import Laplace
+from blowfish_nb.policy import constrained
+from blowfish_nb.workload import matrix
+
+PLACEHOLDER = "replace the `...`"
+POL10, POINTS, ASSIGN = lab05.kmeans_setting()
+GRID = lab05.grid_policy()
+POL6, KNOWN = lab05.constraint_setting()
+P6 = constrained(POL6, KNOWN)
+EPS = lab05.EPSILON
+
+EXPECTED = {
+    "q1": Laplace().sensitivity(lab05.line_policy()) * EPS,
+    "q3": "theta",
+    "q4b": sulq_sensitivity(POL10, POINTS, ASSIGN, 2),
+    "q5": GRID.sensitivity(matrix(lab05.edge_counts_matrix(GRID))),
+    "q6": P6.histogram_sensitivity(),
+}
+MISTAKES = {
+    "q1": [EPS, 1.8],  # the claim; the hunter's lower bound
+    "q3": ["neither", "clamp", "sort"],
+    "q4b": [2 * POL10.theta + 2, EXPECTED["q4b"] - 2],
+    "q5": [1],
+    "q6": [P6.histogram_sensitivity(neighbours="edges"), Laplace().sensitivity(POL6)],
+}
+WRONG = {"q1": 7, "q3": 3, "q4b": 100, "q5": 9, "q6": 50}
+
+
+def _hint(name, answer):
+    with pytest.raises(LabCheckFailed) as failed:
+        getattr(lab05, name)(answer)
+    return str(failed.value)
+
+
+def _gives_away(message, value):
+    hint = message.split("Hint:", 1)[-1]
+    if isinstance(value, str):  # naming every option is fine; singling out the answer is not
+        return value in hint and not all(v in hint for v in lab05.VARIANTS)
+    numbers = [float(n) for n in re.findall(r"\d+(?:\.\d+)?", hint)]
+    return any(math.isclose(n, value, rel_tol=1e-6) for n in numbers)
+
+
+def _laplace(scale):
+    return lambda x, size, rng: x + rng.laplace(0.0, scale, size=(size, len(x)))
+
+
+def test_the_published_values_and_the_library_disagree():
+    assert EXPECTED["q4b"] > 2 * POL10.theta + 2  # Lemma 6.1
+    assert EXPECTED["q5"] > 1  # §5.2.2 charges one edge count per move
+    assert EXPECTED["q6"] > P6.histogram_sensitivity(neighbours="edges")  # Thm 8.6
+    D1, D2 = [1, 3, 4], [2, 5, 0]  # the notebook's pair: same known counts, histograms 6 apart
+    h1, h2 = np.bincount(D1, minlength=6), np.bincount(D2, minlength=6)
+    M = KNOWN.masks.astype(int)
+    assert np.array_equal(M @ h1, M @ h2) and np.abs(h1 - h2).sum() == EXPECTED["q6"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_library_answer_passes(name):
+    getattr(lab05, name)(EXPECTED[name])
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED) + ["q2", "q4a"])
+def test_the_placeholder_asks_for_an_answer(name):
+    assert PLACEHOLDER in _hint(name, ...)
+
+
+@pytest.mark.parametrize("name", sorted(MISTAKES))
+def test_each_mistake_gets_its_own_hint_without_the_value(name):
+    hints = [_hint(name, wrong) for wrong in MISTAKES[name]] + [_hint(name, WRONG[name])]
+    assert len(set(hints)) == len(hints), hints
+    for h in hints:
+        assert "not yet. Hint:" in h and not _gives_away(h, EXPECTED[name]), h
+
+
+def test_q2_accepts_the_right_scale_in_continuous_or_whole_number_noise():
+    lab05.q2(_laplace(2 / EPS))
+    from blowfish_nb.mechanisms.noise import noisy  # the library's whole-number Laplace draws
+
+    lab05.q2(lambda x, size, rng: noisy(np.tile(x, (size, 1)), 2 / EPS, rng))
+
+
+def test_q2_explains_a_wrong_fix():
+    assert "too little noise" in _hint("q2", _laplace(1 / EPS))
+    assert "more noise than needed" in _hint("q2", _laplace(4 / EPS))
+    assert "mean zero" in _hint("q2", lambda x, size, rng: x + 1 + rng.laplace(0, 2 / EPS, size=(size, len(x))))
+    assert "one row per release" in _hint("q2", lambda x, size, rng: x)
+    assert "ZeroDivisionError" in _hint("q2", lambda x, size, rng: 1 / 0)
+    assert PLACEHOLDER in _hint("q2", lambda x, size, rng: None)  # the student version's `...` body
+
+
+def test_q4a_accepts_the_crossing_edge_and_explains_the_others():
+    worst = max(map(tuple, POL10.edges().tolist()), key=lambda e: lab05.kmeans_edge_change(*e))
+    lab05.q4a(worst)
+    lab05.q4a(worst[::-1])
+    assert "changes cluster" in _hint("q4a", (1, 2))
+    assert "not an edge" in _hint("q4a", (0, 9))
+    assert "pair of cells" in _hint("q4a", 4)
+
+
+def test_kmeans_edge_change_is_the_library_sensitivity_edge_by_edge():
+    changes = [lab05.kmeans_edge_change(u, v) for u, v in POL10.edges().tolist()]
+    assert max(changes) == sulq_sensitivity(POL10, POINTS, ASSIGN, 2)
+
+
+@pytest.mark.parametrize("name", lab05.VARIANTS)
+def test_the_notebook_hunter_settings_flag_only_the_leaking_variant(name):
+    r = hunt(Probe(name, lab05.variant(name), EPS), lab05.theta_policy(), bases=3, pilot=2000, confirm=5000, rng=1)
+    assert r.violation == (name == EXPECTED["q3"]), str(r)
+
+
+def test_the_notebook_hunter_settings_flag_the_buggy_histogram_and_pass_the_fix():
+    line = lab05.line_policy()
+    bad = hunt(Probe("buggy", _laplace(1 / EPS), EPS), line, bases=3, pilot=2000, confirm=5000, rng=1)
+    good = hunt(Probe("fixed", _laplace(2 / EPS), EPS), line, bases=3, pilot=2000, confirm=5000, rng=1)
+    assert bad.violation and EPS < bad.lower_bound <= EXPECTED["q1"] + 0.2, str(bad)
+    assert not good.violation, str(good)
