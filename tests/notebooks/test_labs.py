@@ -1,8 +1,8 @@
 """Every teaching lab, built by otter assign: the solution passes every check, the student version fails each
 check with a hint and crashes nowhere.
 
-The labs are built once per session (``--no-run-tests``) into a temporary folder; ``build/labs`` (``make labs``)
-is reused when it is newer than every source and than ``blowfish_nb/labs/*.py``. Run one lab with
+Each lab is built once per session (``--no-run-tests``) into a temporary folder, when a test first needs it;
+``build/labs`` (``make labs``) is reused when it is newer than every source and than ``blowfish_nb/labs/*.py``. Run one lab with
 ``-k 01-neighbours``.
 """
 
@@ -24,18 +24,26 @@ CHECK = re.compile(r"""grader\.check\(\s*["']([^"']+)["']\s*\)""")
 
 
 @pytest.fixture(scope="session")
-def built_labs(tmp_path_factory) -> Path:
-    if _fresh(BUILT):
-        return BUILT
+def built_labs(tmp_path_factory):
+    """``folder(slug)``: the folder holding the built lab (built on first use, once per session)."""
     dest = tmp_path_factory.mktemp("labs")
-    build(dest, run_tests=False)
-    return dest
+    done: set[str] = set()
+
+    def folder(slug: str) -> Path:
+        if _fresh(BUILT, slug):
+            return BUILT
+        if slug not in done:
+            build(dest, names=[slug], run_tests=False)
+            done.add(slug)
+        return dest
+
+    return folder
 
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("slug", SLUGS)
 def test_solution_passes_every_check(built_labs, slug):
-    nb = _execute(built_labs / slug / "solution" / f"{slug}.ipynb")
+    nb = _execute(built_labs(slug) / slug / "solution" / f"{slug}.ipynb")
     checks = _checks(nb)
     assert checks, f"{slug}: the solution has no grader.check cell"
     assert not _errors(nb), f"{slug}: the solution raised {_errors(nb)}"
@@ -46,7 +54,7 @@ def test_solution_passes_every_check(built_labs, slug):
 @pytest.mark.notebook
 @pytest.mark.parametrize("slug", SLUGS)
 def test_student_version_runs_and_each_check_gives_a_hint(built_labs, slug):
-    path = built_labs / slug / "student" / f"{slug}.ipynb"
+    path = built_labs(slug) / slug / "student" / f"{slug}.ipynb"
     source_text = path.read_text(encoding="utf-8")
     assert "# SOLUTION" not in source_text and "# HIDDEN" not in source_text
     nb = _execute(path)
@@ -61,12 +69,11 @@ def test_student_version_runs_and_each_check_gives_a_hint(built_labs, slug):
 # --- helpers ---------------------------------------------------------------------------------------------
 
 
-def _fresh(folder: Path) -> bool:
-    if not SLUGS:
-        return False
+def _fresh(folder: Path, slug: str) -> bool:
+    """Whether ``folder`` (``build/labs``) holds ``slug`` built after every source and every lab module changed."""
     inputs = [*SOURCE.glob("*.ipynb"), *(ROOT / "blowfish_nb" / "labs").glob("*.py")]
     newest_input = max(p.stat().st_mtime for p in inputs)
-    outputs = [folder / s / v / f"{s}.ipynb" for s in SLUGS for v in ("student", "solution")]
+    outputs = [folder / slug / v / f"{slug}.ipynb" for v in ("student", "solution")]
     return all(p.is_file() for p in outputs) and min(p.stat().st_mtime for p in outputs) > newest_input
 
 
