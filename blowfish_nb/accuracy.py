@@ -49,7 +49,7 @@ from .policy import Policy
 from .workload import Workload
 
 __all__ = ["epsilon_for_accuracy", "error_draws", "max_abs_errors", "check_accuracy", "upper_quantile", "clear_memory",
-           "DRAWS", "CONFIDENCE"]
+           "chunk_draws", "DRAWS", "CONFIDENCE"]
 
 #: Monte-Carlo draws of the release error used for (α, β) → ε and intervals. With 99% confidence the bound on
 #: the 0.95-quantile is then the 775th of 800 sorted draws (0.969) rather than the 966th of 1,000 (0.966)
@@ -62,6 +62,13 @@ ROUNDS = 8
 REMEMBERED = 4096
 #: below this many noise values a round (draws × cells) the chunks run on this thread: a pool costs more
 THREADED_VALUES = 1 << 20
+#: a chunk of a round draws about this many noise values (draws × cells), at least :data:`MIN_CHUNK` draws: one
+#: ``sample`` call per chunk, so small domains take a round in one call (each call costs its checks and set-up:
+#: 16 calls of 50 draws made 1 ms of noise on 50 cells cost 10–15 ms) and large ones still split for two threads.
+#: 0 gives chunks of :data:`MIN_CHUNK` draws whatever the domain (the draws before issue 16; benchmarks compare)
+CHUNK_VALUES = 1 << 18
+#: the fewest draws in a chunk
+MIN_CHUNK = 50
 
 _EPSILONS = Memo(REMEMBERED)
 _LAWS = Memo(REMEMBERED)
@@ -190,7 +197,7 @@ def _single_term_epsilon(count: int, delta: float, alpha: float, beta: float) ->
 
 
 def max_abs_errors(mechanism, workload: Workload, policy: Policy, epsilon: float, draws: int = DRAWS, seed=0,
-                   chunk: int = 50) -> np.ndarray:
+                   chunk: int | None = None) -> np.ndarray:
     """max over the answers of |error| at ``epsilon``, for ``draws`` releases of the noise alone.
 
     The draws come in chunks, chunk i from its own generator spawned from
@@ -198,8 +205,19 @@ def max_abs_errors(mechanism, workload: Workload, policy: Policy, epsilon: float
     the chunks run on up to two threads (NumPy releases the GIL in the noise
     generation and the array passes) when a round draws at least
     :data:`THREADED_VALUES` values, on the caller's thread otherwise.
+    ``chunk`` (draws per chunk) defaults to :func:`chunk_draws` of the domain:
+    the chunks, hence the draws, are a function of (draws, cells, seed) only.
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, mechanisms, policy, workload
+    >>> m, W, pol = mechanisms.Laplace(), workload.prefix(50), policy.dp(Domain.grid(50))
+    >>> z = max_abs_errors(m, W, pol, 1.0, 800, seed=3)
+    >>> z.shape, bool(np.array_equal(z, max_abs_errors(m, W, pol, 1.0, 800, seed=3, chunk=chunk_draws(50))))
+    ((800,), True)
     """
     zeros = np.zeros(policy.domain.size)
+    chunk = chunk_draws(zeros.size) if chunk is None else int(chunk)
     starts = list(range(0, draws, chunk))
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     seeds = seq.spawn(len(starts))
@@ -214,6 +232,17 @@ def max_abs_errors(mechanism, workload: Workload, policy: Policy, epsilon: float
         return np.concatenate([one(i) for i in range(len(starts))])
     with ThreadPoolExecutor(workers) as pool:
         return np.concatenate(list(pool.map(one, range(len(starts)))))
+
+
+def chunk_draws(cells: int) -> int:
+    """Draws per chunk of a Monte-Carlo round on ``cells`` cells (see :data:`CHUNK_VALUES`).
+
+    Examples
+    --------
+    >>> chunk_draws(50), chunk_draws(4096), chunk_draws(1 << 20)
+    (5242, 64, 50)
+    """
+    return max(MIN_CHUNK, CHUNK_VALUES // max(int(cells), 1))
 
 
 def upper_quantile(samples: np.ndarray, p: float, confidence: float = CONFIDENCE) -> float:

@@ -157,3 +157,58 @@ def test_tiny_beta_and_huge_accuracy_need_no_division_by_zero():
     assert np.isfinite(r.epsilon) and r.epsilon > 0
     with pytest.raises(InvalidParameterError, match="beta"):  # Monte Carlo cannot bound a 1 − 1e-300 quantile
         df.blowfish.release("cumulative", "salary", bins=10, accuracy=(10, 1e-300), mechanism="hierarchical")
+
+
+# -- remembered draws and chunked rounds (issue 16) ------------------------------------------------------------------
+
+def _counting(monkeypatch):
+    from blowfish_nb import accuracy
+
+    rounds = []  # the round of each draw: its seed's place among the rounds' seeds (0: the ε = 1 round)
+    real = accuracy.max_abs_errors
+    monkeypatch.setattr(accuracy, "max_abs_errors", lambda *a, **k: rounds.append(a[5].spawn_key[-1]) or real(*a, **k))
+    return rounds
+
+
+def test_a_repeated_quote_redoes_no_monte_carlo_and_gives_the_same_epsilon(monkeypatch):
+    """The cumulative histogram under dp (Monte Carlo: prefix sums share noise): the first quote draws rounds, the
+    same (α, β) again draws none and returns the same ε; a new α reuses the plan's ε = 1 round; another analyst's
+    scope draws its own rounds (its timing says nothing about this one's quotes) and finds the same ε."""
+    from blowfish_nb import accuracy
+    from blowfish_nb.analysis.selection import memo_scope
+
+    accuracy.clear_memory()
+    rounds = _counting(monkeypatch)
+    m, W, pol = mechanisms.Laplace(), workload.prefix(50), policy.dp(Domain.grid(50))
+    assert m.single_terms(W, pol) is None
+    with memo_scope("ana"):
+        first = epsilon_for_accuracy(m, W, pol, 20.0, 0.05)
+        cold = len(rounds)
+        assert cold >= 2 and rounds[:2] == [0, 1]
+        for _ in range(3):
+            assert epsilon_for_accuracy(m, W, pol, 20.0, 0.05) == first
+        assert len(rounds) == cold
+        epsilon_for_accuracy(m, W, pol, 22.0, 0.05)
+        assert len(rounds) > cold and 0 not in rounds[cold:]
+    del rounds[:]
+    with memo_scope("bob"):
+        assert epsilon_for_accuracy(m, W, pol, 20.0, 0.05) == first
+    assert len(rounds) == cold
+
+
+def test_round_draws_do_not_depend_on_threads_or_caller(monkeypatch):
+    """A round's draws are a function of (mechanism, workload, policy, ε, draws, seed): the same on one thread and on
+    two, and the chunk size is fixed by the domain alone."""
+    from blowfish_nb import accuracy
+
+    m, W, pol = mechanisms.Transformed(), workload.identity(300), policy.line(Domain.grid(300))
+    one = accuracy.max_abs_errors(m, W, pol, 0.5, 400, seed=9)
+    monkeypatch.setattr(accuracy, "THREADED_VALUES", 0)
+    two = accuracy.max_abs_errors(m, W, pol, 0.5, 400, seed=9)
+    np.testing.assert_array_equal(one, two)
+    assert accuracy.chunk_draws(300) == accuracy.CHUNK_VALUES // 300
+    monkeypatch.setattr(accuracy, "CHUNK_VALUES", 0)  # chunks of MIN_CHUNK draws: other draws, the same law
+    small = accuracy.max_abs_errors(m, W, pol, 0.5, 400, seed=9)
+    assert not np.array_equal(one, small)
+    se = np.sqrt(np.var(one) / one.size + np.var(small) / small.size)
+    assert abs(one.mean() - small.mean()) < 4 * se
