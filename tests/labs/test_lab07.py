@@ -1,0 +1,103 @@
+"""Lab 7's checks: the library's answer passes, each known mistake gets its own hint, no hint gives the value."""
+
+import re
+
+import numpy as np
+import pytest
+
+from blowfish_nb.labs import lab07
+from blowfish_nb.labs._check import LabCheckFailed
+
+PLACEHOLDER = "replace the `...`"
+
+FEW = lab07.salary_histogram(lab07.data().head(lab07.FEW))
+ALL = lab07.salary_histogram(lab07.data())
+EXPECTED = {
+    "q1": lab07.winner(FEW),
+    "q2": lab07.winner(ALL),
+    "q3": lab07.count_sensitivity(),
+    "q4": lab07.boxes_sensitivity(),
+    "q5": lab07.error_ratio(),
+}
+
+
+def _hint(name, answer):
+    with pytest.raises(LabCheckFailed) as failed:
+        getattr(lab07, name)(answer)
+    return str(failed.value)
+
+
+def _no_value(message, value):
+    """The hint shows the expected value in none of the usual spellings (a name for the choice questions)."""
+    hint = message.split("Hint:", 1)[-1]
+    if isinstance(value, str):
+        return f"'{value}'" not in hint.replace(str(list(lab07.CONTENDERS)), "")
+    spellings = {repr(value), f"{value:g}", f"{value:.2f}", f"{value:.3f}"}
+    return not any(re.search(rf"(?<![\d.]){re.escape(s)}(?![\d.])", hint) for s in spellings)
+
+
+@pytest.mark.parametrize("x, winner", [(FEW, "dawa"), (ALL, "transformed")])
+def test_the_winner_wins_by_many_standard_errors(x, winner):
+    """The lab's claim, stated with its tolerance: the gap is at least 5 standard errors of the difference."""
+    (m_win, se_win), (m_lose, se_lose) = (lab07.mean_error(x, name) for name in
+                                          (winner, *(c for c in lab07.CONTENDERS if c != winner)))
+    assert m_lose - m_win > 5 * np.hypot(se_win, se_lose)
+
+
+def test_the_data_independent_error_does_not_depend_on_the_data():
+    assert lab07.mean_error(FEW, "transformed") == lab07.mean_error(ALL, "transformed")  # same seed, same noise
+
+
+def test_public_counts_raise_the_sensitivity_and_the_paper_understates_two_boxes():
+    plain = 2.0  # the histogram under the line policy (lab 2)
+    assert EXPECTED["q3"] > plain
+    assert EXPECTED["q4"] > lab07.boxes_sensitivity("edges")
+    assert EXPECTED["q5"] == pytest.approx((EXPECTED["q3"] / plain) ** 2, rel=lab07.RATIO_RTOL)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_library_answer_passes(name):
+    getattr(lab07, name)(EXPECTED[name])
+
+
+def test_names_are_read_without_case_or_spaces():
+    lab07.q1(f"  {EXPECTED['q1'].upper()} ")
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_placeholder_asks_for_an_answer(name):
+    assert PLACEHOLDER in _hint(name, ...)
+
+
+def _other(name):
+    return next(c for c in lab07.CONTENDERS if c != EXPECTED[name])
+
+
+MISTAKES = [
+    ("q1", lambda: _other("q1"), "average such runs"),
+    ("q1", lambda: "laplace", "answer with one of"),
+    ("q2", lambda: _other("q2"), "little to average"),
+    ("q2", lambda: 3, "answer with one of"),
+    ("q3", lambda: 2, "without the public count"),
+    ("q3", lambda: 1, "changes two counts"),
+    ("q3", lambda: 3, "count the changed cells"),
+    ("q4", lambda: lab07.boxes_sensitivity("edges"), "Thm 8.6"),
+    ("q4", lambda: 2, "without the public counts"),
+    ("q5", lambda: EXPECTED["q3"] / 2, "the square of the scale"),
+    ("q5", lambda: 2 / EXPECTED["q3"], "not less"),
+    ("q5", lambda: 1.0, "changes Δ"),
+]
+
+
+@pytest.mark.parametrize("name, answer, words", MISTAKES)
+def test_each_known_mistake_gets_its_own_hint_without_the_value(name, answer, words):
+    message = _hint(name, answer())
+    assert words in message
+    assert _no_value(message, EXPECTED[name])
+
+
+@pytest.mark.parametrize("name, answer", [("q3", 10), ("q4", 12), ("q5", 9.0)])
+def test_an_unexplained_answer_gets_the_general_hint(name, answer):
+    message = _hint(name, answer)
+    assert "Hint:" in message and _no_value(message, EXPECTED[name])
+    assert not any(words in message for n, _, words in MISTAKES if n == name)
