@@ -101,3 +101,15 @@ def test_an_unexplained_answer_gets_the_general_hint(name, answer):
     message = _hint(name, answer)
     assert "Hint:" in message and _no_value(message, EXPECTED[name])
     assert not any(words in message for n, _, words in MISTAKES if n == name)
+
+
+def test_the_sensitivities_the_lab_teaches_match_enumerating_databases():
+    """Questions 3 and 4 against every database of 3 people on the 6 bins (He et al. Def. 4.1, tests/brute)."""
+    from blowfish_nb import constraints, policy
+    from tests.brute_constraints import brute_histogram_sensitivity
+
+    d = lab07.age_domain()
+    count = constraints.count(d, list(lab07.KNOWN), "under 50")
+    boxes = constraints.rectangles(d, [list(b) for b in lab07.BOXES])
+    assert brute_histogram_sensitivity(policy.line(d), count, 3) == EXPECTED["q3"]
+    assert brute_histogram_sensitivity(policy.line(d), boxes, 3) == EXPECTED["q4"]
