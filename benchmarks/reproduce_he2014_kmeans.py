@@ -11,6 +11,12 @@ complete graph (G^full, the paper's Laplace baseline), distance thresholds
 (θ in bins), attribute, and a partition into quadrants/halves. Both methods:
 SuLQ with the exact sensitivity, and k-means on a noisy histogram. Reported:
 mean and quartiles of objective(private) / objective(non-private).
+
+A first section (issue 16) counts the seeds on which three well-separated
+clusters are found: 300 points each around 10, 30 and 90 (σ = 3) on 100 bins
+of [0, 100), θ = 1, ε = 1, 20 seeds; "right" means the true and found centres
+matched one-to-one (least total distance) with every pair within 3 bins.
+``--scenario`` runs only that section.
 """
 
 from __future__ import annotations
@@ -66,15 +72,66 @@ def nonprivate(df, cols, bins, bounds, seed) -> float:
     return r.objective(df)
 
 
+#: issue 16's scenario: three clusters, θ = 1, ε = 1 on 100 bins; "right" within this many bins of each centre
+SCENARIO_CENTRES = np.array([10.0, 30.0, 90.0])
+SCENARIO_RIGHT = 3.0
+
+
+def scenario_data(seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(1000 + seed)
+    pts = np.concatenate([c + rng.normal(0, 3.0, 300) for c in SCENARIO_CENTRES])
+    return pd.DataFrame({"v": np.clip(pts, 0, 99.999)})
+
+
+def scenario_right(found) -> tuple[bool, float]:
+    """(right, the largest matched distance) for found centres against the scenario's."""
+    from scipy.optimize import linear_sum_assignment
+
+    D = np.abs(SCENARIO_CENTRES[:, None] - np.asarray(found, dtype=float)[None, :])
+    rows, cols = linear_sum_assignment(D)
+    worst = float(D[rows, cols].max())
+    return worst <= SCENARIO_RIGHT, worst
+
+
+def scenario_section() -> str:
+    rows = []
+    for method, eps in (("histogram", 1.0), ("sulq", 1.0), ("sulq", 10.0)):
+        for restarts in (1, 10):
+            results = [scenario_right(kmeans(scenario_data(s), "v", 3, policy="threshold", theta=1, epsilon=eps,
+                                             method=method, bins=100, bounds=(0, 100), rng=s,
+                                             restarts=restarts).centroids["v"]) for s in range(20)]
+            worst = sorted(w for _, w in results)
+            rows.append([method, eps, restarts, sum(ok for ok, _ in results),
+                         f"{np.median(worst):.2f}", f"{worst[-1]:.2f}"])
+    return "\n\n".join([
+        "## Three separated clusters (issue 16)",
+        "300 points each around 10, 30 and 90 (σ = 3 bins) on 100 bins of [0, 100), threshold θ = 1, 20 seeds. "
+        f"Right: true and found centres matched one-to-one, every pair within {SCENARIO_RIGHT:g} bins. Before "
+        "issue 16 the histogram method started once from cells drawn uniformly and was right on 9 of these 20 "
+        "seeds (two clusters merged while a centre sat on the noise of empty cells). SuLQ's start reads no data "
+        "(k-means++ on the cell centres with equal weights: spread over the domain, not over the data), so its "
+        "restarts only pick the most spread-out public start. SuLQ finds these clusters on no seed at ε = 1 or "
+        "10 with either start: each of its 10 iterations releases sizes and sums with noise of scale Δ/(ε/10), "
+        "and Δ of (sizes, sums) under θ = 1 was 36–86 in these runs (a record crossing a cluster boundary moves "
+        "|x| + |y| of the centred sums), so the sizes of 300-point clusters carry ±10–30% noise per iteration.",
+        markdown_table(["method", "ε", "restarts", "right (of 20)", "median worst distance", "max worst distance"],
+                       rows),
+    ])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--full", action="store_true")
+    ap.add_argument("--scenario", action="store_true", help="only the three-cluster scenario (printed)")
     args = ap.parse_args()
+    if args.scenario:
+        print(scenario_section())
+        return
     epsilons = [round(0.1 * i, 1) for i in range(1, 11)] if args.full else [0.1, 1.0]
     repeats = 20 if args.full else 5
     rng = np.random.default_rng(2014)
     data = datasets(rng)
-    sections = []
+    sections = [scenario_section()]
     for name, (df, bins, bounds, thetas) in data.items():
         cols = list(bins)
         from blowfish_nb.accessor import domain_for
@@ -103,6 +160,8 @@ def main() -> None:
         "# He et al. 2014, Fig. 1: k-means objective, private / non-private",
         f"Command: `.venv/bin/python -m benchmarks.reproduce_he2014_kmeans{' --full' if args.full else ''}`. "
         f"k = {K}, 10 iterations, {repeats} repeats per cell: mean (lower–upper quartile) of the ratio. "
+        "The histogram method keeps the best of 10 k-means++ restarts on the noisy counts; SuLQ starts from "
+        "k-means++ on the public cell centres (issue 16). "
         "The non-private reference is the best of 5 runs of Lloyd's algorithm on the exact histogram (same binning). "
         "SuLQ uses the exact sensitivity of (sizes, sums) for the current centroids, not He et al.'s Lemma 6.1.",
         *sections,
