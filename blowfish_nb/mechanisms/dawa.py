@@ -34,6 +34,27 @@ was measured at 1.31 for ε₁ = 1 (issue 13; the privacy hunter of
 negative; the least-cost partition is a shortest path through the DAG of
 intervals, which negative weights do not disturb.
 
+**Do single cells need their own noise? Yes.** A single cell's cost never
+moves (dev = 0), but the argument above needs noise on the *winner*, and a
+singleton {i} wins iff its cost beats every competitor B ∋ i, each of which
+moves by up to δ_B: its winning threshold moves by max δ, so it needs scale
+max δ/ε₁ like any other candidate. Without it the chance that {i} wins is a
+product of one tail probability per competitor; the ratio between
+neighbours is then bounded only by exp(Σ_B δ_B/b_B) over the ~2k intervals
+holding i, i.e. not at all. DPComp's recipe drops exactly this noise (besides its
+smaller scale and its floor). The hunter does not flag our partition with
+the singletons' noise removed at k = 8 (lower bound 0.65 for ε₁ = 1, 16
+pairs, 40,000 runs; issue 16), so the loss may be small there, but no
+argument here certifies it: the noise stays. Nor can any candidate's scale go below
+(δ_B + max δ)/ε₁ in this argument: it is the largest move of the winner's
+margin. What the budget can still buy is the split ε₁/ε: measured on the
+seven DPBench sets × ε ∈ {0.01, 0.1, 1} (one run each, issue 16), ε₁ = 0.4ε
+lowers DAWA's histogram error to 0.74× (median; 0.35–1.3×) of ε₁ = 0.25ε
+but raises its error on 2,000 random ranges to 1.44×; ε₁ = 0.1ε gives 0.90×
+on ranges and 1.8× on histograms; a larger public penalty (4 or 6 noise
+scales) is worse on both. The default stays 0.25 (ranges are DAWA's
+workload); pass ``ratio=0.4`` for histograms.
+
 **Finding on the reference implementation.** DPComp's ``cutil.cpp`` uses
 scale (2 − 1/|B| − 1/n)/ε₁ on intervals longer than one cell, *no* noise on
 single cells, and the same floor; built and run by the reviewer of issue 13
