@@ -9,7 +9,7 @@ Generated at build time, never committed (all git-ignored):
 
 from __future__ import annotations
 
-import shutil
+import os
 import sys
 from pathlib import Path
 
@@ -84,7 +84,7 @@ def setup(app):
 
 
 # -- generated pages: the course (student notebooks only, a toctree over what exists) and the API reference ------
-_built = ROOT / "build" / "labs"
+_built = Path(os.environ.get("BLOWFISH_DOCS_LABS", ROOT / "build" / "labs"))  # where `make labs` writes them
 if not _built.is_dir():
     try:
         from blowfish_nb.labs.build import build as _build_labs
