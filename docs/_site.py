@@ -25,8 +25,7 @@ def copy_student_labs(built: Path, dest: Path) -> list[str]:
     dest.mkdir(parents=True)
     names = []
     for lab in sorted(p for p in built.iterdir() if p.is_dir()) if built.is_dir() else []:
-        slug = lab.name.split("-", 1)[-1]
-        preferred = lab / "student" / f"{slug}.ipynb"
+        preferred = lab / "student" / f"{lab.name}.ipynb"  # build/labs/NN-slug/student/NN-slug.ipynb
         found = [preferred] if preferred.exists() else sorted((lab / "student").glob("*.ipynb"))
         if found:
             shutil.copyfile(found[0], dest / f"{lab.name}.ipynb")

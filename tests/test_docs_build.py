@@ -64,7 +64,7 @@ def test_course_copies_student_notebooks_only(tmp_path):
             folder = built / lab / version
             folder.mkdir(parents=True)
             nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"{lab} {version}")])
-            nbformat.write(nb, folder / f"{lab.split('-', 1)[1]}.ipynb")
+            nbformat.write(nb, folder / f"{lab}.ipynb")
     (built / "03-empty" / "student").mkdir(parents=True)
     course = tmp_path / "course"
     course.mkdir()
