@@ -58,7 +58,7 @@ HTHETA_MAX_THETA = 64
 #: a strategy optimised for the workload (:class:`~blowfish_nb.mechanisms.Optimized`) is offered by "auto" on
 #: grids of two or more attributes whose every axis has at most this many cells (its optimisation, bounded by
 #: ``mechanisms.optimized.AUTO``, takes seconds there; on one attribute the fixed strategies are near the bound)
-OPTIMIZED_AXIS = 64
+OPTIMIZED_AXIS = 32
 #: optimised strategies remembered (per public inputs, per memo scope)
 OPTIMIZED = 64
 
@@ -167,6 +167,8 @@ def _fitted(mech, workload: Workload, policy: Policy):
     """A candidate ready to quote: ``Optimized()`` without a strategy gets the (remembered) optimised one."""
     if not isinstance(mech, Optimized) or mech.optimized is not None:
         return mech
+    if getattr(workload, "is_identity", False):
+        return _NotOffered("not optimised for the histogram (fixed strategies serve it; a quote would wait seconds)")
     reason = supports(workload, policy)
     if reason is not None:
         return _NotOffered(reason)

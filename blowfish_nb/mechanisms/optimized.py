@@ -30,8 +30,8 @@ from .kron import apply_grid, lstsq_grid
 
 __all__ = ["Optimized", "DenseLeastSquares", "AUTO"]
 
-#: the optimisation ``mechanism="auto"`` runs (bounded: a few seconds on a 64×64 grid); seeded, so repeatable
-AUTO = {"restarts": 2, "max_iter": 150, "rng": 0}
+#: the optimisation ``mechanism="auto"`` runs (bounded: about a second on a 32×32 grid on an idle core); seeded, so repeatable
+AUTO = {"restarts": 1, "max_iter": 100, "rng": 0}
 
 
 class DenseLeastSquares(Factor):

@@ -149,8 +149,10 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     policy : Policy
         The policy whose sensitivity the strategy is charged.
     restarts : int
-        Starts tried (identity, prefix sums, then seeded random ones); the
-        lowest exact objective wins.
+        Optimisations run: from the identity, from the prefix sums (each
+        slightly perturbed), then from seeded random matrices; the lowest exact
+        objective among their results and the unperturbed identity and prefix
+        strategies wins.
     rows : float
         Rows of each factor per cell (m_i = ceil(rows · n_i)).
     max_iter : int
@@ -193,7 +195,8 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     problem = _Problem(_terms(workload, shape), _edge_groups(policy), shape,
                        tuple(int(math.ceil(rows * n)) for n in shape))
     best = None
-    starts = [[np.eye(n) for n in shape]]  # the identity itself (the Laplace mechanism): never done worse than it
+    # the identity (the Laplace mechanism) and the prefix sums (Ordered) themselves: never done worse than them
+    starts = [[np.eye(n) for n in shape], [np.tril(np.ones((n, n))) for n in shape]]
     starts += [problem.optimise(problem.start(s, rng), max_iter) for s in range(restarts)]
     for start, X in enumerate(starts):
         factors = tuple(DenseFactor(x) for x in X)
@@ -301,8 +304,9 @@ def _edge_groups(policy: Policy) -> _Edges:
 
 # -- the objective --------------------------------------------------------------------------------
 class _Problem:
-    def __init__(self, terms, edges: _Edges, shape, rows):
+    def __init__(self, terms, edges: _Edges, shape, rows, signed: bool = False):
         self.terms, self.edges, self.shape, self.rows = terms, edges, shape, rows
+        self.signed = signed
         self.incidence = []
         for n, pr in zip(shape, edges.pairs):
             if pr is None:
@@ -325,7 +329,9 @@ class _Problem:
             else:
                 X[:n] = np.eye(n)
             X += 0.05 * rng.random((m, n)) if index < 2 else 0.5 * rng.random((m, n))
-            out.append(X / X.sum(axis=0).max())
+            if self.signed and index >= 2:
+                X -= 0.25 * rng.random((m, n))
+            out.append(X / np.abs(X).sum(axis=0).max())
         return out
 
     def optimise(self, X0: list[np.ndarray], max_iter: int) -> list[np.ndarray]:
@@ -346,10 +352,11 @@ class _Problem:
             return f, np.concatenate([g.reshape(-1) for g in grads])
 
         z0 = np.concatenate([x.reshape(-1) for x in X0])
-        res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * z0.size,
+        bounds = None if self.signed else [(0.0, None)] * z0.size
+        res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds,
                        options={"maxiter": max_iter, "maxcor": 20})
         X = unpack(res.x)
-        return [x / max(x.sum(axis=0).max(), 1e-300) for x in X]
+        return [x / max(np.abs(x).sum(axis=0).max(), 1e-300) for x in X]
 
     # error
     def _axis(self, X, i):
@@ -406,7 +413,8 @@ class _Problem:
     def _delta(self, X):
         """log Δ̃ and its gradient per factor."""
         d = len(self.shape)
-        col = [x.sum(axis=0) for x in X]
+        mags = [np.sqrt(x * x + ETA * ETA) for x in X] if self.signed else [None] * d
+        col = [x.sum(axis=0) if r is None else r.sum(axis=0) for x, r in zip(X, mags)]
         c = [_pnorm(s) for s in col]
         a, diffs = [], []
         for i, x in enumerate(X):
@@ -446,7 +454,8 @@ class _Problem:
             gx = np.zeros_like(x)
             if dlog_c[i]:
                 cval, cg = c[i]
-                gx += (dlog_c[i] / cval) * cg[None, :]
+                slope = 1.0 if mags[i] is None else x / mags[i]
+                gx += (dlog_c[i] / cval) * cg[None, :] * slope
             if a[i] is not None and dlog_a[i]:
                 aval, ag = a[i]
                 T, R, _ = diffs[i]
