@@ -41,7 +41,7 @@ def policy(theta: int = THETA, k: int = K) -> Policy:
 
 
 def trees(theta: int = THETA, k: int = K) -> dict[str, Policy]:
-    """The lab's candidate spanning trees of G^θ: the path 0–1–…–(k−1), H^θ, and a breadth-first tree from cell 0.
+    """The lab's candidate spanning trees of G^θ: the path 0–1–…–(k−1), H^θ, a breadth-first tree from cell 0.
 
     Examples
     --------

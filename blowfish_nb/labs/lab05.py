@@ -18,7 +18,7 @@ import numpy as np
 
 from ..constraints import rectangles
 from ..domain import Domain
-from ..exceptions import BlowfishError
+from ..exceptions import InvalidParameterError
 from ..kmeans import sulq_sensitivity
 from ..mechanisms import Laplace
 from ..policy import Policy, constrained, grid, line, threshold, transform
@@ -61,7 +61,7 @@ def variant(name: str) -> Callable[[np.ndarray, int, np.random.Generator], np.nd
     (3, 6)
     """
     if name not in VARIANTS:
-        raise BlowfishError(f"name must be one of {VARIANTS}, got {name!r}")
+        raise InvalidParameterError(f"name must be one of {VARIANTS}, got {name!r}")
     right = theta_policy().sensitivity(prefix(K)) / EPSILON
     wrong = line_policy().sensitivity(prefix(K)) / EPSILON
 
@@ -116,7 +116,7 @@ def edge_counts_matrix(policy: Policy) -> np.ndarray:
 
 
 def constraint_setting():
-    """The §8 puzzle: the line policy on 6 cells, the counts of cells {0, 1} and of {4, 5} known → (policy, constraints)."""
+    """The §8 puzzle: line policy on 6 cells, the counts of cells {0, 1} and {4, 5} known: (policy, constraints)."""
     d = Domain.grid(6)
     return line(d), rectangles(d, [[(0, 1)], [(4, 5)]])
 

@@ -127,3 +127,10 @@ def test_the_notebook_hunter_settings_flag_the_buggy_histogram_and_pass_the_fix(
     good = hunt(Probe("fixed", _laplace(2 / EPS), EPS), line, bases=3, pilot=2000, confirm=5000, rng=1)
     assert bad.violation and EPS < bad.lower_bound <= EXPECTED["q1"] + 0.2, str(bad)
     assert not good.violation, str(good)
+
+
+def test_an_unknown_variant_is_refused_by_name():
+    from blowfish_nb.exceptions import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="'floor'"):
+        lab05.variant("floor")
