@@ -1,14 +1,16 @@
 """Haney, Machanavajjhala, Ding (VLDB 2015) §6, Fig. 8: (ε, G)-Blowfish against ε/2-DP on the DPBench data.
 
 Run: ``.venv/bin/python -m benchmarks.reproduce_haney2015`` (writes benchmarks/results/haney2015.md;
-``--quick`` runs one ε and 2 runs, for a smoke test; the full run takes about 16 minutes on two shared cores).
+``--quick`` runs one ε and 2 runs, for a smoke test; the full run takes about 16 minutes on two shared cores;
+``--blocks 2d`` re-runs only the named blocks and keeps the others' figures from haney2015.json).
 
 Data sets A–G (k = 4096) and the tweet grid aggregated to 25², 50², 100².
 Workloads: Hist under G¹ (line), 1D-Range under G¹ and G⁴ (10,000 random
 ranges), 2D-Range under the grid G¹ (10,000 random boxes). ε ∈ {0.001, 0.01,
 0.1, 1}; mean per-query squared error over 5 runs of every algorithm of the
-paper's Fig. 8 plus our exact-Δ strategies. DP baselines run at ε/2, Blowfish
-at ε, as the paper compares them.
+paper's Fig. 8 plus our exact-Δ strategies, and on the grid the strategy
+optimised for the boxes under the grid policy (``mechanisms.Optimized``, issue 16).
+DP baselines run at ε/2, Blowfish at ε, as the paper compares them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tqdm import tqdm
 
 from blowfish_nb import Domain, mechanisms, policy, workload
 from blowfish_nb.analysis import choose_mechanism, lower_bound
+from blowfish_nb.analysis.selection import default_candidates
 from blowfish_nb.mechanisms.factors import HaarFactor
 from blowfish_nb.ranges import random_ranges, ranges_2d
 from benchmarks._data import dpbench
@@ -35,6 +38,10 @@ GRIDS = (25, 50, 100)
 EPSILONS = (0.001, 0.01, 0.1, 1.0)
 RUNS = 5
 K = 4096
+#: the grid strategy's optimisation (seeded: the same strategy every run)
+OPTIMISE = {"restarts": 1, "max_iter": 200, "rng": 0}
+OPT2D = "Optimized (Blowfish, issue 16)"
+BLOCKS = ("hist", "g1", "g4", "2d")
 #: raw-JSON key of the results from before issue 13 (floored DAWA partition, continuous Laplace noise), kept
 #: so that the page can say what the issue-13 changes moved
 BEFORE = "before_issue13"
@@ -129,6 +136,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="one ε, 2 runs: a smoke test")
     ap.add_argument("--render", action="store_true", help="re-write the markdown from the saved raw results")
+    ap.add_argument("--blocks", nargs="+", choices=BLOCKS, default=list(BLOCKS),
+                    help="re-run only these blocks; the others keep their figures from haney2015.json")
     args = ap.parse_args()
     global RUNS
     if args.render:
@@ -146,40 +155,59 @@ def main() -> None:
     hist = workload.identity(K)
     ranges = random_ranges(K, 10_000, rng=2015)
     raw = {"runs": RUNS, "blocks": {}}
-    total = len(epsilons) * len(data1) * (len(HIST) + len(RANGE_G1) + len(RANGE_G4)) + len(epsilons) * len(GRIDS) * 4
+    kept = json.loads(RAW.read_text()) if set(args.blocks) != set(BLOCKS) else None
+    if kept is not None:  # figures of the blocks not re-run, as they were
+        raw["blocks"] = {b: kept["blocks"][b] for b in BLOCKS if b not in args.blocks}
+        raw["rerun"] = {"blocks": list(args.blocks), "kept_from": kept.get("rerun", {}).get("kept_from", "the previous full run")}
+        for key in ("exact_hist_ratio", "dawa_buckets", "bounds"):
+            if key in kept:
+                raw[key] = kept[key]
+    one_d = [b for b in ("hist", "g1", "g4") if b in args.blocks]
+    blocks1 = {"hist": (HIST, hist), "g1": (RANGE_G1, ranges), "g4": (RANGE_G4, ranges)}
+    total = (len(epsilons) * len(data1) * sum(len(blocks1[b][0]) for b in one_d)
+             + (len(epsilons) * len(GRIDS) * 5 if "2d" in args.blocks else 0))
     with tqdm(total=total, desc="haney2015") as bar:
-        for key, algs, W in (("hist", HIST, hist), ("g1", RANGE_G1, ranges), ("g4", RANGE_G4, ranges)):
+        for key in one_d:
+            algs, W = blocks1[key]
             raw["blocks"][key] = {"results": run_block(algs, W, pols, data1, epsilons, rng, bar),
                                   "exact": exact_figures(algs, W, pols, epsilons),
                                   "algorithms": [[a[0], a[2]] for a in algs]}
-        r2d, ex2d, notes2d = {}, {}, []
-        for n in GRIDS:
+        r2d, ex2d, notes2d, fitted = {}, {}, [], {}
+        for n in (GRIDS if "2d" in args.blocks else ()):
             W = ranges_2d((n, n), 10_000, rng=n)
             grid, dp2 = policy.grid((n, n), 1), policy.dp(Domain.grid((n, n)))
-            best, table = choose_mechanism(W, grid, 1.0)
+            best, table = choose_mechanism(W, grid, 1.0, candidates=default_candidates(grid, optimized=False))
             notes2d.append(f"{n}×{n}: {best.name}, Δ = {best.sensitivity(grid):g}")
+            opt = fitted[n] = M.Optimized.fit(W, grid, **OPTIMISE)
             mechs = {"Laplace (DP)": (M.Laplace(), dp2, 0.5), "Privelet (DP)": (M.Privelet(), dp2, 0.5),
-                     "DAWA (DP)": (M.DAWA(), dp2, 0.5), "best exact-Δ strategy (Blowfish)": (best, grid, 1.0)}
+                     "DAWA (DP)": (M.DAWA(), dp2, 0.5), "best exact-Δ strategy (Blowfish)": (best, grid, 1.0),
+                     OPT2D: (opt, grid, 1.0)}
             for eps in epsilons:
                 x = data2[n]
                 row = {label: mse(m, x, W, pol, eps * f, rng) for label, (m, pol, f) in mechs.items()}
                 row["§5.2.2 as published†"] = published_grid_error(W, n, eps)
-                bar.update(4)
+                bar.update(5)
                 r2d.setdefault(eps, {})[f"T{n}"] = row
                 ex2d.setdefault(eps, {})[f"T{n}"] = {
                     label: m.expected_error(W, pol, eps * f) for label, (m, pol, f) in mechs.items() if label != "DAWA (DP)"}
-        raw["blocks"]["2d"] = {"results": r2d, "exact_by_data": ex2d, "notes": notes2d,
-                               "algorithms": [["Laplace (DP)", "dp"], ["Privelet (DP)", "dp"], ["DAWA (DP)", "dp"],
-                                              ["best exact-Δ strategy (Blowfish)", "grid"], ["§5.2.2 as published†", "paper"]]}
-    n = GRIDS[0]
-    W = ranges_2d((n, n), 10_000, rng=n)
-    grid = policy.grid((n, n), 1)
-    raw["bounds"] = {"grid": lower_bound(W, grid, 1.0), "dp": lower_bound(W, policy.dp(Domain.grid((n, n))), 0.5),
-                     "published": published_grid_error(W, n, 1.0),
-                     "best": choose_mechanism(W, grid, 1.0)[0].expected_error(W, grid, 1.0)}
-    raw["exact_hist_ratio"] = (M.Laplace().expected_error(hist, pols["dp"], 0.5)
-                               / M.Transformed().expected_error(hist, pols["g1"], 1.0))
-    raw["dawa_buckets"] = bucket_counts(data1, pols["dp"], epsilons)
+        if "2d" in args.blocks:
+            raw["blocks"]["2d"] = {"results": r2d, "exact_by_data": ex2d, "notes": notes2d,
+                                   "algorithms": [["Laplace (DP)", "dp"], ["Privelet (DP)", "dp"], ["DAWA (DP)", "dp"],
+                                                  ["best exact-Δ strategy (Blowfish)", "grid"], [OPT2D, "grid"],
+                                                  ["§5.2.2 as published†", "paper"]]}
+    if "2d" in args.blocks:
+        n = GRIDS[0]
+        W = ranges_2d((n, n), 10_000, rng=n)
+        grid = policy.grid((n, n), 1)
+        fixed = choose_mechanism(W, grid, 1.0, candidates=default_candidates(grid, optimized=False))[0]
+        raw["bounds"] = {"grid": lower_bound(W, grid, 1.0), "dp": lower_bound(W, policy.dp(Domain.grid((n, n))), 0.5),
+                         "published": published_grid_error(W, n, 1.0),
+                         "best": fixed.expected_error(W, grid, 1.0),
+                         "optimized": fitted[n].expected_error(W, grid, 1.0)}
+    if "hist" in args.blocks:
+        raw["exact_hist_ratio"] = (M.Laplace().expected_error(hist, pols["dp"], 0.5)
+                                   / M.Transformed().expected_error(hist, pols["g1"], 1.0))
+        raw["dawa_buckets"] = bucket_counts(data1, pols["dp"], epsilons)
     if RAW.exists():  # keep the pre-issue-13 figures the page compares against
         before = json.loads(RAW.read_text()).get(BEFORE)
         if before:
@@ -231,6 +259,9 @@ def headlines(blocks) -> dict:
         "d2_lap": _ratio(B, "2d", ["Laplace (DP)"], [best2d]),
         "d2_pub": _ratio(B, "2d", ["Privelet (DP)"], ["§5.2.2 as published†"]),
         "d2_pub_dawa": _ratio(B, "2d", ["DAWA (DP)"], ["§5.2.2 as published†"]),
+        **({"d2_opt_lap": _ratio(B, "2d", ["Laplace (DP)"], [OPT2D]),
+            "d2_opt_dp": _ratio(B, "2d", _labels(B, "2d", ["dp"]), [OPT2D]),
+            "d2_opt_fixed": _ratio(B, "2d", [best2d], [OPT2D])} if OPT2D in dict(B["2d"]["algorithms"]) else {}),
     }
 
 
@@ -355,6 +386,7 @@ def render(raw) -> None:
         f"{bnd['best'] / bnd['grid']:.1f}× above its bound, so a better grid strategy may exist (open); the "
         f"published figure is {bnd['published'] / bnd['grid']:.1f}× above the bound, so the bound alone neither "
         "confirms nor refutes it — the argument in † does.",
+        *_optimised_note(raw, h),
         "† **§5.2.2 is not (ε, G)-Blowfish private as published.** It measures ranges of edge counts x_G and "
         "charges each neighbouring pair one unit of one edge. On a graph with cycles no map from databases to edge "
         "counts does that: moving one record around a 4-cycle of the grid returns to the same database, yet would "
@@ -375,6 +407,26 @@ def render(raw) -> None:
     ]
     RESULTS.write_text("\n\n".join(text) + "\n")
     print("\n\n".join(text))
+
+
+def _optimised_note(raw, h) -> list[str]:
+    """The bullet on the strategy optimised for the boxes under the grid (issue 16), when this run has it."""
+    if "d2_opt_lap" not in h:
+        return []
+    bnd = raw["bounds"]
+    rerun = raw.get("rerun")
+    return [
+        f"* **2D-Range under the grid — a valid optimised strategy (issue 16).** `mechanisms.Optimized`: one dense "
+        f"factor per axis optimised for the 10,000 boxes under the grid (Kronecker product, L-BFGS-B, {OPTIMISE}), "
+        "charged its exact Δ under the grid (edge differences), so Thm 4.1 covers it. Best fixed exact-Δ strategy / "
+        f"it: {_span(h['d2_opt_fixed'])}; DP Laplace (ε/2) / it: {_span(h['d2_opt_lap'])}; best DP algorithm "
+        f"(Laplace, Privelet, DAWA at ε/2) / it: {_span(h['d2_opt_dp'])}. On {GRIDS[0]}×{GRIDS[0]} it is "
+        f"{bnd['optimized'] / bnd['grid']:.1f}× above the (ε, G) SVD bound (the fixed strategies: "
+        f"{bnd['best'] / bnd['grid']:.1f}×); the issue's target, 2× of the bound, is not reached by one Kronecker "
+        "product (benchmarks/results/optimised_strategies.md says why)."
+        + (f" (This run re-ran the blocks {', '.join(rerun['blocks'])} only; the others' figures are those of "
+           f"{rerun['kept_from']}.)" if rerun else ""),
+    ]
 
 
 def _changes(raw, h) -> list[str]:
