@@ -68,6 +68,7 @@ html_theme_options = {
     "navbar_center": ["navbar-nav"],
     "navbar_end": ["search-button", "theme-switcher"],
     "navbar_persistent": [],
+    "header_links_before_dropdown": 7,
     "icon_links": [],
     "secondary_sidebar_items": ["page-toc"],
     "show_toc_level": 2,
