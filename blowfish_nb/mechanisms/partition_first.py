@@ -114,7 +114,7 @@ class PartitionFirst(Mechanism):
 
     @property
     def name(self) -> str:  # type: ignore[override]
-        return f"PartitionFirst({self.partitioner})"
+        return f"PartitionFirst({self.partitioner}{', ranges' if self.ranges else ''})"
 
     linear = False
     registry = {"partition-first": {}, "partition-first-matching": {"partitioner": "matching"}}
