@@ -70,6 +70,7 @@ def judge(
     Examples
     --------
     >>> judge(2.0, 2, question="q1", otherwise="count the cells one move changes")
+    >>> judge(float("inf"), np.inf, question="q2", otherwise="are the two values joined at all?")
     >>> try:
     ...     judge(1, 2, question="q1", mistakes=[Mistake(1, "a move changes two cells")], otherwise="…")
     ... except LabCheckFailed as e:
@@ -98,4 +99,10 @@ def _same(a: Any, b: Any, rtol: float, atol: float) -> bool:
         y = np.asarray(b, dtype=float)
     except (TypeError, ValueError):
         return False
-    return x.shape == y.shape and bool(np.all(np.isfinite(x))) and bool(np.allclose(x, y, rtol=rtol, atol=atol))
+    if x.shape != y.shape or np.isnan(x).any():
+        return False
+    # ∞ is a right answer where the library says ∞ (values with no protection from each other)
+    inf = np.isinf(y)
+    if not np.array_equal(np.isinf(x), inf) or not np.array_equal(x[inf], y[inf]):
+        return False
+    return bool(np.allclose(x[~inf], y[~inf], rtol=rtol, atol=atol))

@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("dest", type=Path, help="output folder, e.g. build/labs")
     parser.add_argument("names", nargs="*", help="lab slugs (e.g. 01-neighbours); every lab when none is given")
     parser.add_argument("--no-run-tests", action="store_true", help="do not run the tests against the solutions")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # `DEST --no-run-tests NN-slug` as well as `DEST NN-slug --no-run-tests`
     try:
         built = build(args.dest, names=args.names or None, run_tests=not args.no_run_tests)
     except BlowfishError as e:
