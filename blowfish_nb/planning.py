@@ -34,7 +34,7 @@ from .policy import Policy, project
 from .queries import Query, build_query
 from .release import Release
 from .spec import check_policy_params, columns_of, domain_for, frame_schema, resolve_policy
-from .workload import Identity
+from .operators import Identity
 
 __all__ = ["Plan", "Budgeted", "Catalog", "prepare", "plan_budget", "execute", "histogram", "release_counts",
            "pick_mechanism", "resolve_budget", "noise_source", "MECHANISMS", "SEEDED", "CALLER_GENERATOR",

@@ -31,9 +31,6 @@ __all__ = [
     "all_ranges", "random_ranges", "ranges_2d",
 ]
 
-#: the tree strategy's former name, kept while tests/mechanisms/test_factors.py imports it from here
-Hierarchical = Tree
-
 
 def identity(k: int) -> Identity:
     """The histogram workload over ``k`` cells."""

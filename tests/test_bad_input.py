@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from blowfish_nb import BlowfishError, DomainError, InvalidParameterError, PolicyError, datasets, mechanisms, policy
-from blowfish_nb import workload, Domain
+from blowfish_nb import Domain, operators, workload
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +152,7 @@ MORE = [
     ("several columns with one bins", lambda d: d, dict(columns=["salary", "age"], column=None, bins=10),
      InvalidParameterError, ["bins", "10"]),
     ("grid θ fractional", lambda d: d, dict(policy="grid", theta=1.5), InvalidParameterError, ["theta", "1.5"]),
-    ("unbounded sensitivity", lambda d: d, dict(query=workload.Stack([workload.identity(20)], [math.inf]),
+    ("unbounded sensitivity", lambda d: d, dict(query=operators.Stack([workload.identity(20)], [math.inf]),
                                                 mechanism="laplace"), PolicyError, ["unbounded", "Δ = inf"]),
     ("domain too large", lambda d: d, dict(columns=["salary", "age"], column=None, bins={"salary": 10**4, "age": 10**4},
                                            bounds=TWO),

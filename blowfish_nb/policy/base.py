@@ -264,7 +264,7 @@ class Policy:
     def sensitivity(self, strategy) -> float:
         """Policy-specific sensitivity Δ_A(G) = max over edges of ‖A e_u − A e_v‖₁.
 
-        ``strategy`` may be a structured :class:`~blowfish_nb.workload.Workload`,
+        ``strategy`` may be a structured :class:`~blowfish_nb.operators.Workload`,
         a dense array or a scipy.sparse matrix with ``domain.size`` columns.
         """
         if getattr(strategy, "is_identity", False):

@@ -29,7 +29,7 @@ from ..policy.threshold import Threshold
 from ..policy.threshold import grid as grid_policy
 from ..policy.threshold import threshold as threshold_policy
 from ..units import bin_label, cell_label, range_label, span_label
-from ..workload import Identity, Prefix, Workload
+from ..operators import Identity, Prefix, Workload
 
 __all__ = ["PolicyCanvas", "MAX_DRAWN_NODES", "BLOCKS", "EDIT_OPS"]
 

@@ -74,7 +74,7 @@ def test_range_workloads_match_their_dense_forms():
 @pytest.mark.parametrize("b,K", [(2, 16), (4, 64), (2, 1), (16, 256), (3, 27)])
 def test_tree_least_squares_rows_equal_dense_least_squares(b, K):
     from blowfish_nb.mechanisms.factors import TreeFactor
-    from blowfish_nb.workload import Hierarchical
+    from blowfish_nb.strategies import Tree as Hierarchical
 
     f, A = TreeFactor(b), Hierarchical(K, b)
     D = A.dense()

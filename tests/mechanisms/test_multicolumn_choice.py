@@ -8,7 +8,7 @@ from blowfish_nb import Domain, mechanisms, policy, workload
 from blowfish_nb.analysis import choose_mechanism
 from blowfish_nb.mechanisms import base, transformed
 from blowfish_nb.ranges import Boxes
-from blowfish_nb.workload import Kron, Matrix, Prefix, Total
+from blowfish_nb.operators import Kron, Matrix, Prefix, Total
 
 MATRIX = [mechanisms.Laplace(), mechanisms.Ordered(), mechanisms.Hierarchical(2), mechanisms.Hierarchical(3),
           mechanisms.Privelet()]
