@@ -112,7 +112,7 @@ WHY = (
     "ranges well aggregate blocks of cells, whose worst adjacent pair (the edge between the two top blocks) has "
     "a_i ≈ 2c_i: the gain over DP at the same ε is then lost, and what remains is the DP-style strategy the "
     "optimiser finds (Δ < 1 after normalisation, error 2–3× below Laplace's on 25×25 and 50×50). Where the "
-    "grid's own SVD bound sits (only 1.5× below the DP-at-ε bound on 25×25: 17.6 against 26.7 per query at "
+    "grid's own SVD bound sits (only 1.5× below the DP-at-ε bound on 25×25: 16.2 against 24.6 per query at "
     "ε = 1, pure-ε form) a strategy within 2× of it would have to be near-optimal for DP *and* smooth across "
     "every edge. Experiments run once while building this (8×8 boxes, scripts not kept): a dense (non-Kronecker) "
     "non-negative 64×64 strategy optimised the same way reached 5.4× the bound, a signed Kronecker one 6.9×, the "
