@@ -22,7 +22,7 @@ from .._validation import check_epsilon
 from ..exceptions import InvalidParameterError
 from ..policy import Policy
 from ..strategies.optimized import DenseFactor, OptimizedStrategy, optimize
-from ..workload import Workload
+from ..operators import Workload
 from . import noise
 from .base import MatrixMechanism, Mechanism, _check_workload, apply_rows
 from .factors import Factor

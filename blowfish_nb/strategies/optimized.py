@@ -46,7 +46,7 @@ from .._validation import as_generator
 from ..exceptions import InvalidParameterError
 from ..policy import BOTTOM, Policy
 from ..ranges import Boxes, as_ranges
-from ..workload import DENSE_LIMIT, Identity, Kron, Matrix, Stack, Total, Workload
+from ..operators import DENSE_LIMIT, Identity, Kron, Matrix, Stack, Total, Workload
 
 __all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "supports"]
 
