@@ -1,4 +1,4 @@
-"""Measurement strategies: the matrices a mechanism measures with noise (trees, wavelets).
+"""Measurement strategies: the matrices a mechanism measures with noise (trees, wavelets, optimised ones).
 
 Each is a :class:`blowfish_nb.operators.Workload` that knows its structure
 (column norms and differences for policy sensitivities, a fast solve where
@@ -7,6 +7,7 @@ the strategy is square). The builders users call (``hierarchical``,
 """
 
 from .haar import Haar
+from .optimized import OptimizedStrategy, optimize
 from .trees import BlockTrees, Tree
 
-__all__ = ["Tree", "BlockTrees", "Haar"]
+__all__ = ["Tree", "BlockTrees", "Haar", "optimize", "OptimizedStrategy"]
