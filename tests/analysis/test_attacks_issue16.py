@@ -249,3 +249,20 @@ def test_optimized_measures_a_hundred_million_records():
     x[0] = 1e8
     answer = mech.release(x, W, pol, 1.0, rng=1)
     assert abs(answer[0] - 1e8) < 1e4
+
+
+@pytest.mark.xfail(strict=True, reason="analysis.selection.Memo keeps one LRU bound over every scope: analyst A's "
+                   "quotes evict analyst B's remembered ones, so B's re-quote time tells how many quotes others made "
+                   "(same for Service._quotes, QUOTE_CACHE shared). Fix: one LRU bound per scope in Memo.put (and "
+                   "per analyst in Service._budgeted)")
+def test_one_analysts_quotes_do_not_evict_anothers():
+    from blowfish_nb.analysis.selection import Memo, memo_scope
+
+    memo = Memo(8)
+    with memo_scope("ben"):
+        memo.put("ben's query", 1)
+    with memo_scope("ana"):
+        for i in range(8):
+            memo.put(f"ana's query {i}", i)
+    with memo_scope("ben"):
+        assert memo.get("ben's query") == 1
