@@ -36,7 +36,7 @@ from .domain import CategoricalAttribute, Domain
 from .exceptions import DomainError, InvalidParameterError
 from .operators import Identity, Kron, Prefix, Workload
 from .ranges import Boxes, Ranges
-from .units import format_edge
+from .units import decimals, format_edge
 from .workload import marginal
 
 __all__ = ["Query", "build_query", "covered_bins", "QUERIES"]
@@ -114,7 +114,8 @@ def _upper_labels(domain: Domain) -> pd.Index:
     """Cumulative answer i counts the values below bin i's right edge (the last one: up to and including it)."""
     if len(domain.attributes) == 1:
         attr = domain.attributes[0]
-        ends = [f"< {format_edge(attr, e)}" for e in attr.edges[1:-1]] + [f"≤ {format_edge(attr, attr.edges[-1])}"]
+        d = decimals(attr)  # once: each call looks at every edge
+        ends = [f"< {format_edge(attr, e, d)}" for e in attr.edges[1:-1]] + [f"≤ {format_edge(attr, attr.edges[-1], d)}"]
         return pd.Index(ends, name=f"{attr.name} up to")
     return domain.labels
 
@@ -129,13 +130,14 @@ def _ranges(domain: Domain, ranges) -> Query:
     _ordered_only(domain, "range")
     d = len(domain.attributes)
     lows, highs, labels = [], [], []
+    digits = [decimals(a) for a in domain.attributes]  # once per attribute, not per label
     for j, r in enumerate(ranges):
         per_axis = [r] if d == 1 else list(r) if _is_seq(r) and len(r) == d else None
         if per_axis is None:
             raise InvalidParameterError(
                 f"ranges[{j}] must give one (lo, hi) per attribute {domain.names}, got {r!r}")
         lo_idx, hi_idx, covered = [], [], []
-        for attr, bounds in zip(domain.attributes, per_axis):
+        for attr, bounds, dig in zip(domain.attributes, per_axis, digits):
             if not _is_seq(bounds) or len(bounds) != 2:
                 raise InvalidParameterError(f"ranges[{j}] must be (lo, hi) pairs, got {r!r}")
             lo, hi = bounds
@@ -155,7 +157,7 @@ def _ranges(domain: Domain, ranges) -> Query:
             lo_idx.append(a)
             hi_idx.append(b)
             close = "]" if b == attr.size - 1 else ")"
-            covered.append(f"[{format_edge(attr, e[a])}, {format_edge(attr, e[b + 1])}{close}")
+            covered.append(f"[{format_edge(attr, e[a], dig)}, {format_edge(attr, e[b + 1], dig)}{close}")
         lows.append(lo_idx)
         highs.append(hi_idx)
         labels.append(" × ".join(covered))

@@ -37,8 +37,10 @@ def decimals(attr: OrderedAttribute) -> int:
     return MAX_DECIMALS
 
 
-def format_edge(attr: OrderedAttribute, value: float) -> str:
+def format_edge(attr: OrderedAttribute, value: float, digits: int | None = None) -> str:
     """One edge (or any value on the attribute's scale) rounded as :func:`decimals` says, with separators.
+
+    ``digits`` is ``decimals(attr)`` when the caller formats many values of one attribute (it costs O(k) to find).
 
     Examples
     --------
@@ -46,7 +48,7 @@ def format_edge(attr: OrderedAttribute, value: float) -> str:
     >>> format_edge(OrderedAttribute("salary", [0, 5000, 250000]), 70000.0)
     '70,000'
     """
-    d = decimals(attr)
+    d = decimals(attr) if digits is None else digits
     text = f"{float(value):,.{d}f}"
     return text[1:] if text.startswith("-") and float(text.replace(",", "")) == 0 else text  # no "-0"
 
