@@ -114,15 +114,17 @@ def epsilon_for_accuracy(mechanism, workload: Workload, policy: Policy, alpha: f
 
 
 def clear_memory() -> None:
-    """Forget every remembered quote: ε, closed forms, draws and mechanism choices (no result changes by it).
+    """Forget every remembered quote: ε, closed forms, draws, mechanism choices and optimised strategies.
 
-    For tests that count or replace the work behind a quote.
+    No result changes by it (each is recomputed, to the last bit, when asked
+    again); for tests that count or replace the work behind a quote.
     """
     from .analysis import selection
 
     _EPSILONS.clear()
     _LAWS.clear()
     selection._CHOICES.clear()
+    selection._OPTIMIZED.clear()  # the fitted strategies behind ``mechanism="auto"`` (selection.optimized_for)
 
 
 def _epsilon(mechanism, workload, policy, alpha, beta, draws, seed, query) -> float:

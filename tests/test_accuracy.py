@@ -212,3 +212,21 @@ def test_round_draws_do_not_depend_on_threads_or_caller(monkeypatch):
     assert not np.array_equal(one, small)
     se = np.sqrt(np.var(one) / one.size + np.var(small) / small.size)
     assert abs(one.mean() - small.mean()) < 4 * se
+
+
+def test_clear_memory_forgets_the_fitted_optimised_strategies():
+    """clear_memory forgets selection's fitted strategies too: the next request fits again (a new object) and finds
+    the same strategy (the fit is seeded), so forgetting changes no result."""
+    from blowfish_nb import accuracy
+    from blowfish_nb.analysis import selection
+
+    W, pol = workload.identity(9), policy.grid((3, 3))
+    first = selection.optimized_for(W, pol)
+    assert selection.optimized_for(W, pol) is first
+    accuracy.clear_memory()
+    assert len(selection._OPTIMIZED) == 0
+    again = selection.optimized_for(W, pol)
+    assert again is not first
+    for a, b in zip(first.optimized.factors, again.optimized.factors):
+        np.testing.assert_array_equal(a.dense(), b.dense())
+    assert again.expected_error(W, pol, 1.0) == first.expected_error(W, pol, 1.0)
