@@ -266,3 +266,31 @@ def test_one_analysts_quotes_do_not_evict_anothers():
             memo.put(f"ana's query {i}", i)
     with memo_scope("ben"):
         assert memo.get("ben's query") == 1
+
+
+@pytest.mark.xfail(strict=True, reason="DenseFactor.X is set read-only but owns its memory, so X.setflags(write=True) "
+                   "undoes it; Kron._explicit_differences charges edges that move two coordinates from f.dense() = X "
+                   "while the release measures f.A: scaling X by 1e-3 charges Δ/10⁶. Fix in "
+                   "strategies/optimized.py DenseFactor: one source (dense() returns self.A.toarray(), or X a "
+                   "read-only view of a private read-only base) and Kron.binary from the factors' current data")
+def test_a_held_optimized_mechanism_cannot_be_mutated_to_lower_its_charge():
+    """Attack 8 (a8_mutate.py): a mechanism object is analyst-held attack surface (DESIGN §6). Under a policy
+    whose edges move two coordinates (diagonals of a 3×3 grid), the charged Δ went from 4.048 to 4.0e-6
+    (X scaled by 1e-3 per axis) while the measured strategy's Δ stayed 4.048: noise 10⁶ times too small."""
+    from blowfish_nb.operators import Kron
+    from blowfish_nb.strategies.optimized import DenseFactor, OptimizedStrategy
+
+    shape = (3, 3)
+    pol = policy.custom(Domain.grid(shape), [(0, 4), (4, 8), (2, 4)])
+    rng = np.random.default_rng(0)
+    factors = tuple(DenseFactor(np.eye(3) + 0.3 * rng.random((3, 3))) for _ in shape)
+    mech = Optimized(OptimizedStrategy(factors, float(pol.sensitivity(Kron(factors))), 1.0, shape))
+    measured = np.kron(factors[0].A.toarray(), factors[1].A.toarray())
+    true = brute_sensitivity_edges(measured, {(0, 4), (4, 8), (2, 4)})
+    try:
+        for f in factors:
+            f.X.setflags(write=True)
+            f.X[:] *= 1e-3
+    except ValueError:
+        return  # the factor refused the write: nothing to charge wrongly
+    assert mech.sensitivity(pol) >= true * (1 - 1e-12)
