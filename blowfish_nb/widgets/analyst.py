@@ -197,6 +197,26 @@ class AnalystPanel(w.VBox):
         self._update_budget(read=False)
         self._update_quote()
 
+    def __repr__(self) -> str:
+        """The text view (a notebook shows it where the panel cannot be drawn): the request and the budget.
+
+        Read from the controls, never from the session (no request to a service) and never an answer.
+
+        Examples
+        --------
+        >>> from blowfish_nb import datasets
+        >>> s = datasets.salaries(n=800, seed=1).blowfish.session(1.0, bins={"age": 31})
+        >>> AnalystPanel(s, alpha=25, beta=0.05)
+        AnalystPanel(histogram of age, α = 25, β = 0.05; 0 releases, ε left 1 of 1)
+        """
+        try:
+            n = len(self.releases)
+            return (f"AnalystPanel({self.query_dropdown.value} of {self.column_dropdown.value}, "
+                    f"α = {self.alpha_text.value:g}, β = {self.beta_text.value:g}; {n} release{'s' if n != 1 else ''}"
+                    f", ε left {self.budget_bar.value:.3g} of {self.budget_bar.max:g})")
+        except AttributeError:  # asked for before the controls exist (an error while building)
+            return "AnalystPanel(not built)"
+
     # -- the query the controls describe --------------------------------------------------
     def _policy_text(self) -> str:
         return "; ".join(self.session.column_policy(c).summary() for c in self.session.columns)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import pathlib
+import textwrap
 from typing import Any
 
 import anywidget
@@ -44,6 +45,8 @@ BOTTOM_ID = "bottom"
 MODES = ("view", "add", "remove", "block", "bottom")
 #: the messages the front end may send
 EDIT_OPS = ("add", "remove", "block", "bottom", "theta", "undo", "redo", "zoom")
+#: a policy with at most this many edges is listed edge by edge in the canvas's text view (its repr)
+LISTED_EDGES = 30
 
 
 class PolicyCanvas(anywidget.AnyWidget):
@@ -131,6 +134,22 @@ class PolicyCanvas(anywidget.AnyWidget):
         self.on_msg(self._on_msg)
         if policy is not None:
             self.policy = policy
+
+    def __repr__(self) -> str:
+        """The text view: what a notebook shows where the drawing cannot be (a static or offline view).
+
+        The policy, its cells and, for a small graph, every edge (cells by number, ⊥ for the null vertex):
+        enough to count a distance without the drawing. No data: the bins are the domain's public bounds.
+
+        Examples
+        --------
+        >>> from blowfish_nb import Domain, policy
+        >>> print(repr(PolicyCanvas(policy.line(Domain.grid(4)))))
+        PolicyCanvas(line on x0 (4 cells), 3 edges)
+        cells: 0 = x0 0–1 … 3 = x0 3–4
+        edges: 0–1, 1–2, 2–3
+        """
+        return _text_view(self.policy)
 
     # -- public API --------------------------------------------------------------
     def show(self, policy: Policy) -> None:
@@ -386,6 +405,36 @@ class PolicyCanvas(anywidget.AnyWidget):
             self.editable = editable
             self.window = [int(start), int(stop)]
             self.title = title
+
+
+def _text_view(pol: Policy | None) -> str:
+    """The canvas's repr: the policy and its edge count, the cells' range, the edges of a small graph."""
+    if pol is None:
+        return "PolicyCanvas(no policy drawn)"
+    d, m = pol.domain, pol.edge_count()
+    lines = [f"PolicyCanvas({pol.summary()}, {m:,} edge{'s' if m != 1 else ''})",
+             f"cells: {_cell_ref(d, 0)} = {_cell_name(d, 0)} … {_cell_ref(d, d.size - 1)} = "
+             f"{_cell_name(d, d.size - 1)}"]
+    if m > LISTED_EDGES:
+        lines.append(f"edges: more than {LISTED_EDGES}, not listed")
+    elif m:
+        names = [f"{_cell_ref(d, int(u))}–{_cell_ref(d, int(v))}" for u, v in pol.edges().tolist()]
+        lines.append("\n".join(textwrap.wrap("edges: " + ", ".join(names), 110, subsequent_indent="       ")))
+    else:
+        lines.append("edges: none")
+    return "\n".join(lines)
+
+
+def _cell_name(d, i: int) -> str:
+    """A cell in data units with its attribute's name: ``salary 0–25,000``."""
+    return cell_label(d, i) if len(d.attributes) > 1 else f"{d.attributes[0].name} {cell_label(d, i)}"
+
+
+def _cell_ref(d, i: int) -> str:
+    """A cell in the text view: its number on a 1-D domain, its (row, column) on a grid, ⊥."""
+    if i == BOTTOM:
+        return "⊥"
+    return str(i) if len(d.shape) == 1 else "(" + ", ".join(str(int(c)) for c in d.cell(i)) + ")"
 
 
 def _query_name(w: Workload) -> str:

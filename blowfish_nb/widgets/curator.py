@@ -184,6 +184,24 @@ class CuratorExplorer(w.VBox):
         self.brush.observe(self._on_brush, names="selected")
         self._recompute()
 
+    def __repr__(self) -> str:
+        """The text view (a notebook shows it where the explorer cannot be drawn): the controls' state only.
+
+        No count, true or noisy: the explorer is the curator's, but a repr is saved in the notebook.
+
+        Examples
+        --------
+        >>> from blowfish_nb import datasets
+        >>> CuratorExplorer(datasets.salaries(n=500, seed=0), column="age", bins=31, theta=3, rng=0)
+        CuratorExplorer(histogram, threshold θ=3 on age (31 cells), ε = 1)
+        """
+        try:
+            pol = self.policy
+            shown = pol.summary() if pol is not None else "no policy"
+            return f"CuratorExplorer({self.query_dropdown.value}, {shown}, ε = {self.epsilon:.3g})"
+        except AttributeError:  # asked for before the controls exist (an error while building)
+            return "CuratorExplorer(not built)"
+
     # -- state -------------------------------------------------------------------------------
     @property
     def epsilon(self) -> float:
