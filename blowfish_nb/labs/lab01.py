@@ -41,6 +41,8 @@ _U, _V = 1, 4  # 25,000–50,000 and 100,000–125,000
 _FAR = 8  # 200,000–225,000
 _THETA = 2
 _NEW_EDGE = (1, 6)  # 25,000–50,000 joined to 150,000–175,000 on the canvas
+#: the relative tolerance of a real-valued answer: a value worked by hand to 3 significant digits passes
+_ROUNDED = 1e-3
 
 
 def salary_domain() -> Domain:
@@ -113,7 +115,8 @@ def q3(answer: Any) -> None:
     gap = _FAR - _U
     judge(answer, expected, question="q3 (distance under the threshold policy)", mistakes=[
         Mistake(gap, "that is the line policy's distance: with θ a single edge may jump up to θ bins."),
-        Mistake(gap // _THETA, "the last jump may be shorter than θ, but it is still an edge: round up, not down."),
+        Mistake(gap // _THETA, "walk the jumps one by one: does your last jump land on the second value, "
+                                 "or short of it?"),
         Mistake(1, "θ bounds how far one edge reaches; these two bins are further apart than θ."),
     ], otherwise="each edge of the threshold policy joins bins at most θ apart: how many such jumps at least?")
 
@@ -151,7 +154,8 @@ def q5(answer: Any) -> None:
         Mistake(EPSILON * distance, "you have the exponent; the bound on the odds ratio is e raised to it."),
         Mistake(policy.dp(d).guarantee(_U, _V, EPSILON).bound, "that uses the distance under unbounded DP; the "
                                                                "question asks about the line policy."),
-    ], otherwise="multiply ε by the number of edges between the two values, then take the exponential.")
+    ], otherwise="multiply ε by the number of edges between the two values, then take the exponential.",
+       rtol=_ROUNDED)
 
 
 def q6(answer: Any) -> None:

@@ -123,8 +123,8 @@ def q4(answer: Any) -> None:
     """
     expected = sensitivity("cumulative", "dp")
     judge(answer, expected, question="q4 (cumulative histogram, unbounded DP)", mistakes=[
-        Mistake(expected - 1, "off by one: a record in the lowest bin is counted by every cumulative count, "
-                              "the last one (the total) included."),
+        Mistake(expected - 1, "check which end counts: list the cumulative counts one by one and ask of each "
+                              "whether it includes the lowest bin."),
         Mistake(sensitivity("histogram", "dp"), "that is the histogram's; a cumulative count adds up every bin "
                                                 "up to its own, so one record is counted many times."),
     ], otherwise="add a record to the lowest bin: how many cumulative counts include it?")
@@ -174,8 +174,8 @@ def q7(answer: Any) -> None:
     expected = sensitivity("cumulative", "threshold")
     judge(answer, expected, question="q7 (cumulative histogram, threshold policy)", mistakes=[
         Mistake(sensitivity("cumulative", "line"), "that is the line policy's; with θ a record may jump θ bins."),
-        Mistake(expected + 1, "off by one: the counts that change include the bin the record leaves but not "
-                              "the one it arrives in."),
+        Mistake(expected + 1, "check which end counts: a cumulative count that includes both the bin the "
+                              "record leaves and the one it arrives in does not change."),
         Mistake(sensitivity("cumulative", "bounded"), "that is bounded DP's; θ limits how far a record moves."),
     ], otherwise="move a record as far as θ allows: how many cumulative counts lie between the two bins?")
 
@@ -221,9 +221,9 @@ def q10(answer: Any) -> None:
     judge(answer, expected, question="q10 (cumulative histogram, partition)", mistakes=[
         Mistake(sensitivity("cumulative", "bounded"), "a record only moves inside its block: it cannot go from "
                                                       "the lowest bin to the highest."),
-        Mistake(max(len(b) for b in PARTITION_BLOCKS), "off by one: moving from the first to the last bin of a "
-                                                      "block changes the counts from the first bin up to, but not "
-                                                      "including, the last."),
+        Mistake(max(len(b) for b in PARTITION_BLOCKS), "check which end counts: a cumulative count that "
+                                                      "includes both the bin the record leaves and the one it "
+                                                      "arrives in does not change."),
         Mistake(sensitivity("cumulative", "line"), "inside a block any two bins are neighbours, not only "
                                                    "adjacent ones."),
     ], otherwise="find the widest block: move a record from its first bin to its last one.")

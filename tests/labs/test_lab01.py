@@ -50,7 +50,7 @@ D_LINE = _d(("threshold", {"theta": 1}), 1, 4)
 CASES = {
     "q1": (lab01.q1, D_LINE, [(D_LINE + 1, "ends included"), (1, "neighbouring bin")]),
     "q2": (lab01.q2, _d(("dp", {}), 1, 4, bottom=True), [(1, "bounded DP"), (D_LINE, "line policy's answer")]),
-    "q3": (lab01.q3, _d(("threshold", {"theta": 2}), 1, 8), [(7, "line policy's distance"), (3, "round up"),
+    "q3": (lab01.q3, _d(("threshold", {"theta": 2}), 1, 8), [(7, "line policy's distance"), (3, "does your last jump land"),
                                                               (1, "further apart than θ")]),
     "q4": (lab01.q4, math.isfinite(_d(("partition", {"blocks": BLOCKS}), 1, 6)), [(True, "path of edges")]),
     "q5": (lab01.q5, math.exp(lab01.EPSILON * D_LINE), [
@@ -104,3 +104,15 @@ def test_the_placeholder_asks_for_an_answer(question):
 
 def test_the_choice_ignores_case_and_spaces():
     lab01.q7(f"  {_which_policy().upper()} ")
+
+
+@pytest.mark.parametrize("digits", [3, 4, 5])
+def test_the_guarantee_rounded_by_hand_passes(digits):
+    bound = math.exp(lab01.EPSILON * D_LINE)
+    lab01.q5(float(f"{bound:.{digits}g}"))
+
+
+def test_the_guarantee_rounded_to_two_digits_is_not_enough():
+    bound = math.exp(lab01.EPSILON * D_LINE)
+    with pytest.raises(LabCheckFailed, match="Hint:"):
+        lab01.q5(float(f"{bound:.2g}"))

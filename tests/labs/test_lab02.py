@@ -34,15 +34,15 @@ CASES = {
     "q1": (lab02.q1, D("histogram", "dp"), [(2, "adds or removes")]),
     "q2": (lab02.q2, D("histogram", "bounded"), [(1, "a move is not one change")]),
     "q3": (lab02.q3, D("histogram", "line"), [(1, "a short move is still a move")]),
-    "q4": (lab02.q4, D("cumulative", "dp"), [(K - 1, "off by one"), (1, "that is the histogram's")]),
+    "q4": (lab02.q4, D("cumulative", "dp"), [(K - 1, "which end counts"), (1, "that is the histogram's")]),
     "q5": (lab02.q5, D("cumulative", "bounded"), [(K, "keeps the number of records"), (2 * (K - 1), "at most one"),
                                                   (2, "that is the histogram's")]),
     "q6": (lab02.q6, D("cumulative", "line"), [(2, "that is the histogram's"), (K - 1, "that is bounded DP's")]),
-    "q7": (lab02.q7, D("cumulative", "threshold"), [(1, "that is the line policy's"), (lab02.THETA + 1, "off by one"),
+    "q7": (lab02.q7, D("cumulative", "threshold"), [(1, "that is the line policy's"), (lab02.THETA + 1, "which end counts"),
                                                     (K - 1, "that is bounded DP's")]),
     "q8": (lab02.q8, D("ranges", "dp"), [(1, "more than one of the ranges"), (3, "all the ranges at once")]),
     "q9": (lab02.q9, D("ranges", "bounded"), [(2, "do not cancel"), (4, "no move can leave two ranges")]),
-    "q10": (lab02.q10, D("cumulative", "partition"), [(K - 1, "inside its block"), (4, "off by one"),
+    "q10": (lab02.q10, D("cumulative", "partition"), [(K - 1, "inside its block"), (4, "which end counts"),
                                                       (1, "not only adjacent ones")]),
 }
 
