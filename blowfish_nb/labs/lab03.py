@@ -164,6 +164,9 @@ def q3(squared_errors) -> None:
     mean, se = float(e.mean()), float(e.std(ddof=1) / math.sqrt(e.size))
     if abs(mean - expected) <= 4 * se:
         return
+    if np.ptp(e) == 0:
+        raise LabCheckFailed(f"{question}: not yet. Hint: all your errors are equal: create the generator once, "
+                             "outside the loop, so that every release draws new noise.")
     if np.any(e < 0) or abs(mean) < 4 * se:
         hint = ("square each error: (noisy answer − true answer)². Negative or cancelling errors average to "
                 "about zero.")
@@ -213,5 +216,5 @@ def q5(answer) -> None:
                                  "budget, not less."),
         Mistake(EPSILON * math.sqrt(ratio), "the noise scale is Δ/ε; keep Δ/ε the same (the square in the error "
                                             "cancels)."),
-        Mistake(EPSILON, "Δ of the prefix sums grows with θ; look at the trade-off table."),
+        Mistake(EPSILON, "Δ of the prefix sums grows with θ (part 1 of the lab): the same ε gives more noise."),
     ], otherwise="the error depends on ε and θ only through the noise scale Δ/ε: find the ε that keeps it.")

@@ -90,6 +90,7 @@ def test_q3_explains_the_usual_monte_carlo_mistakes():
     assert "square each error" in _hint("q3", np.sqrt(e) * np.where(np.arange(e.size) % 2, 1, -1))  # signed
     assert "too large" in _hint("q3", e * 4)  # e.g. Laplace's Δ under the line policy
     assert "list or array" in _hint("q3", ["many", "errors"])
+    assert "create the generator once" in _hint("q3", np.full(e.size, e[0]))  # re-seeded inside the loop
     assert not _gives_away(_hint("q3", e * 4), EXPECTED["q2"])
 
 
