@@ -22,11 +22,12 @@ from ..datasets import salaries
 from ..domain import Domain
 from ..exceptions import BudgetExceededError, PolicyError
 from ..policy import constrained, line, partition
+from ..workload import identity
 from ._check import Mistake, judge, unanswered
 
 __all__ = ["data", "session", "RELEASES", "BUDGET", "OVERSPEND", "ACCURACY", "BLOCKS", "BLOCK_EPSILONS",
            "q1", "q2", "q3", "q4a", "q4b", "q5", "unanswered", "sequential_total", "spent_after_refusal",
-           "laplace_quote", "parallel_total", "halving_ratio"]
+           "laplace_quote", "histogram_sensitivity", "parallel_total", "halving_ratio"]
 
 #: the session's total ε
 BUDGET = 1.0
@@ -94,6 +95,17 @@ def laplace_quote(alpha: float = ACCURACY[0], beta: float = ACCURACY[1], policy=
     return float(session(policy).quote("histogram", "age", accuracy=(alpha, beta), mechanism="laplace").epsilon)
 
 
+def histogram_sensitivity(policy_name: str = "line") -> float:
+    """Δ of the session's age histogram under ``policy_name`` (the library's policy sensitivity).
+
+    Examples
+    --------
+    >>> histogram_sensitivity()
+    2.0
+    """
+    return float(session(policy_name).column_policy("age").sensitivity(identity(session().attribute("age").size)))
+
+
 def parallel_total(policy_name: str) -> float:
     """Total ε of the two group releases of question 4 under ``"partition"`` (young | old) or ``"line"``.
 
@@ -153,16 +165,24 @@ def q2(spent: float) -> None:
     ], otherwise="a refused release raises BudgetExceededError: what does the ledger hold afterwards?")
 
 
-def q3(epsilon: float) -> None:
-    """Question 3: the ε an (α, β) = :data:`ACCURACY` age histogram needs with Laplace noise under the line policy.
+def q3(epsilon: float, delta: float) -> None:
+    """Question 3: ``delta``, the age histogram's Δ under the line policy, and ``epsilon``, the ε an (α, β) =
+    :data:`ACCURACY` age histogram needs with Laplace noise under that policy.
 
-    Passes within :data:`FORMULA_RTOL` of the library's quote (the continuous-Laplace formula of the lab against
-    the library's exact discrete-Laplace solution).
+    ``delta`` is judged first (exactly: it is the library's Δ); ``epsilon`` passes within :data:`FORMULA_RTOL` of
+    the library's quote (the continuous-Laplace formula of the lab against the library's exact discrete-Laplace
+    solution).
 
     Examples
     --------
-    >>> q3(laplace_quote())
+    >>> q3(laplace_quote(), histogram_sensitivity())
     """
+    judge(delta, histogram_sensitivity(), question="q3 (Δ of the age histogram under the line policy)", mistakes=[
+        Mistake(1, "that is Δ of plain DP (adding or removing one person changes one count by one). Under the line "
+                   "policy a person *moves* to a neighbouring bin: how many counts change, and by how much? (the "
+                   "lab 'Sensitivity by hand')"),
+    ], otherwise="Δ is a number: the largest L1 change of the histogram when one person moves along one edge of "
+                 "the line policy (the lab 'Sensitivity by hand').")
     expected = laplace_quote()
     k = session().attribute("age").size
     alpha, beta = ACCURACY
@@ -173,7 +193,7 @@ def q3(epsilon: float) -> None:
 
     judge(epsilon, expected, question="q3 (ε for an (α, β)-accurate histogram)", rtol=FORMULA_RTOL, mistakes=[
         Mistake(near(one / alpha), "that is the ε of plain DP (one count changes). Under the line policy a person "
-                                   "moves to a neighbouring bin: how many counts change, and by how much? (lab 2)"),
+                                   "moves to a neighbouring bin: did your formula use the Δ you found?"),
         Mistake(near(2 * math.log(1 / beta) / alpha), "α must hold for *every* answer at once: with k answers each "
                                                       "one may fail only with a much smaller probability than β."),
         Mistake(near(math.log(1 / beta) / alpha), "two things are missing: the line policy's sensitivity, and that "

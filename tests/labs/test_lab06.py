@@ -23,11 +23,19 @@ def _expected():
 
 
 EXPECTED = _expected()
+DELTA = lab06.histogram_sensitivity()
+
+
+def _call(name, answer):
+    """Run question ``name``'s check on ``answer`` (question 3 with the right Δ beside its ε)."""
+    if name == "q3":
+        return lab06.q3(answer, DELTA)
+    return getattr(lab06, name)(answer)
 
 
 def _hint(name, answer):
     with pytest.raises(LabCheckFailed) as failed:
-        getattr(lab06, name)(answer)
+        _call(name, answer)
     return str(failed.value)
 
 
@@ -47,7 +55,7 @@ def test_the_library_answers_match_composition_and_the_quote():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_the_library_answer_passes(name):
-    getattr(lab06, name)(EXPECTED[name])
+    _call(name, EXPECTED[name])
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -60,10 +68,36 @@ def test_q3_the_lab_formula_passes_within_the_stated_tolerance():
     k = lab06.session().attribute("age").size
     formula = 2 / alpha * math.log(1 / (1 - (1 - beta) ** (1 / k)))
     assert formula != pytest.approx(EXPECTED["q3"], rel=1e-6)  # the discrete quote differs from the formula …
-    lab06.q3(formula)  # … by less than the lab's tolerance
-    lab06.q3(EXPECTED["q3"] * (1 + 0.9 * lab06.FORMULA_RTOL))
+    lab06.q3(formula, DELTA)  # … by less than the lab's tolerance
+    lab06.q3(float(f"{formula:.3g}"), DELTA)  # rounded by hand to 3 significant digits
+    lab06.q3(EXPECTED["q3"] * (1 + 0.9 * lab06.FORMULA_RTOL), DELTA)
     with pytest.raises(LabCheckFailed):
-        lab06.q3(EXPECTED["q3"] * (1 + 1.5 * lab06.FORMULA_RTOL))
+        lab06.q3(EXPECTED["q3"] * (1 + 1.5 * lab06.FORMULA_RTOL), DELTA)
+
+
+def test_q3_delta_is_the_line_policy_sensitivity():
+    d = lab06.session().attribute("age")
+    assert DELTA == bf_line_delta(d.size)
+
+
+def bf_line_delta(k):
+    """Brute force: the largest L1 change of a k-bin histogram when one record moves to a neighbouring bin."""
+    return max(sum(abs(a - b) for a, b in zip(_unit(k, u), _unit(k, u + 1))) for u in range(k - 1))
+
+
+def _unit(k, i):
+    return [1 if j == i else 0 for j in range(k)]
+
+
+@pytest.mark.parametrize("delta, words", [(1, "plain DP"), ("two", "Δ is a number"), (4, "Δ is a number"),
+                                          (..., PLACEHOLDER)])
+def test_q3_judges_delta_even_with_the_right_epsilon(delta, words):
+    # finding 5 of the review: a wrong Δ no longer passes beside the right ε
+    with pytest.raises(LabCheckFailed) as failed:
+        lab06.q3(EXPECTED["q3"], delta)
+    message = str(failed.value)
+    assert words in message and "Δ" in message
+    assert _no_value(message, DELTA)
 
 
 def _formula(delta, k, alpha, beta):
