@@ -8,16 +8,18 @@ without giving the value away.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..domain import Domain
 from ..mechanisms import HThetaRanges
-from ..policy import Policy, line, spanning_tree, stretch, threshold, transform
+from ..policy import Policy, custom, line, spanning_tree, stretch, threshold, transform
 from ..workload import matrix
 from ._check import Mistake, judge, unanswered
 
-__all__ = ["K", "THETA", "EPSILON", "TREES", "policy", "trees", "edge_counts_matrix", "q1", "q2", "q3", "q4a",
-           "q4b", "q5", "unanswered"]
+__all__ = ["K", "THETA", "EPSILON", "TREES", "policy", "trees", "comb_tree", "edge_counts_matrix", "q1", "q2", "q2b",
+           "q3", "q4a", "q4b", "q5", "unanswered"]
 
 #: cells of the lab's domain
 K = 16
@@ -52,6 +54,19 @@ def trees(theta: int = THETA, k: int = K) -> dict[str, Policy]:
     return {"path": line(g.domain), "htheta": spanning_tree(g, "htheta"), "bfs": spanning_tree(g, "bfs")}
 
 
+def comb_tree(step: int = 2, k: int = K) -> Policy:
+    """The comb: every ``step``-th cell is red, the red cells form a path, every other cell hangs off the red cell
+    to its left (a spanning tree of G^θ for θ ≥ ``step``).
+
+    Examples
+    --------
+    >>> comb_tree().is_tree(), len(comb_tree().edges())
+    (True, 15)
+    """
+    edges = [(r, r + step) for r in range(0, k - step, step)] + [(c, c - c % step) for c in range(k) if c % step]
+    return custom(Domain.grid(k), edges)
+
+
 def edge_counts_matrix(tree: Policy) -> np.ndarray:
     """The matrix of x ↦ x_T (one row per tree edge): the data the tree's mechanisms measure (Haney §4.4).
 
@@ -75,8 +90,8 @@ def q1(answer) -> None:
     judge(answer, expected, question="q1 (edges of a spanning tree)", mistakes=[
         Mistake(len(policy().edges()), "that counts the edges of G^θ itself; a tree keeps only enough edges to "
                                        "connect every cell, with no cycle."),
-        Mistake(K, "one edge too many: a path of 3 cells has 2 edges; a tree always has one edge fewer than "
-                   "cells."),
+        Mistake(K, "check which end counts: draw a tree on a few cells and compare its number of edges with its "
+                   "number of cells."),
     ], otherwise="a tree connects all the cells without a cycle: count how many edges that takes.")
 
 
@@ -96,6 +111,24 @@ def q2(answer) -> None:
         Mistake(2, "from a non-red cell, first climb to its red cell, walk along the red path, then come down: "
                    "count the steps of the worst edge of G^θ."),
     ], otherwise="for every edge (u, v) of G^θ find the path from u to v in the tree; the stretch is the longest.")
+
+
+def q2b(answer) -> None:
+    """The stretch of the comb (``comb_tree()``, red cells twice as dense as in H^θ) for the lab's G^θ.
+
+    Examples
+    --------
+    >>> q2b(stretch(policy(), comb_tree()))
+    """
+    expected = stretch(policy(), comb_tree())
+    judge(answer, expected, question="q2b (stretch of the comb)", mistakes=[
+        Mistake(stretch(policy(), trees()["htheta"]),
+                "that is H^θ's stretch. The comb has more red cells, so a long edge of G^θ walks past more of them: "
+                "draw the comb and follow the edges of G^θ that start on a non-red cell."),
+        Mistake(1, "edges of the comb have stretch 1, but most edges of G^θ are not in the comb."),
+        Mistake(2, "from a non-red cell you first climb to its red cell, walk along the red path, then come down: "
+                   "count all three parts for the worst edge of G^θ."),
+    ], otherwise="for every edge (u, v) of G^θ follow the path from u to v in the comb; the stretch is the longest.")
 
 
 def q3(answer) -> None:
@@ -155,13 +188,22 @@ def q4b(answer) -> None:
 def q5(answer) -> None:
     """The exact Δ under the lab's G^θ of the H^θ + Privelet strategy for ranges (``HThetaRanges``).
 
+    The student works it out from the error table (squared error ∝ Δ², the same strategy and ε) and the paper's
+    Δ; any answer within 2 % passes (3 significant digits of the table's values suffice).
+
     Examples
     --------
     >>> q5(HThetaRanges().sensitivity(policy()))
     """
+    paper = HThetaRanges(budget="stretch").sensitivity(policy())
     expected = HThetaRanges().sensitivity(policy())
-    judge(answer, expected, question="q5 (exact Δ of H^θ + Privelet)", mistakes=[
-        Mistake(HThetaRanges(budget="stretch").sensitivity(policy()),
-                "that is the paper's accounting: stretch × Δ under the tree. The exact Δ under G^θ can be smaller, "
-                "because the changes along one tree path partly cancel in the wavelet."),
-    ], otherwise="ask the library: bf.mechanisms.HThetaRanges() has a sensitivity(policy) method.")
+    ratio = (expected / paper) ** 2  # the exact-Δ error over the paper's, as the table shows it
+    judge(answer, expected, question="q5 (exact Δ of H^θ + Privelet)", rtol=0.02, mistakes=[
+        Mistake(paper, "that is the paper's accounting: stretch × Δ under the tree. The exact Δ under G^θ can be "
+                       "smaller, because the changes along one tree path partly cancel in the wavelet: read it off "
+                       "the errors."),
+        Mistake(paper * ratio, "the squared error grows with Δ², not Δ: take a square root of the errors' ratio."),
+        Mistake(paper / ratio, "the ratio is upside down, and the squared error grows with Δ²."),
+        Mistake(paper / math.sqrt(ratio), "the ratio is upside down: the exact Δ is the smaller one."),
+    ], otherwise="the two columns differ only in Δ, and the squared error is proportional to (Δ/ε)²: scale the "
+                 "paper's Δ by the right power of the errors' ratio.")

@@ -9,16 +9,19 @@ from blowfish_nb import policy
 from blowfish_nb.labs import lab04
 from blowfish_nb.labs._check import LabCheckFailed
 from blowfish_nb.mechanisms import HThetaRanges
-from blowfish_nb.workload import matrix
+from blowfish_nb.workload import all_ranges, matrix
 
 PLACEHOLDER = "replace the `...`"
 G = lab04.policy()
 TREES = lab04.trees()
 X = matrix(lab04.edge_counts_matrix(TREES["htheta"]))
 
+PAPER = HThetaRanges(budget="stretch").sensitivity(G)
+RATIO = (HThetaRanges().sensitivity(G) / PAPER) ** 2
 EXPECTED = {
     "q1": len(TREES["htheta"].edges()),
     "q2": policy.stretch(G, TREES["htheta"]),
+    "q2b": policy.stretch(G, lab04.comb_tree()),
     "q3": G.sensitivity(X) / lab04.EPSILON,
     "q4a": "htheta",
     "q4b": 4,
@@ -27,12 +30,13 @@ EXPECTED = {
 MISTAKES = {
     "q1": [len(G.edges()), lab04.K],
     "q2": [1, lab04.THETA, 2],
+    "q2b": [policy.stretch(G, TREES["htheta"]), 1, 2],
     "q3": [TREES["htheta"].sensitivity(X) / lab04.EPSILON, G.sensitivity(X) * lab04.EPSILON],
     "q4a": ["a star", "path", "bfs"],
     "q4b": [EXPECTED["q4b"] - 1, 1],
-    "q5": [HThetaRanges(budget="stretch").sensitivity(G)],
+    "q5": [PAPER, PAPER * RATIO, PAPER / RATIO, PAPER / math.sqrt(RATIO)],
 }
-WRONG = {"q4a": "Path ", "q1": 99, "q2": 7, "q3": 0.3, "q4b": 9, "q5": 100}  # a wrong answer no mistake explains
+WRONG = {"q4a": "Path ", "q1": 99, "q2": 7, "q2b": 9, "q3": 0.3, "q4b": 9, "q5": 100}  # a wrong answer no mistake explains
 
 
 def _hint(name, answer):
@@ -54,6 +58,20 @@ def test_the_library_values_are_what_the_lab_teaches():
     assert EXPECTED["q2"] == 3  # H^θ's stretch (Haney et al. §5.3.1)
     assert G.sensitivity(X) == EXPECTED["q2"] and TREES["htheta"].sensitivity(X) == 1  # stretch multiplies Δ
     assert EXPECTED["q5"] <= HThetaRanges(budget="stretch").sensitivity(G)
+
+
+def test_the_comb_is_a_spanning_tree_of_the_policy_no_better_than_the_path():
+    comb = lab04.comb_tree()
+    assert comb.is_tree() and len(comb.edges()) == lab04.K - 1
+    assert all(G.distance(u, v) == 1 for u, v in comb.edges().tolist())  # its edges are edges of G^θ
+    assert EXPECTED["q2b"] == policy.stretch(G, TREES["path"]) > EXPECTED["q2"]  # denser red cells do not help
+
+
+def test_q5_is_read_off_the_error_table_to_three_digits():
+    ranges = all_ranges(lab04.K)
+    paper = round(HThetaRanges(budget="stretch").expected_error(ranges, G, 0.5), 1)
+    exact = round(HThetaRanges().expected_error(ranges, G, 0.5), 1)
+    lab04.q5(float(f"{PAPER * math.sqrt(exact / paper):.3g}"))
 
 
 def test_q4b_is_where_the_path_stops_winning():
