@@ -33,7 +33,7 @@ from ..policy import Policy, Threshold
 from ..ranges import Ranges, as_ranges
 from ..strategies import BlockTrees
 from . import noise
-from .base import Mechanism, _check_workload
+from .base import Mechanism, _check_workload, apply_rows
 from .factors import TreeFactor
 
 __all__ = ["OrderedHierarchical"]
@@ -178,6 +178,44 @@ class OrderedHierarchical(Mechanism):
         before = np.where((block >= 1) & measured_s, s[np.maximum(block - 1, 0)], 0.0)
         c = np.where(end, s[block], before + inside)
         return np.asarray(workload @ np.diff(c, prepend=0.0), dtype=float)
+
+    def _sample(self, x, workload: Workload, policy: Policy, epsilon: float, size: int, rng) -> np.ndarray:
+        """``size`` releases as rows, vectorised: what :meth:`_release` does, on every draw at once.
+
+        The S and H measurements of every draw come from two calls of the
+        noise door (S first, then H, as one release draws them: ``size`` = 1
+        consumes the generator as :meth:`_release` does); the in-block least
+        squares runs on every block of every draw together
+        (:meth:`.TreeFactor.lstsq_rows` on a (size·blocks) × nodes array); the
+        cumulative counts c are built block by block with slices, and ranges
+        are read from c directly (c_hi − c_{lo−1}, what the workload computes
+        from the cell estimates diff(c)).
+        """
+        k, theta = x.size, self._theta(policy)
+        b_s, b_h = self._scales(policy, epsilon, self.fraction(workload, policy, epsilon))
+        S, H = self._parts(k, theta)
+        blocks = S.shape[0]
+        s = None
+        if math.isfinite(b_s):
+            s = noise.noisy(np.broadcast_to(S @ x, (size, blocks)), b_s, rng, epsilon=epsilon)
+        c = np.zeros((size, blocks, theta))  # c of cell j at [block j // θ, place j % θ]
+        if math.isfinite(b_h):
+            y = noise.noisy(np.broadcast_to(H @ x, (size, H.shape[0])), b_h, rng, epsilon=epsilon)
+            est = TreeFactor(self.branching).lstsq_rows(H.tree, y.reshape(size * blocks, -1), overwrite=True)
+            np.cumsum(est.reshape(size, blocks, -1)[:, :, :theta], axis=2, out=c)  # prefixes within each block
+        if s is not None:
+            c[:, 1:, :] += s[:, :-1, None]  # the previous block's S node
+            c[:, :, theta - 1] = s  # a block's end is its S node
+        c = c.reshape(size, blocks * theta)[:, :k]
+        if s is not None:
+            c[:, k - 1] = s[:, -1]  # the last cell ends the last (perhaps shorter) block
+        r = as_ranges(workload)
+        if r is None:
+            return apply_rows(workload, np.diff(c, axis=1, prepend=0.0))
+        if not r.lo.any():
+            return c if np.array_equal(r.hi, np.arange(k)) else c[:, r.hi]
+        C = np.concatenate([np.zeros((size, 1)), c], axis=1)
+        return C[:, r.hi + 1] - C[:, r.lo]
 
     # -- error ---------------------------------------------------------------------------
     def expected_error(self, workload: Workload, policy: Policy, epsilon: float) -> float:

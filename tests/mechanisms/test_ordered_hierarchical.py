@@ -86,3 +86,62 @@ def test_audit_finds_no_violation():
     result = audit(mechanisms.OrderedHierarchical(branching=2), pol, 1.0, workload=workload.prefix(16),
                    samples=2_000, edges=1, rng=4)
     assert not result.violation, str(result)
+
+
+# -- vectorised sampling (issue 16: a cold quote drew 800 releases one by one) ------------------------------------
+
+SAMPLE_CASES = CASES + [(4096, None, 16)]  # None: unbounded DP (one tree over the whole domain, no S nodes)
+
+
+def _policy(k, theta):
+    return policy.dp(Domain.grid(k)) if theta is None else policy.threshold(Domain.grid(k), theta)
+
+
+@pytest.mark.parametrize("k,theta,f", CASES + [(50, None, 4)])
+def test_one_sample_is_the_release_drawn_from_the_same_generator(k, theta, f):
+    """sample(size=1) consumes the generator as release does (S noise, then H noise) and computes the same answers:
+    equal to rounding, for ranges, prefixes and a workload that is not a range set."""
+    pol, m = _policy(k, theta), mechanisms.OrderedHierarchical(branching=f)
+    x = np.random.default_rng(2).poisson(5, size=k).astype(float)
+    for W in (random_ranges(k, 40, rng=1), workload.prefix(k), workload.identity(k)):
+        for seed in range(3):
+            np.testing.assert_allclose(m.sample(x, W, pol, 0.7, 1, rng=seed)[0], m.release(x, W, pol, 0.7, rng=seed),
+                                       rtol=0, atol=1e-8)
+
+
+def test_sample_runs_no_release_and_its_noise_does_not_depend_on_the_data(monkeypatch):
+    """The draws are vectorised (no _release call), and from one seed the errors are the same on any histogram."""
+    k, theta = 100, 7
+    pol, m, W = _policy(k, theta), mechanisms.OrderedHierarchical(branching=4), random_ranges(k, 60, rng=3)
+    monkeypatch.setattr(mechanisms.OrderedHierarchical, "_release", lambda *a: pytest.fail("_release was called"))
+    x = np.random.default_rng(4).poisson(20, size=k).astype(float)
+    with_data = m.sample(x, W, pol, 0.5, 30, rng=8) - W @ x
+    np.testing.assert_allclose(with_data, m.sample(np.zeros(k), W, pol, 0.5, 30, rng=8), rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("k,theta,f", SAMPLE_CASES)
+def test_sampled_errors_have_mean_zero_and_the_expected_error(k, theta, f):
+    """Mean error ≈ 0 and mean squared error ≈ expected_error, each within 3 standard errors of the per-draw means
+    (2,000 draws, fixed seed)."""
+    pol, m = _policy(k, theta), mechanisms.OrderedHierarchical(branching=f)
+    W = random_ranges(k, 300, rng=1)
+    err = m.sample(np.zeros(k), W, pol, 0.7, 2000, rng=k * 100 + (theta or 0))
+    mean, mse = err.mean(axis=1), (err**2).mean(axis=1)
+    assert abs(mean.mean()) <= 3 * mean.std(ddof=1) / np.sqrt(mean.size)
+    assert abs(mse.mean() - m.expected_error(W, pol, 0.7)) <= 3 * mse.std(ddof=1) / np.sqrt(mse.size)
+
+
+@pytest.mark.parametrize("k,theta,f", [(64, 4, 4), (100, 7, 4), (40, 1, 16), (300, None, 16)])
+def test_sampled_errors_agree_with_released_errors(k, theta, f):
+    """Two samples, 500 vectorised draws and 500 releases (independent seeds): the per-draw mean squared error and
+    max |error| (what an (α, β) quote bounds) agree within 3 standard errors of the difference of means (S and H
+    nodes, S nodes only, one tree only)."""
+    pol, m = _policy(k, theta), mechanisms.OrderedHierarchical(branching=f)
+    W = random_ranges(k, 200, rng=5)
+    zeros, rng = np.zeros(k), np.random.default_rng(k + 1)
+    sampled = m.sample(zeros, W, pol, 0.4, 500, rng=np.random.default_rng(k))
+    released = np.stack([m.release(zeros, W, pol, 0.4, rng=rng) for _ in range(500)])
+    for stat in (lambda e: (e**2).mean(axis=1), lambda e: np.abs(e).max(axis=1)):
+        a, b = stat(sampled), stat(released)
+        se = np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+        assert abs(a.mean() - b.mean()) <= 3 * se
