@@ -26,7 +26,8 @@ from ..workload import matrix, prefix
 from ._check import LabCheckFailed, Mistake, judge, unanswered
 
 __all__ = ["K", "EPSILON", "THETA", "VARIANTS", "line_policy", "theta_policy", "variant", "kmeans_setting",
-           "kmeans_edge_change", "grid_policy", "edge_counts_matrix", "constraint_setting", "q1", "q2", "q3",
+           "kmeans_edge_change", "grid_policy", "edge_counts_matrix", "constraint_setting", "forced_pair",
+           "q1", "q2", "q3",
            "q4a", "q4b", "q5", "q6", "unanswered"]
 
 #: cells of the small domains the hunter searches
@@ -116,9 +117,31 @@ def edge_counts_matrix(policy: Policy) -> np.ndarray:
 
 
 def constraint_setting():
-    """The §8 puzzle: line policy on 6 cells, the counts of cells {0, 1} and {4, 5} known: (policy, constraints)."""
-    d = Domain.grid(6)
-    return line(d), rectangles(d, [[(0, 1)], [(4, 5)]])
+    """The §8 puzzle: line policy on 8 cells, the counts of cells {0, 1}, {3, 4} and {6, 7} known: (policy,
+    constraints).
+
+    Examples
+    --------
+    >>> pol, known = constraint_setting()
+    >>> pol.domain.size, known.names
+    (8, ['box 0 [(0, 1)]', 'box 1 [(3, 4)]', 'box 2 [(6, 7)]'])
+    """
+    d = Domain.grid(8)
+    return line(d), rectangles(d, [[(0, 1)], [(3, 4)], [(6, 7)]])
+
+
+def forced_pair() -> tuple[list[int], list[int]]:
+    """The notebook's neighbouring databases of the §8 puzzle (one cell per record): record A moves 1 → 2 (an edge
+    of the line: protected), B moves 3 → 0 to restore the count of {0, 1}, C moves 5 → 4 to restore {3, 4}.
+
+    Not the worst pair: the student extends the chain of forced moves.
+
+    Examples
+    --------
+    >>> forced_pair()
+    ([1, 3, 5], [2, 0, 4])
+    """
+    return [1, 3, 5], [2, 0, 4]
 
 
 def q1(answer) -> None:
@@ -250,6 +273,27 @@ def q4b(answer) -> None:
     ], otherwise="take the largest kmeans_edge_change over the policy's edges, or ask bf.kmeans.sulq_sensitivity.")
 
 
+def _edge_changes(g: Policy) -> np.ndarray:
+    """The change of x_G for a move along each edge of ``g`` (one row per edge)."""
+    X = edge_counts_matrix(g)
+    return np.array([X[:, v] - X[:, u] for u, v in g.edges().tolist()])
+
+
+def _largest_entry_change(g: Policy) -> float:
+    return float(np.abs(_edge_changes(g)).max())
+
+
+def _l2_change(g: Policy) -> float:
+    return float(np.linalg.norm(_edge_changes(g), axis=1).max())
+
+
+def _isclose(a, b: float) -> bool:
+    try:
+        return math.isclose(float(a), b, rel_tol=1e-3)
+    except (TypeError, ValueError):
+        return False
+
+
 def q5(answer) -> None:
     """The exact Δ, under the 2×2 grid policy, of releasing the edge counts x_G (§5.2.2 charges 1).
 
@@ -260,9 +304,14 @@ def q5(answer) -> None:
     g = grid_policy()
     expected = g.sensitivity(matrix(edge_counts_matrix(g)))
     judge(answer, expected, question="q5 (Δ of the grid's edge counts)", mistakes=[
-        Mistake(1, "that is §5.2.2's accounting, which assumes one move changes one edge count. Ask the library "
-                   "for Δ of the matrix edge_counts_matrix(g) under g."),
-    ], otherwise="g.sensitivity(bf.workload.matrix(M)) computes Δ of any matrix M under the policy g.")
+        Mistake(1, "that is §5.2.2's accounting, which assumes one move changes one edge count. Compute how much "
+                   "x_G really changes (all its entries) when one record moves along an edge."),
+        Mistake(lambda a: _isclose(a, _largest_entry_change(g)),
+                "that is the largest change of one entry; Δ adds the changes of all the entries (ℓ₁ norm)."),
+        Mistake(lambda a: _isclose(a, _l2_change(g)), "Δ of the Laplace mechanism is an ℓ₁ norm: add the absolute "
+                                                      "changes, do not square them."),
+    ], otherwise="a move of one record from u to v changes x_G by the difference of two columns of the matrix; "
+                 "Δ is the largest ℓ₁ norm of that difference over the edges (u, v) of the policy.")
 
 
 def q6(answer) -> None:
@@ -282,4 +331,15 @@ def q6(answer) -> None:
                 "records the policy does not protect change, to restore the known counts."),
         Mistake(Laplace().sensitivity(pol), "that ignores the known counts: one protected move can force other "
                                             "records to move."),
-    ], otherwise="build the two neighbouring databases of the puzzle and compare their histograms.")
+        Mistake(lambda a: _isclose(a, _pair_distance()),
+                "that is the pair above, one neighbour among many: a forced move can leave another known range, "
+                "and force yet another record to move."),
+    ], otherwise="build two neighbouring databases with the same known counts, a protected move and as many forced "
+                 "moves as the known ranges allow, and compare their histograms.")
+
+
+def _pair_distance() -> float:
+    """‖h1 − h2‖₁ of the notebook's pair (``forced_pair``)."""
+    k = constraint_setting()[0].domain.size
+    d1, d2 = forced_pair()
+    return float(np.abs(np.bincount(d1, minlength=k) - np.bincount(d2, minlength=k)).sum())

@@ -33,10 +33,14 @@ MISTAKES = {
     "q1": [EPS, 1.8],  # the claim; the hunter's lower bound
     "q3": ["neither", "clamp", "sort"],
     "q4b": [2 * POL10.theta + 2, EXPECTED["q4b"] - 2],
-    "q5": [1],
-    "q6": [P6.histogram_sensitivity(neighbours="edges"), Laplace().sensitivity(POL6)],
+    "q5": [1, 0.75, round(math.sqrt(0.75), 3)],  # §5.2.2; the largest entry's change; an ℓ₂ norm (3 digits)
+    "q6": [P6.histogram_sensitivity(neighbours="edges"), Laplace().sensitivity(POL6), 6],  # Thm 8.6; DP; the pair
 }
 WRONG = {"q1": 7, "q3": 3, "q4b": 100, "q5": 9, "q6": 50}
+
+
+def test_the_constraint_puzzle_differs_from_lab_7s():
+    assert POL6.domain.size != 6 and len(KNOWN.names) == 3
 
 
 def _hint(name, answer):
@@ -61,10 +65,25 @@ def test_the_published_values_and_the_library_disagree():
     assert EXPECTED["q4b"] > 2 * POL10.theta + 2  # Lemma 6.1
     assert EXPECTED["q5"] > 1  # §5.2.2 charges one edge count per move
     assert EXPECTED["q6"] > P6.histogram_sensitivity(neighbours="edges")  # Thm 8.6
-    D1, D2 = [1, 3, 4], [2, 5, 0]  # the notebook's pair: same known counts, histograms 6 apart
-    h1, h2 = np.bincount(D1, minlength=6), np.bincount(D2, minlength=6)
+    k = POL6.domain.size
     M = KNOWN.masks.astype(int)
+    D1, D2 = lab05.forced_pair()  # the notebook's pair: same known counts, not the worst
+    h1, h2 = np.bincount(D1, minlength=k), np.bincount(D2, minlength=k)
+    assert np.array_equal(M @ h1, M @ h2) and np.abs(h1 - h2).sum() == 6 < EXPECTED["q6"]
+    D1, D2 = [1, 3, 6, 5], [2, 0, 4, 7]  # the chain extended: 6 → 4 leaves {6, 7}, and 5 → 7 restores it
+    h1, h2 = np.bincount(D1, minlength=k), np.bincount(D2, minlength=k)
     assert np.array_equal(M @ h1, M @ h2) and np.abs(h1 - h2).sum() == EXPECTED["q6"]
+
+
+def test_the_grid_edge_counts_are_a_flow_that_a_move_changes_everywhere():
+    XG = lab05.edge_counts_matrix(GRID)
+    P = np.zeros((4, len(GRID.edges())))
+    for j, (u, v) in enumerate(GRID.edges().tolist()):
+        P[u, j], P[v, j] = 1, -1
+    x = np.array([2.0, 1.0, 0.0, 3.0])
+    assert np.allclose((P @ XG @ x)[1:], x[1:])  # a flow on the edges that gives x (off the root cell 0)
+    change = XG[:, 1] - XG[:, 0]  # one record moves 0 → 1
+    assert np.count_nonzero(change) == 4 and np.abs(change).sum() == EXPECTED["q5"]
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
