@@ -1,5 +1,6 @@
 """Checks for lab 7, "Data-dependent releases and constraints": DAWA against a data-independent mechanism on sparse
-and dense data, and the histogram's sensitivity when counts are public (He et al. 2014 §8).
+and dense data and the data size where they cross, and the histogram's sensitivity when counts are public (He et
+al. 2014 §8).
 
 Every check computes its answer with the library (Monte Carlo runs of the mechanisms with fixed seeds, the exact
 constrained sensitivity, the releases' expected error) and hands it to :func:`~blowfish_nb.labs._check.judge`.
@@ -11,6 +12,8 @@ Examples
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -25,7 +28,8 @@ from ._check import Mistake, judge, unanswered
 
 __all__ = ["data", "FEW", "EPSILON", "TRIALS", "CONTENDERS", "SALARY_EDGES", "AGE_EDGES", "KNOWN", "BOXES",
            "salary_domain", "salary_histogram", "mean_error", "winner", "age_domain", "count_sensitivity",
-           "boxes_sensitivity", "error_ratio", "q1", "q2", "q3", "q4", "q5", "unanswered"]
+           "boxes_sensitivity", "error_ratio", "SIZES", "size_table", "crossover_size", "q1", "q2", "q2b", "q3", "q4",
+           "q5", "unanswered"]
 
 #: rows of the "few people" data set of question 1 (the first rows of :func:`data`)
 FEW = 300
@@ -35,6 +39,8 @@ EPSILON = 0.1
 TRIALS = 10
 #: the data-dependent and the data-independent mechanism compared (names of blowfish_nb.mechanisms)
 CONTENDERS = ("dawa", "transformed")
+#: data sizes of question 2b: the first n people of :func:`data`, for n in this list
+SIZES = (250, 500, 1000, 2000, 3500, 5000)
 #: salary bins: 100 bins of 2,500 between the public bounds 0 and 250,000
 SALARY_EDGES = tuple(np.linspace(0, 250_000, 101))
 #: age bins of the constraints part (6 bins)
@@ -98,6 +104,45 @@ def mean_error(x: np.ndarray, mechanism: str, *, epsilon: float = EPSILON, trial
 def winner(x: np.ndarray) -> str:
     """The one of :data:`CONTENDERS` with the smaller :func:`mean_error` on ``x``."""
     return min(CONTENDERS, key=lambda name: mean_error(x, name)[0])
+
+
+def size_table(sizes=SIZES) -> pd.DataFrame:
+    """:func:`mean_error` of each of :data:`CONTENDERS` on the salaries of the first n people, for n in ``sizes``.
+
+    One row per size; columns ``"<name>"`` (mean absolute error per bin) and ``"<name> se"`` (its standard error).
+
+    Examples
+    --------
+    >>> t = size_table((300,)); list(t.columns), t.index.tolist()
+    (['dawa', 'dawa se', 'transformed', 'transformed se'], [300])
+    """
+    return _size_table(tuple(int(n) for n in sizes)).copy()
+
+
+@lru_cache(maxsize=4)
+def _size_table(sizes: tuple[int, ...]) -> pd.DataFrame:
+    rows = {}
+    for n in sizes:
+        x = salary_histogram(data().head(n))
+        for name in CONTENDERS:
+            m, se = mean_error(x, name)
+            rows.setdefault(n, {}).update({name: m, f"{name} se": se})
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+@lru_cache(maxsize=1)
+def crossover_size() -> int:
+    """The smallest n of :data:`SIZES` at which the data-independent contender has the smaller :func:`mean_error`.
+
+    Examples
+    --------
+    >>> crossover_size() in SIZES
+    True
+    """
+    table = size_table()
+    dependent, independent = CONTENDERS
+    later = table.index[table[independent] < table[dependent]]
+    return int(later[0]) if len(later) else int(SIZES[-1]) + 1
 
 
 def age_domain() -> Domain:
@@ -173,6 +218,34 @@ def q2(name: str) -> None:
                        "and for a record's move changing two counts."),
         Mistake(lambda a: a not in CONTENDERS, f"answer with {_NAMES}."),
     ], otherwise=f"answer with {_NAMES}.")
+
+
+def q2b(n) -> None:
+    """Question 2b: the smallest of :data:`SIZES` at which ``"transformed"`` beats ``"dawa"`` (first n people).
+
+    Examples
+    --------
+    >>> q2b(crossover_size())
+    """
+    expected = crossover_size()
+    sizes = [int(v) for v in SIZES]
+
+    def size(a):
+        try:
+            return int(a) if float(a) == int(a) else None
+        except (TypeError, ValueError, OverflowError):
+            return None
+
+    judge(n, expected, question="q2b (the data size where DAWA stops winning)", mistakes=[
+        Mistake(lambda a: size(a) not in sizes, f"answer with one of the sizes {sizes} (a number of people)."),
+        Mistake(lambda a: size(a) < expected,
+                "at that size DAWA's error is still the smaller one: compare the two means (and their standard "
+                "errors) at the larger sizes."),
+        Mistake(lambda a: size(a) > expected,
+                "the data-independent mechanism is ahead already at a smaller size of the list: measure every size, "
+                "not only the ends."),
+    ], otherwise="loop over the sizes, call `check.mean_error` for both mechanisms, and find the first size where "
+                 "`transformed` has the smaller mean.")
 
 
 def q3(delta: float) -> None:

@@ -15,6 +15,7 @@ ALL = lab07.salary_histogram(lab07.data())
 EXPECTED = {
     "q1": lab07.winner(FEW),
     "q2": lab07.winner(ALL),
+    "q2b": lab07.crossover_size(),
     "q3": lab07.count_sensitivity(),
     "q4": lab07.boxes_sensitivity(),
     "q5": lab07.error_ratio(),
@@ -29,7 +30,7 @@ def _hint(name, answer):
 
 def _no_value(message, value):
     """The hint shows the expected value in none of the usual spellings (a name for the choice questions)."""
-    hint = message.split("Hint:", 1)[-1]
+    hint = message.split("Hint:", 1)[-1].replace(str([int(n) for n in lab07.SIZES]), "")  # q2b's list of choices
     if isinstance(value, str):
         return f"'{value}'" not in hint.replace(str(list(lab07.CONTENDERS)), "")
     spellings = {repr(value), f"{value:g}", f"{value:.2f}", f"{value:.3f}"}
@@ -46,6 +47,30 @@ def test_the_winner_wins_by_many_standard_errors(x, winner):
 
 def test_the_data_independent_error_does_not_depend_on_the_data():
     assert lab07.mean_error(FEW, "transformed") == lab07.mean_error(ALL, "transformed")  # same seed, same noise
+
+
+def test_the_crossover_is_outside_the_monte_carlo_noise():
+    """Question 2b's answer is no coin toss: at the crossover the data-independent mechanism is ahead, and at the
+    size before it behind, each by more than 2 standard errors of the difference; DAWA wins at the smallest size and
+    loses at the largest (questions 1 and 2)."""
+    table = lab07.size_table()
+    dawa, transformed = lab07.CONTENDERS
+    gap = (table[dawa] - table[transformed]) / np.hypot(table[f"{dawa} se"], table[f"{transformed} se"])
+    sizes = list(table.index)
+    i = sizes.index(EXPECTED["q2b"])
+    assert 0 < i < len(sizes)
+    assert gap.iloc[i] > 2 and gap.iloc[i - 1] < -2
+    assert (gap.iloc[:i] < 0).all()  # DAWA ahead at every smaller size (not a lucky first crossing)
+    assert gap.iloc[0] < 0 and gap.iloc[-1] > 0
+
+
+def test_q2b_reads_a_whole_number_written_as_a_float_or_numpy_int():
+    lab07.q2b(float(EXPECTED["q2b"]))
+    lab07.q2b(np.int64(EXPECTED["q2b"]))
+
+
+def _before_crossover():
+    return lab07.SIZES[lab07.SIZES.index(EXPECTED["q2b"]) - 1]
 
 
 def test_public_counts_raise_the_sensitivity_and_the_paper_understates_two_boxes():
@@ -78,6 +103,10 @@ MISTAKES = [
     ("q1", lambda: "laplace", "answer with one of"),
     ("q2", lambda: _other("q2"), "little to average"),
     ("q2", lambda: 3, "answer with one of"),
+    ("q2b", _before_crossover, "still the smaller one"),
+    ("q2b", lambda: lab07.SIZES[-1], "ahead already"),
+    ("q2b", lambda: 1234, "answer with one of the sizes"),
+    ("q2b", lambda: "many", "answer with one of the sizes"),
     ("q3", lambda: 2, "without the public count"),
     ("q3", lambda: 1, "changes two counts"),
     ("q3", lambda: 3, "count the changed cells"),
