@@ -36,7 +36,8 @@ MISTAKES = {
     "q4b": [EXPECTED["q4b"] - 1, 1],
     "q5": [PAPER, PAPER * RATIO, PAPER / RATIO, PAPER / math.sqrt(RATIO)],
 }
-WRONG = {"q4a": "Path ", "q1": 99, "q2": 7, "q2b": 9, "q3": 0.3, "q4b": 9, "q5": 100}  # a wrong answer no mistake explains
+# a wrong answer no mistake explains
+WRONG = {"q4a": "Path ", "q1": 99, "q2": 7, "q2b": 9, "q3": 0.3, "q4b": 9, "q5": 100}
 
 
 def _hint(name, answer):
