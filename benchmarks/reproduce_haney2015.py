@@ -52,6 +52,9 @@ BLOCKS = ("hist", "g1", "g4", "2d")
 #: raw-JSON key of the results from before issue 13 (floored DAWA partition, continuous Laplace noise), kept
 #: so that the page can say what the issue-13 changes moved
 BEFORE = "before_issue13"
+#: raw-JSON key of DAWA (DP)'s 1-D range figures from the run before GreedyH's depth decay (commit 9e46f04),
+#: {"commit": …, "g1"/"g4": {ε: {data set: mean error}}}, kept so that the page can say what the decay moved
+DECAY = "before_depth_decay"
 
 M = mechanisms
 # (label, mechanism, policy key, budget factor): policy key "dp" runs at ε/2
@@ -218,9 +221,10 @@ def main() -> None:
                                    / M.Transformed().expected_error(hist, pols["g1"], 1.0))
         raw["dawa_buckets"] = bucket_counts(data1, pols["dp"], epsilons)
     if RAW.exists():  # keep the pre-issue-13 figures the page compares against
-        before = json.loads(RAW.read_text()).get(BEFORE)
-        if before:
-            raw[BEFORE] = before
+        old = json.loads(RAW.read_text())
+        for key in (BEFORE, DECAY):
+            if old.get(key):
+                raw[key] = old[key]
     RAW.parent.mkdir(exist_ok=True)
     RAW.write_text(json.dumps(raw, indent=1))
     render(json.loads(RAW.read_text()))
@@ -558,6 +562,23 @@ def _target_note(raw, h) -> list[str]:
         "`mechanisms.Optimized` is not a column here: its 1-D strategy is one dense k × k factor, and at k = 4,096 "
         "every optimiser step inverts a dense 4,096² Gram (O(k³)), hundreds of steps per restart; it is measured on "
         "64 cells in `optimised_strategies.md` (under G⁴ it beats the fixed strategies there).",
+        *_decay_note(raw, h),
+    ]
+
+
+def _decay_note(raw, h) -> list[str]:
+    """What GreedyH's depth decay did to the DP baseline on G⁴ ranges, against the run before it."""
+    if DECAY not in raw:
+        return []
+    B, was = raw["blocks"]["g4"]["results"], raw[DECAY]["g4"]
+    geo = {e: np.exp(np.mean([np.log(B[e][d]["DAWA (DP)"] / was[e][d]) for d in B[e]])) for e in B}
+    low = [(e, d) for (e, d), v in h["g4"].items() if v < 10]
+    return [
+        f"  Since the run before GreedyH's depth decay (commit {raw[DECAY]['commit']}) the ε/2-DP baseline got "
+        "stronger: DAWA (DP)'s G⁴ range error, now / then, geometric mean over the sets: "
+        + ", ".join(f"ε={e}: {v:.2f}" for e, v in geo.items()) + "."
+        + "".join(f" At {d.split(' ')[0]}, ε={e} (below 10× now) DAWA (DP) went {fmt(was[e][d])} → "
+                  f"{fmt(B[e][d]['DAWA (DP)'])}." for e, d in low),
     ]
 
 
