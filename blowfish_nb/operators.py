@@ -243,11 +243,15 @@ class Kron(Workload):
 
     def __init__(self, factors):
         self.factors = tuple(factors)
-        self.binary = all(f.binary for f in self.factors)
         self.is_identity = all(f.is_identity for f in self.factors)
         self.cell_shape = tuple(f.shape[1] for f in self.factors)
         rows = int(np.prod([f.shape[0] for f in self.factors]))
         super().__init__((rows, int(np.prod(self.cell_shape))))
+
+    @property
+    def binary(self) -> bool:
+        """All factors 0/1 — read from the factors now, never a flag that an edited factor could leave stale."""
+        return all(f.binary for f in self.factors)
 
     def _apply(self, x, transpose):
         t = np.asarray(x, dtype=float).reshape(
@@ -346,8 +350,12 @@ class Matrix(Workload):
 
     def __init__(self, A):
         self.A = sp.csc_array(A, dtype=float)
-        self.binary = bool(np.all(np.isin(self.A.data, (0.0, 1.0))))
         super().__init__(self.A.shape)
+
+    @property
+    def binary(self) -> bool:
+        """Every entry 0 or 1 (read from the entries now: the 0/1 formulas must never outlive an edit)."""
+        return bool(np.all(np.isin(self.A.data, (0.0, 1.0))))
 
     def _matvec(self, x):
         return self.A @ np.asarray(x, dtype=float).reshape(-1)
@@ -387,9 +395,12 @@ class ColumnSlice(Workload):
 
     def __init__(self, base: Workload, k: int):
         self.base = base
-        self.binary = getattr(base, "binary", False)
         self.diameter_at_extremes = getattr(base, "diameter_at_extremes", False)
         super().__init__((base.shape[0], k))
+
+    @property
+    def binary(self) -> bool:
+        return getattr(self.base, "binary", False)
 
     def _matvec(self, x):
         full = np.zeros(self.base.shape[1])

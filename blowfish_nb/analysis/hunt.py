@@ -775,7 +775,7 @@ def _views(mechanism, policy: Policy, W: Workload) -> tuple:
     if np.linalg.matrix_rank(D) < k:
         return ()
     pinv = np.linalg.pinv(D)
-    views = [] if np.allclose(D, np.eye(k)) else [("x̂", pinv)]
+    views = [] if D.shape == (k, k) and np.allclose(D, np.eye(k)) else [("x̂", pinv)]
     strategy = getattr(mechanism, "strategy", None)
     if callable(strategy):
         try:

@@ -225,10 +225,12 @@ def memo_scope(name: str | None) -> Iterator[None]:
 
 
 class Memo:
-    """The ``size`` most recently used results by key and scope (:func:`memo_scope`), safe to share between threads.
+    """The ``size`` most recently used results by key, per scope (:func:`memo_scope`), safe to share between threads.
 
-    A key of ``None`` (inputs :func:`public_key` cannot describe exactly) is
-    never stored, so ``get(None)`` is always a miss.
+    Each scope has its own ``size`` bound: one analyst's quotes never push
+    another's out, so the time of a re-quote says nothing about how many
+    quotes other scopes made. A key of ``None`` (inputs :func:`public_key`
+    cannot describe exactly) is never stored, so ``get(None)`` is always a miss.
 
     Examples
     --------
@@ -240,38 +242,39 @@ class Memo:
 
     def __init__(self, size: int):
         self.size = size
-        self._items: OrderedDict = OrderedDict()
+        self._scopes: dict[str | None, OrderedDict] = {}
         self._lock = threading.Lock()
 
     def get(self, key: Hashable | None) -> Any:
-        """The value stored under ``key`` (now the most recent), or None."""
+        """The value stored under ``key`` in the current scope (now its most recent), or None."""
         if key is None:
             return None
-        key = (_SCOPE.get(), key)
         with self._lock:
-            value = self._items.get(key)
+            items = self._scopes.get(_SCOPE.get())
+            value = None if items is None else items.get(key)
             if value is not None:
-                self._items.move_to_end(key)
+                items.move_to_end(key)
             return value
 
     def put(self, key: Hashable | None, value: Any) -> None:
-        """Store ``value`` under ``key`` (nothing for a None key), dropping the least recently used beyond ``size``."""
+        """Store ``value`` under ``key`` (nothing for a None key), dropping the scope's least recently used
+        beyond ``size``."""
         if key is None:
             return
-        key = (_SCOPE.get(), key)
         with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            items = self._scopes.setdefault(_SCOPE.get(), OrderedDict())
+            items[key] = value
+            items.move_to_end(key)
+            while len(items) > self.size:
+                items.popitem(last=False)
 
     def clear(self) -> None:
-        """Forget everything."""
+        """Forget everything, in every scope."""
         with self._lock:
-            self._items.clear()
+            self._scopes.clear()
 
     def __len__(self) -> int:
-        return len(self._items)
+        return sum(len(items) for items in self._scopes.values())
 
 
 _CHOICES = Memo(CHOICES)

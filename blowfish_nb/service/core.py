@@ -91,7 +91,7 @@ class Service:
                  accounts: Mapping[str, float] | None = None, analysts: Mapping[str, str] | None = None):
         self.catalog = _public_catalog(data, bins, policy, bounds)
         self._data = data
-        self._counts: dict[tuple[str, ...], np.ndarray] = {}
+        self._counts: dict[tuple[str | None, tuple[str, ...]], np.ndarray] = {}
         self._counts_lock = threading.Lock()
         self._check_fit()
         self.ledger = Ledger(Path(ledger))
@@ -101,7 +101,7 @@ class Service:
         except BaseException:
             self.ledger.close()
             raise
-        self._quotes: OrderedDict[str, Budgeted] = OrderedDict()
+        self._quotes: dict[str, OrderedDict[str, Budgeted]] = {}  # per analyst
         self._quotes_lock = threading.Lock()
         self._seen: dict[str, float] = {}
         self._recent: list[dict] = []
@@ -214,7 +214,7 @@ class Service:
                 f"{self.ledger.budget(analyst):g} left; nothing was computed or charged")
         entry = {"query": b.plan.query.name, "columns": ", ".join(b.plan.columns), "epsilon": float(b.epsilon),
                  "policy": b.plan.policy.summary(), "mechanism": b.mechanism.name, "request": key}
-        x = self._histogram(tuple(b.plan.columns))
+        x = self._histogram(tuple(b.plan.columns), analyst)
         try:
             result = execute(x, b, rng=None)
             payload = encode_release(result, req, request_id, b.mechanism.linear)
@@ -257,11 +257,12 @@ class Service:
 
     def _budgeted(self, analyst: str, req: dict) -> Budgeted:
         # cached per analyst: a shared cache would let one analyst time another's quotes
-        key = analyst + "\0" + request_key(req)
+        key = request_key(req)
         with self._quotes_lock:
-            hit = self._quotes.get(key)
+            mine = self._quotes.setdefault(analyst, OrderedDict())  # own bound too: no eviction by others
+            hit = mine.get(key)
             if hit is not None:
-                self._quotes.move_to_end(key)
+                mine.move_to_end(key)
                 return hit
         if req["mechanism"] != "auto" and req["mechanism"].lower() not in REGISTRY:
             raise InvalidParameterError(
@@ -273,18 +274,22 @@ class Service:
                                    projection=a["projection"])
             _dry_run(b)
         with self._quotes_lock:
-            self._quotes[key] = b
-            while len(self._quotes) > QUOTE_CACHE:
-                self._quotes.popitem(last=False)
+            mine = self._quotes.setdefault(analyst, OrderedDict())
+            mine[key] = b
+            while len(mine) > QUOTE_CACHE:
+                mine.popitem(last=False)
         return b
 
-    def _histogram(self, cols: tuple[str, ...]) -> np.ndarray:
+    def _histogram(self, cols: tuple[str, ...], analyst: str | None = None) -> np.ndarray:
+        """The counts over ``cols``, remembered per analyst: a release's time must not tell one analyst which
+        columns another released (one-column counts are made at start-up for everyone, ``analyst=None``)."""
+        key = (None, cols) if len(cols) == 1 else (analyst, cols)
         with self._counts_lock:
-            if cols not in self._counts:
+            if key not in self._counts:
                 plan = self.catalog.plan("histogram", list(cols))
-                self._counts[cols] = np.asarray(histogram(self._data, plan.domain), dtype=float)
-                self._counts[cols].setflags(write=False)
-            return self._counts[cols]
+                self._counts[key] = np.asarray(histogram(self._data, plan.domain), dtype=float)
+                self._counts[key].setflags(write=False)
+            return self._counts[key]
 
     def _check_fit(self) -> None:
         """Count every column now: data outside the curator's bins stop the service before any analyst queries."""

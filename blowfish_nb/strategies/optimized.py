@@ -74,17 +74,22 @@ class DenseFactor(Matrix):
 
     def __init__(self, X):
         X = np.array(X, dtype=float)
-        super().__init__(X)
-        self.X = X
-        self.X.setflags(write=False)
+        super().__init__(X)  # self.A, the one copy every sensitivity and every measurement reads
         G = X.T @ X
         self.inverse_gram = np.linalg.inv(G)
         self.pinv = self.inverse_gram @ X.T
         self.inverse_gram.setflags(write=False)
         self.pinv.setflags(write=False)
 
+    @property
+    def X(self) -> np.ndarray:
+        """The factor as a dense array: a fresh copy of what is measured (editing it changes nothing)."""
+        X = self.A.toarray()
+        X.setflags(write=False)
+        return X
+
     def dense(self):
-        return self.X
+        return self.A.toarray()  # never a second copy that could drift from what is measured
 
 
 @dataclass(frozen=True, eq=False)

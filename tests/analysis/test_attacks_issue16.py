@@ -179,9 +179,6 @@ def test_sulq_start_reads_only_public_cell_centres(monkeypatch):
 
 
 # -- the analyst service: shared caches ----------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="Service._histogram caches counts per column set for every analyst: B's "
-                   "release of a pair A released skips the count (measured 11-34 ms against 117-554 ms on 1e6 rows; "
-                   "B named A's pair 6 of 6 times, chance 1/3). Fix: key Service._counts by (analyst, columns)")
 def test_a_release_does_the_same_counting_work_whatever_other_analysts_released(tmp_path, monkeypatch):
     """Attack 6 (a6b.py): analyst B learns which column pair analyst A released from the time of B's own
     release of that pair. Timing is not asserted here: the work is — B's release of a pair must count the
@@ -209,9 +206,6 @@ def test_a_release_does_the_same_counting_work_whatever_other_analysts_released(
 
 
 # -- the hunter itself ----------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="hunt._views tests np.allclose(D, np.eye(k)) on a q×k workload of full "
-                   "column rank with q ≠ k: ValueError (broadcast), so no mechanism can be hunted on all_ranges or "
-                   "boxes. Fix: `D.shape == (k, k) and np.allclose(D, np.eye(k))`")
 def test_the_hunter_runs_on_a_non_square_workload():
     from blowfish_nb.analysis import hunt
 
@@ -251,10 +245,6 @@ def test_optimized_measures_a_hundred_million_records():
     assert abs(answer[0] - 1e8) < 1e4
 
 
-@pytest.mark.xfail(strict=True, reason="analysis.selection.Memo keeps one LRU bound over every scope: analyst A's "
-                   "quotes evict analyst B's remembered ones, so B's re-quote time tells how many quotes others made "
-                   "(same for Service._quotes, QUOTE_CACHE shared). Fix: one LRU bound per scope in Memo.put (and "
-                   "per analyst in Service._budgeted)")
 def test_one_analysts_quotes_do_not_evict_anothers():
     from blowfish_nb.analysis.selection import Memo, memo_scope
 
@@ -268,11 +258,6 @@ def test_one_analysts_quotes_do_not_evict_anothers():
         assert memo.get("ben's query") == 1
 
 
-@pytest.mark.xfail(strict=True, reason="DenseFactor.X is set read-only but owns its memory, so X.setflags(write=True) "
-                   "undoes it; Kron._explicit_differences charges edges that move two coordinates from f.dense() = X "
-                   "while the release measures f.A: scaling X by 1e-3 charges Δ/10⁶. Fix in "
-                   "strategies/optimized.py DenseFactor: one source (dense() returns self.A.toarray(), or X a "
-                   "read-only view of a private read-only base) and Kron.binary from the factors' current data")
 def test_a_held_optimized_mechanism_cannot_be_mutated_to_lower_its_charge():
     """Attack 8 (a8_mutate.py): a mechanism object is analyst-held attack surface (DESIGN §6). Under a policy
     whose edges move two coordinates (diagonals of a 3×3 grid), the charged Δ went from 4.048 to 4.0e-6
