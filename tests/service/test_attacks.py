@@ -552,9 +552,9 @@ def test_revoke_during_a_release_charges_and_releases_nothing(server, account, m
     (ana,) = account(1.0)
     counted = server.service._histogram
 
-    def revoke_then_count(cols):  # the curator revokes after the request was authenticated
+    def revoke_then_count(cols, analyst=None):  # the curator revokes after the request was authenticated
         server.revoke(ana.analyst)
-        return counted(cols)
+        return counted(cols, analyst)
 
     monkeypatch.setattr(server.service, "_histogram", revoke_then_count)
     r = ana.post("/v1/release", json={"columns": "score", "epsilon": 0.1, "request_id": rid()})
