@@ -36,7 +36,7 @@ from .domain import CategoricalAttribute, Domain
 from .exceptions import DomainError, InvalidParameterError
 from .operators import Identity, Kron, Prefix, Workload
 from .ranges import Boxes, Ranges
-from .units import decimals, format_edge
+from .units import decimals, format_edge, format_edges
 from .workload import marginal
 
 __all__ = ["Query", "build_query", "covered_bins", "QUERIES"]
@@ -114,8 +114,8 @@ def _upper_labels(domain: Domain) -> pd.Index:
     """Cumulative answer i counts the values below bin i's right edge (the last one: up to and including it)."""
     if len(domain.attributes) == 1:
         attr = domain.attributes[0]
-        d = decimals(attr)  # once: each call looks at every edge
-        ends = [f"< {format_edge(attr, e, d)}" for e in attr.edges[1:-1]] + [f"≤ {format_edge(attr, attr.edges[-1], d)}"]
+        texts = format_edges(attr, attr.edges[1:])  # one pass: a repeated quote rebuilds these labels
+        ends = [f"< {t}" for t in texts[:-1]] + [f"≤ {texts[-1]}"]
         return pd.Index(ends, name=f"{attr.name} up to")
     return domain.labels
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .domain import CategoricalAttribute, Domain, OrderedAttribute
 
-__all__ = ["decimals", "format_edge", "bin_label", "range_label", "cell_label", "span_label"]
+__all__ = ["decimals", "format_edge", "format_edges", "bin_label", "range_label", "cell_label", "span_label"]
 
 #: never print more decimals than this, however narrow the bins
 MAX_DECIMALS = 6
@@ -51,6 +51,20 @@ def format_edge(attr: OrderedAttribute, value: float, digits: int | None = None)
     d = decimals(attr) if digits is None else digits
     text = f"{float(value):,.{d}f}"
     return text[1:] if text.startswith("-") and float(text.replace(",", "")) == 0 else text  # no "-0"
+
+
+def format_edges(attr: OrderedAttribute, values, digits: int | None = None) -> list[str]:
+    """Many values of one attribute formatted as :func:`format_edge` does, in one pass (labels of k bins).
+
+    Examples
+    --------
+    >>> from blowfish_nb.domain import OrderedAttribute
+    >>> format_edges(OrderedAttribute("t", [-1, 0, 0.5]), [-0.01, 0.5, 1234.5])
+    ['0.0', '0.5', '1,234.5']
+    """
+    spec = f",.{decimals(attr) if digits is None else digits}f"
+    texts = [format(v, spec) for v in np.asarray(values, dtype=float).tolist()]
+    return [t[1:] if t[0] == "-" and not t[1:].strip("0.,") else t for t in texts]  # no "-0"
 
 
 def bin_label(attr: OrderedAttribute | CategoricalAttribute, i: int) -> str:

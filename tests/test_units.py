@@ -39,3 +39,17 @@ def test_labels_in_data_units():
     assert bin_label(colour, 1) == "green" and range_label(colour, 0, 2) == "red … blue"
     d = Domain([OrderedAttribute("age", [20, 30, 40]), salary])
     assert cell_label(d, d.index((1, 14))) == "age 30–40 · salary 70,000–75,000"
+
+
+def test_format_edges_matches_format_edge_one_by_one():
+    """The one-pass formatter gives exactly the per-value labels, "-0" cases and separators included."""
+    import numpy as np
+
+    from blowfish_nb.domain import OrderedAttribute
+    from blowfish_nb.units import format_edge, format_edges
+
+    rng = np.random.default_rng(7)
+    for edges in ([-1.0, 0.0, 0.5], np.linspace(0, 250_000, 65), np.linspace(-3, 3, 41), [17, 19.5, 22, 1e6]):
+        attr = OrderedAttribute("v", edges)
+        values = np.concatenate([np.asarray(edges, dtype=float), rng.uniform(-5, 5, 50), [-1e-9, -0.004, 0.0, -0.0]])
+        assert format_edges(attr, values) == [format_edge(attr, v) for v in values]
