@@ -10,8 +10,8 @@ import shutil
 
 import pytest
 
-from blowfish_nb.labs.build import build
 from tests.browser.conftest import ARTIFACTS, cell_text, open_notebook, run_all
+from tests.labs import solution_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
 
@@ -53,8 +53,7 @@ def _settle(page) -> None:
 
 
 def test_lab_01_canvases_checks_and_the_students_edit(lab, page, tmp_path):
-    build(tmp_path / "labs", names=[SLUG], run_tests=False)
-    shutil.copy(tmp_path / "labs" / SLUG / "solution" / f"{SLUG}.ipynb", lab.root / f"{SLUG}.ipynb")
+    shutil.copy(solution_notebook(SLUG, tmp_path / "labs"), lab.root / f"{SLUG}.ipynb")
     open_notebook(page, lab, f"{SLUG}.ipynb")
     run_all(page)
 

@@ -6,37 +6,21 @@ policy and the smaller Δ of the query (1 instead of 2 at θ = 2), as question 1
 """
 
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.browser.conftest import ARTIFACTS, open_notebook, run_all
+from tests.labs import solution_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
 
 SLUG = "03-ranges"
-SOURCE = Path(__file__).resolve().parents[2] / "notebooks" / "labs" / "source"
 EXPLORER = ".blowfish-explorer"
 READOUT = f"document.querySelector('{EXPLORER} .blowfish-readout').innerText"
 
 
-def _solution_notebook(dest: Path) -> Path:
-    """The lab's solution version, from the labs' build (otter assign without running its tests)."""
-    try:
-        from blowfish_nb.labs.build import build
-    except ImportError:  # before the build module landed: otter assign directly
-        out = dest / "dist"
-        subprocess.run([sys.executable, "-m", "otter", "assign", "--no-run-tests", str(SOURCE / f"{SLUG}.ipynb"),
-                        str(out)], check=True, capture_output=True)
-        return out / "autograder" / f"{SLUG}.ipynb"
-    build(dest, names=[SLUG], run_tests=False)
-    return dest / SLUG / "solution" / f"{SLUG}.ipynb"
-
-
 def test_lab_03_click_on_the_tradeoff_plot_moves_the_release(lab, page, tmp_path):
-    solution = _solution_notebook(tmp_path / "built")
+    solution = solution_notebook(SLUG, tmp_path / "built")
     shutil.copy(solution, lab.root / f"{SLUG}.ipynb")
     open_notebook(page, lab, f"{SLUG}.ipynb")
     run_all(page)

@@ -6,33 +6,17 @@ the drawing becomes the line (15 edges, a tree), and the kernel's ``canvas.polic
 """
 
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.browser.conftest import ARTIFACTS, cell_text, open_notebook, run_all
+from tests.labs import solution_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
 
 SLUG = "04-spanning-trees"
-SOURCE = Path(__file__).resolve().parents[2] / "notebooks" / "labs" / "source"
 WIDGET = ".blowfish-canvas-widget"
 READ_BACK = "# the policy the canvas holds now"
-
-
-def _solution_notebook(dest: Path) -> Path:
-    """The lab's solution version, from the labs' build (otter assign without running its tests)."""
-    try:
-        from blowfish_nb.labs.build import build
-    except ImportError:  # before the build module landed: otter assign directly
-        out = dest / "dist"
-        subprocess.run([sys.executable, "-m", "otter", "assign", "--no-run-tests", str(SOURCE / f"{SLUG}.ipynb"),
-                        str(out)], check=True, capture_output=True)
-        return out / "autograder" / f"{SLUG}.ipynb"
-    build(dest, names=[SLUG], run_tests=False)
-    return dest / SLUG / "solution" / f"{SLUG}.ipynb"
 
 
 def _drawn(page, index: int, edges: int) -> None:
@@ -52,7 +36,7 @@ def _facts(page, index: int, text: str) -> None:
 
 
 def test_lab_04_canvases_draw_the_policy_and_its_tree_and_the_theta_box_redraws(lab, page, tmp_path):
-    solution = _solution_notebook(tmp_path / "built")
+    solution = solution_notebook(SLUG, tmp_path / "built")
     shutil.copy(solution, lab.root / f"{SLUG}.ipynb")
     open_notebook(page, lab, f"{SLUG}.ipynb")
     run_all(page)

@@ -7,34 +7,18 @@ that the bar drew the new balance.
 
 import re
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.browser.conftest import ARTIFACTS, open_notebook, run_all
+from tests.labs import solution_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
 
 SLUG = "06-spending-a-budget"
-SOURCE = Path(__file__).resolve().parents[2] / "notebooks" / "labs" / "source"
 PANEL = ".blowfish-analyst"
 COST = re.compile(r"this release will cost ε = ([0-9.]+)")
 LEFT = re.compile(r"ε left ([0-9.]+) of ([0-9.]+) \(spent ([0-9.]+)\)")
-
-
-def _solution_notebook(dest: Path) -> Path:
-    """The lab's solution version, from the labs' build (otter assign without running its tests)."""
-    try:
-        from blowfish_nb.labs.build import build
-    except ImportError:  # before the build module landed: otter assign directly
-        out = dest / "dist"
-        subprocess.run([sys.executable, "-m", "otter", "assign", "--no-run-tests", str(SOURCE / f"{SLUG}.ipynb"),
-                        str(out)], check=True, capture_output=True)
-        return out / "autograder" / f"{SLUG}.ipynb"
-    build(dest, names=[SLUG], run_tests=False)
-    return dest / SLUG / "solution" / f"{SLUG}.ipynb"
 
 
 # Outputs of the notebook *model* (what the kernel sent), not of the page: JupyterLab renders only the cells near the
@@ -75,7 +59,7 @@ def _bar_width(page) -> float:
 
 
 def test_lab_06_run_from_the_panel_moves_the_budget_bar(lab, page, tmp_path):
-    solution = _solution_notebook(tmp_path / "built")
+    solution = solution_notebook(SLUG, tmp_path / "built")
     shutil.copy(solution, lab.root / f"{SLUG}.ipynb")
     open_notebook(page, lab, f"{SLUG}.ipynb")
     run_all(page)

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+#: where `make labs` (and `make test`, before pytest) writes the built labs
+BUILT = ROOT / "build" / "labs"
 
 
 def value_shown(message: str, expected) -> bool:
@@ -24,3 +29,28 @@ def value_shown(message: str, expected) -> bool:
     if math.isfinite(x) and x == int(x):
         forms.add(str(int(x)))
     return any(re.search(rf"(?<![\w.]){re.escape(f)}(?![\d])", message) for f in forms)
+
+
+def fresh(folder: Path, slug: str) -> bool:
+    """Whether ``folder`` holds lab ``slug`` built after every lab source and every lab module last changed."""
+    inputs = [*(ROOT / "notebooks" / "labs" / "source").glob("*.ipynb"), *(ROOT / "blowfish_nb" / "labs").glob("*.py")]
+    newest_input = max(p.stat().st_mtime for p in inputs)
+    outputs = [folder / slug / v / f"{slug}.ipynb" for v in ("student", "solution")]
+    return all(p.is_file() for p in outputs) and min(p.stat().st_mtime for p in outputs) > newest_input
+
+
+def built_lab(slug: str, dest: Path) -> Path:
+    """The folder holding lab ``slug`` built: ``build/labs`` when it is fresh, else a build into ``dest`` (otter
+    assign without its own run of the solution; the tests run it)."""
+    if fresh(BUILT, slug):
+        return BUILT
+    if not fresh(dest, slug):
+        from blowfish_nb.labs.build import build
+
+        build(dest, names=[slug], run_tests=False)
+    return dest
+
+
+def solution_notebook(slug: str, dest: Path) -> Path:
+    """The path of lab ``slug``'s built solution notebook (see :func:`built_lab`)."""
+    return built_lab(slug, dest) / slug / "solution" / f"{slug}.ipynb"

@@ -15,29 +15,18 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from blowfish_nb.labs.build import SOURCE, build, lab_sources
+from blowfish_nb.labs.build import lab_sources
+from tests.labs import built_lab
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILT = ROOT / "build" / "labs"
 SLUGS = [p.stem for p in lab_sources()]
 CHECK = re.compile(r"""grader\.check\(\s*["']([^"']+)["']\s*\)""")
 
 
 @pytest.fixture(scope="session")
 def built_labs(tmp_path_factory):
-    """``folder(slug)``: the folder holding the built lab (built on first use, once per session)."""
+    """``folder(slug)``: the folder holding the built lab (``build/labs`` when fresh, else built on first use)."""
     dest = tmp_path_factory.mktemp("labs")
-    done: set[str] = set()
-
-    def folder(slug: str) -> Path:
-        if _fresh(BUILT, slug):
-            return BUILT
-        if slug not in done:
-            build(dest, names=[slug], run_tests=False)
-            done.add(slug)
-        return dest
-
-    return folder
+    return lambda slug: built_lab(slug, dest)
 
 
 @pytest.mark.notebook
@@ -67,14 +56,6 @@ def test_student_version_runs_and_each_check_gives_a_hint(built_labs, slug):
 
 
 # --- helpers ---------------------------------------------------------------------------------------------
-
-
-def _fresh(folder: Path, slug: str) -> bool:
-    """Whether ``folder`` (``build/labs``) holds ``slug`` built after every source and every lab module changed."""
-    inputs = [*SOURCE.glob("*.ipynb"), *(ROOT / "blowfish_nb" / "labs").glob("*.py")]
-    newest_input = max(p.stat().st_mtime for p in inputs)
-    outputs = [folder / slug / v / f"{slug}.ipynb" for v in ("student", "solution")]
-    return all(p.is_file() for p in outputs) and min(p.stat().st_mtime for p in outputs) > newest_input
 
 
 def _execute(path: Path) -> nbformat.NotebookNode:
