@@ -1,7 +1,6 @@
 """(α, β) → ε: closed form against Monte Carlo, and releases that keep the promise."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from blowfish_nb import Domain, datasets, mechanisms, policy, workload

@@ -11,7 +11,7 @@ import pytest
 
 import blowfish_nb.planning as acc
 from blowfish_nb import BudgetExceededError, Session, SessionError, datasets, policy
-from blowfish_nb.exceptions import BlowfishError, DomainError, InvalidParameterError, PolicyError
+from blowfish_nb.exceptions import BlowfishError, InvalidParameterError, PolicyError
 
 
 KEY = "test key: 0123456789abcdef"

@@ -413,9 +413,9 @@ def hunt(
         outs = [_cached_draw(probe, db, confirm, rng, fresh) for db in (pair.x, pair.x_prime)]
         c = [int(event.count(o)) for o in outs]
         if event.reverse:
-            x, x1, edge, c = pair.x_prime, pair.x, pair.reverse_edge, c[::-1]
+            x, edge, c = pair.x_prime, pair.reverse_edge, c[::-1]
         else:
-            x, x1, edge = pair.x, pair.x_prime, pair.edge
+            x, edge = pair.x, pair.edge
         bound = float(log_ratio_lower_bound(c[0], confirm, c[1], confirm, a))
         rows.append({"family": pair.family, "x": _fmt(x), "edge": edge, "event": event.describe(),
                      "runs": confirm, "count_x": c[0], "count_x_prime": c[1],

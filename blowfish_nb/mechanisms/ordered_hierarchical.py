@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from .._validation import as_generator, check_epsilon, check_theta
+from .._validation import check_epsilon, check_theta
 from ..exceptions import InvalidParameterError
 from ..operators import Stack, Workload
 from ..policy import Policy, Threshold

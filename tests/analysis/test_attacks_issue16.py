@@ -27,7 +27,6 @@ from blowfish_nb.mechanisms.dawa import interval_deviations, l1_partition
 from blowfish_nb.mechanisms.partition_first import bucket_strategies
 from blowfish_nb.policy import project
 from blowfish_nb.ranges import Boxes, all_ranges, ranges_2d
-from blowfish_nb.strategies.optimized import optimize
 from tests.brute import brute_edges, brute_sensitivity_edges
 from tests.mechanisms.test_dawa import _windowed_l1_partition
 

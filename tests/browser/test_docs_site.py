@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import http.server
 import threading
-from pathlib import Path
 from urllib.parse import urljoin
 
 import pytest

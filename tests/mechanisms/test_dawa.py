@@ -1,6 +1,5 @@
 """DAWA: each step against a brute-force or dense form, and its privacy audited."""
 
-import itertools
 import math
 
 import numpy as np
