@@ -86,6 +86,11 @@ JOBS = [
      "looped answers"),
     ("PartitionFirst(dawa)", "answers", mechanisms.PartitionFirst("dawa"), ALL, False, "looped answers"),
     ("PartitionFirst(matching)", "answers", mechanisms.PartitionFirst("matching"), ALL, False, "looped answers"),
+    # issue 16: the optimised strategy (fitted in the task to the hunted workload and policy) and data-dependent
+    # ranges over the buckets
+    ("Optimized", "answers", "optimized", THRESHOLD + ["grid 3×3"], True, "vectorised answers"),
+    ("PartitionFirst(dawa, ranges)", "answers", mechanisms.PartitionFirst("dawa", ranges=True), THRESHOLD, True,
+     "looped answers"),
 ]
 
 
@@ -114,6 +119,8 @@ def run(task: tuple) -> dict:
             target = NoNoise()
         k = pol.domain.size
         W = workload.prefix(k) if ranges and len(pol.domain.shape) == 1 else workload.identity(k)
+        if target == "optimized":  # public inputs only: the workload and the policy
+            target = mechanisms.Optimized.fit(W, pol, restarts=2, max_iter=100, rng=0)
         result = hunt(target, pol, 1.0, workload=W, rng=seed, **size)
         output = "answers"
     w = result.worst
