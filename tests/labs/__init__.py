@@ -54,3 +54,21 @@ def built_lab(slug: str, dest: Path) -> Path:
 def solution_notebook(slug: str, dest: Path) -> Path:
     """The path of lab ``slug``'s built solution notebook (see :func:`built_lab`)."""
     return built_lab(slug, dest) / slug / "solution" / f"{slug}.ipynb"
+
+
+def assert_each_mistake_has_its_own_hint(question: str, check, expected, mistakes) -> None:
+    """Every listed ``(wrong answer, words)`` of ``question`` fails with a hint naming ``words``, never showing
+    ``expected``, and no two mistakes share a hint."""
+    import pytest
+
+    from blowfish_nb.labs._check import LabCheckFailed
+
+    hints = []
+    for wrong, words in mistakes:
+        with pytest.raises(LabCheckFailed) as failed:
+            check(wrong)
+        message = str(failed.value)
+        assert message.startswith(f"{question} (") and "Hint:" in message and words in message, message
+        assert not value_shown(message, expected), message
+        hints.append(message)
+    assert len(set(hints)) == len(hints)
