@@ -14,9 +14,9 @@ import numpy as np
 
 from ._validation import as_generator
 from .exceptions import InvalidParameterError
-from .operators import Identity, Prefix, Workload
+from .operators import Identity, Kron, Prefix, Total, Workload
 
-__all__ = ["Ranges", "Boxes", "all_ranges", "random_ranges", "ranges_2d", "as_ranges", "ALL_RANGES_LIMIT"]
+__all__ = ["Ranges", "Boxes", "all_ranges", "random_ranges", "ranges_2d", "as_ranges", "axis_ranges", "ALL_RANGES_LIMIT"]
 
 ALL_RANGES_LIMIT = 4096
 
@@ -208,3 +208,31 @@ def _positive(value, name: str) -> int:
     return int(value)
 
 
+def axis_ranges(workload: Workload, shape) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Per-axis (lo, hi) when the rows of ``workload`` are the Cartesian product of one range list per axis.
+
+    The identity over the whole grid (the multi-column histogram) and Kronecker
+    products of 1-D range workloads and totals (cumulative counts, marginals)
+    qualify; their rows run in C order, the order of the product's rows.
+
+    Examples
+    --------
+    >>> from blowfish_nb.workload import marginal
+    >>> [(lo.tolist(), hi.tolist()) for lo, hi in axis_ranges(marginal((2, 3), [0]), (2, 3))]
+    [([0, 1], [0, 1]), ([0], [2])]
+    """
+    shape = tuple(int(s) for s in shape)
+    if isinstance(workload, Identity) and workload.shape[1] == math.prod(shape):
+        return [(np.arange(k), np.arange(k)) for k in shape]
+    if not isinstance(workload, Kron) or tuple(workload.cell_shape) != shape:
+        return None
+    axes = []
+    for f, k in zip(workload.factors, shape):
+        if isinstance(f, Total):
+            axes.append((np.zeros(1, dtype=np.intp), np.full(1, k - 1, dtype=np.intp)))
+            continue
+        r = as_ranges(f)
+        if r is None:
+            return None
+        axes.append((r.lo, r.hi))
+    return axes

@@ -27,10 +27,10 @@ import numpy as np
 
 from ..exceptions import InvalidParameterError
 from ..operators import DENSE_LIMIT, Identity, Kron, Matrix, Total, Workload
-from ..ranges import Boxes, as_ranges
+from ..ranges import Boxes, as_ranges, axis_ranges  # axis_ranges re-exported: it lived here
 from .factors import Factor, IdentityFactor
 
-__all__ = ["grid_variances", "lstsq_grid", "axis_ranges", "as_boxes", "apply_grid", "Unaffordable", "AFFORDABLE"]
+__all__ = ["grid_variances", "lstsq_grid", "as_boxes", "apply_grid", "Unaffordable", "AFFORDABLE"]
 
 #: the most multiply-adds an exact expected error may cost on the interactive path (about a second)
 AFFORDABLE = 3e8
@@ -106,36 +106,6 @@ def lstsq_grid(factor: Factor, ops: list[Workload], Y: np.ndarray) -> np.ndarray
         solved = factor.lstsq_rows(op, moved.reshape(-1, moved.shape[-1]))
         out = np.moveaxis(np.asarray(solved).reshape(lead + (op.shape[1],)), -1, axis)
     return out
-
-
-def axis_ranges(workload: Workload, shape) -> list[tuple[np.ndarray, np.ndarray]] | None:
-    """Per-axis (lo, hi) when the rows of ``workload`` are the Cartesian product of one range list per axis.
-
-    The identity over the whole grid (the multi-column histogram) and Kronecker
-    products of 1-D range workloads and totals (cumulative counts, marginals)
-    qualify; their rows run in C order, the order of the product's rows.
-
-    Examples
-    --------
-    >>> from blowfish_nb.workload import marginal
-    >>> [(lo.tolist(), hi.tolist()) for lo, hi in axis_ranges(marginal((2, 3), [0]), (2, 3))]
-    [([0, 1], [0, 1]), ([0], [2])]
-    """
-    shape = tuple(int(s) for s in shape)
-    if isinstance(workload, Identity) and workload.shape[1] == math.prod(shape):
-        return [(np.arange(k), np.arange(k)) for k in shape]
-    if not isinstance(workload, Kron) or tuple(workload.cell_shape) != shape:
-        return None
-    axes = []
-    for f, k in zip(workload.factors, shape):
-        if isinstance(f, Total):
-            axes.append((np.zeros(1, dtype=np.intp), np.full(1, k - 1, dtype=np.intp)))
-            continue
-        r = as_ranges(f)
-        if r is None:
-            return None
-        axes.append((r.lo, r.hi))
-    return axes
 
 
 def as_boxes(workload: Workload, shape) -> tuple[np.ndarray, np.ndarray] | None:

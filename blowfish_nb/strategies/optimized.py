@@ -45,8 +45,8 @@ from scipy.optimize import minimize
 from .._validation import as_generator
 from ..exceptions import InvalidParameterError
 from ..policy import BOTTOM, Policy
-from ..ranges import Boxes, as_ranges
-from ..operators import DENSE_LIMIT, Identity, Kron, Matrix, Stack, Total, Workload
+from ..ranges import Boxes, as_ranges, axis_ranges
+from ..operators import DENSE_LIMIT, Kron, Matrix, Stack, Workload
 
 __all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "supports"]
 
@@ -239,18 +239,8 @@ def _terms(W: Workload, shape) -> list[_Term]:
         return [_Term(1.0, [None], True, _gram(W))]
     if isinstance(W, Boxes) and tuple(W.cell_shape) == tuple(shape):
         return [_Term(1.0, [(W.lo[:, i], W.hi[:, i]) for i in range(d)], True)]
-    if isinstance(W, Identity) and W.shape[1] == math.prod(shape):
-        return [_Term(1.0, [(np.arange(n), np.arange(n)) for n in shape], False)]
-    if isinstance(W, Kron) and tuple(W.cell_shape) == tuple(shape):
-        axes = []
-        for f, n in zip(W.factors, shape):
-            if isinstance(f, Total):
-                axes.append((np.zeros(1, dtype=np.int64), np.full(1, n - 1, dtype=np.int64)))
-                continue
-            r = as_ranges(f)
-            if r is None:
-                raise InvalidParameterError(f"a Kron factor {type(f).__name__} is not a range workload")
-            axes.append((r.lo, r.hi))
+    axes = axis_ranges(W, shape)  # the grid's histogram, marginals, Kronecker products of ranges and totals
+    if axes is not None:
         return [_Term(1.0, axes, False)]
     raise InvalidParameterError(
         f"{type(W).__name__} on a grid: use boxes, marginals, Kronecker products of ranges or a Stack of them")

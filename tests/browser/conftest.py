@@ -185,6 +185,22 @@ def run_cell(page, marker: str) -> None:
     )
 
 
+def wait_until_settled(page, element) -> None:
+    """Wait until the canvas ``element`` (an element handle) is drawn and has not moved for 600 ms (every widget
+    above it is laid out), so clicks land where cytoscape drew the graph."""
+    page.wait_for_function(
+        """(box) => {
+            if (!box || box.dataset.ready !== '1') return false;
+            const r = box.getBoundingClientRect();
+            const key = [r.left, r.top, r.width, r.height].map(Math.round).join(',');
+            const now = performance.now();
+            if (box.__settleKey !== key) { box.__settleKey = key; box.__settleAt = now; return false; }
+            return now - box.__settleAt > 600;
+        }""",
+        arg=element, polling=100, timeout=30_000,
+    )
+
+
 def drag(page, selector: str, dx: float) -> None:
     """Drag the element under ``selector`` by ``dx`` pixels with the mouse, as a user would (sliders report on release)."""
     handle = page.locator(selector)

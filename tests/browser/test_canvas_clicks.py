@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import ARTIFACTS, drag, open_notebook, run_all
+from tests.browser.conftest import ARTIFACTS, drag, open_notebook, run_all, wait_until_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -41,19 +41,7 @@ def _ready(page, lab) -> None:
 
 
 def _settle(page) -> None:
-    """Wait until the canvas is drawn and has not moved on the page for 600 ms (every widget above it settled)."""
-    page.wait_for_function(
-        """(sel) => {
-            const box = document.querySelector(sel);
-            if (!box || box.dataset.ready !== '1') return false;
-            const r = box.getBoundingClientRect();
-            const key = [r.left, r.top, r.width, r.height].map(Math.round).join(',');
-            const now = performance.now();
-            if (box.__settleKey !== key) { box.__settleKey = key; box.__settleAt = now; return false; }
-            return now - box.__settleAt > 600;
-        }""",
-        arg=CANVAS, polling=100, timeout=30_000,
-    )
+    wait_until_settled(page, page.locator(CANVAS).first.element_handle())
 
 
 def _point(page, js_element: str) -> tuple[float, float]:

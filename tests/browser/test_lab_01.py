@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from tests.browser.conftest import ARTIFACTS, cell_text, open_notebook, run_all
+from tests.browser.conftest import ARTIFACTS, cell_text, open_notebook, run_all, wait_until_settled
 from tests.labs import solution_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
@@ -38,18 +38,7 @@ def _point(page, node_id: str) -> tuple[float, float]:
 
 def _settle(page) -> None:
     """The edit canvas is drawn and has not moved for 600 ms (the widgets above it are laid out)."""
-    handle = _widget(page).locator(".blowfish-canvas").element_handle()
-    page.wait_for_function(
-        """(box) => {
-            if (box.dataset.ready !== '1') return false;
-            const r = box.getBoundingClientRect();
-            const key = [r.left, r.top, r.width, r.height].map(Math.round).join(',');
-            const now = performance.now();
-            if (box.__settleKey !== key) { box.__settleKey = key; box.__settleAt = now; return false; }
-            return now - box.__settleAt > 600;
-        }""",
-        arg=handle, polling=100, timeout=30_000,
-    )
+    wait_until_settled(page, _widget(page).locator(".blowfish-canvas").element_handle())
 
 
 def test_lab_01_canvases_checks_and_the_students_edit(lab, page, tmp_path):
