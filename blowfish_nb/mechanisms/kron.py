@@ -27,7 +27,7 @@ import numpy as np
 
 from ..exceptions import InvalidParameterError
 from ..operators import DENSE_LIMIT, Identity, Kron, Matrix, Total, Workload
-from ..ranges import Boxes, as_ranges, axis_ranges  # axis_ranges re-exported: it lived here
+from ..ranges import Boxes, as_ranges, axis_ranges
 from .factors import Factor, IdentityFactor
 
 __all__ = ["grid_variances", "lstsq_grid", "as_boxes", "apply_grid", "Unaffordable", "AFFORDABLE"]
