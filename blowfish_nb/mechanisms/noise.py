@@ -15,7 +15,7 @@ package therefore draws its noise here:
   strategy w_r·a_r) measure the whole-valued rows a_r x with per-row scales
   b/w_r: the loss Σ_r |Δa_r| w_r/b is the weighted strategy's Δ/b.
 * **Real-valued measurements** go through :func:`lattice_noisy`: round to a
-  public power-of-two grid γ, add discrete Laplace in grid units with the
+  public power-of-two grid γ (2^-12·Δ/m), add discrete Laplace in grid units with the
   sensitivity raised by the rounding (≤ one grid step per changed
   coordinate), scale back by γ (exact in floating point). This is the
   discretisation OpenDP uses for its float Laplace (round to 2^k, then
@@ -43,7 +43,7 @@ import numpy as np
 
 from ..exceptions import InvalidParameterError
 
-__all__ = ["MAX_SCALE", "check_scale", "discrete_laplace", "noisy", "lattice_noisy", "selection_laplace",
+__all__ = ["MAX_SCALE", "check_scale", "discrete_laplace", "noisy", "lattice_noisy", "lattice_step", "selection_laplace",
            "variance", "uniform_open", "standard_exponential"]
 
 #: the largest noise scale drawn (≈ 1.1e12): beyond it whole-number noise loses exactness in float64 and the
@@ -170,15 +170,35 @@ def noisy(values: np.ndarray, scale, rng: np.random.Generator, epsilon: float | 
     return values + discrete_laplace(rng, scale, values.shape)
 
 
+#: the lattice step is 2^-LATTICE_BITS of Δ/m (rounded down to a power of two): the noise grows by (1 + 2^-12)
+#: at most, and values up to 2^(53 - 12)·Δ/m ≈ 2.2e12·Δ/m fit the float64 grid exactly
+LATTICE_BITS = 12
+
+
+def lattice_step(sensitivity: float, changed: int) -> float:
+    """The public grid step γ of :func:`lattice_noisy`: the largest power of two ≤ 2^-12·Δ/m.
+
+    Examples
+    --------
+    >>> lattice_step(1.0, 1) == 2.0**-12, lattice_step(3.0, 2) == 2.0**-12
+    (True, True)
+    """
+    if sensitivity <= 0:
+        return 1.0
+    return 2.0 ** math.floor(math.log2(sensitivity / max(changed, 1)) - LATTICE_BITS)
+
+
 def lattice_noisy(values: np.ndarray, sensitivity: float, epsilon: float, changed: int,
                   rng: np.random.Generator) -> np.ndarray:
     """Real-valued ``values`` released ε-privately on a public power-of-two grid.
 
-    With γ the largest power of two ≤ 2^-20·Δ/m (Δ the L1 sensitivity, m
-    the most coordinates one neighbour changes), w = round(values/γ) has L1
-    sensitivity ≤ Δ/γ + m, and w + DLap((Δ/γ + m)/ε) is ε-DP; the output is
-    γ times it, exact in float64. The noise is (1 + 2^-20) times the
-    continuous Laplace scale Δ/ε at most.
+    With γ = :func:`lattice_step` (the largest power of two ≤ 2^-12·Δ/m, Δ
+    the L1 sensitivity, m the most coordinates one neighbour changes),
+    w = round(values/γ) has L1 sensitivity ≤ Δ/γ + m, and
+    w + DLap((Δ/γ + m)/ε) is ε-DP; the output is γ times it, exact in
+    float64. The noise is (1 + 2^-12) times the continuous Laplace scale Δ/ε
+    at most. An output of 2^53 grid steps or more is refused (the refusal is
+    a function of the noisy output only).
 
     Examples
     --------
@@ -190,12 +210,14 @@ def lattice_noisy(values: np.ndarray, sensitivity: float, epsilon: float, change
     if sensitivity <= 0:
         return values.copy()
     check_scale(sensitivity / epsilon, value=epsilon)
-    gamma = 2.0 ** math.floor(math.log2(sensitivity / max(changed, 1)) - 20)
+    gamma = lattice_step(sensitivity, changed)
     w = np.round(values / gamma)
     scale = (sensitivity / gamma + changed) / epsilon
     out = w + discrete_laplace(rng, scale, w.shape)
     if np.abs(out).max(initial=0.0) >= 2.0**53:
-        raise InvalidParameterError("the measured values are too large for the lattice sampler's grid")
+        raise InvalidParameterError(
+            f"the noisy measurements reach {np.abs(out).max() * gamma:.3g}, beyond the lattice sampler's "
+            f"float64 grid of step {gamma:.3g} (2^53 steps)")
     return out * gamma
 
 

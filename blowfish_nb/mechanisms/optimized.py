@@ -4,7 +4,7 @@
 dense factor per axis, their Kronecker product on grids) and its exact
 Δ_A(G); this module measures it. The strategy's entries are real numbers,
 so the measurements go through :func:`.noise.lattice_noisy` (rounded to a
-public power-of-two grid γ ≈ 2^-20·Δ/m, discrete Laplace in grid units with
+public power-of-two grid γ ≈ 2^-12·Δ/m, discrete Laplace in grid units with
 the sensitivity raised by the rounding: Δ/γ + m for m measured rows), then
 least squares axis by axis. Haney et al. 2015, Thm 4.1 makes it
 (ε, G)-Blowfish private with the exact Δ; the expected squared error of a
@@ -131,7 +131,7 @@ class Optimized(MatrixMechanism):
         """(Δ, γ, m): the exact sensitivity, the public grid step and the rows one neighbour may change."""
         delta = self.sensitivity(policy)
         m = math.prod(f.shape[0] for f in self.optimized.factors)
-        gamma = 2.0 ** math.floor(math.log2(delta / m) - 20) if delta > 0 else 1.0
+        gamma = noise.lattice_step(delta, m)
         return delta, gamma, m
 
     def noise_variance(self, policy: Policy, epsilon: float) -> float:

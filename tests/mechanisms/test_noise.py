@@ -63,7 +63,8 @@ def test_lattice_sampler_privacy_ratio_is_exact_at_most_e_epsilon():
     """Brute force: for values Δ apart (L1, spread over m coordinates), every output's probability ratio ≤ e^ε."""
     rng = np.random.default_rng(3)
     eps, delta, m = 0.7, 1.5, 3
-    gamma = 2.0 ** math.floor(math.log2(delta / m) - 20)
+    gamma = noise.lattice_step(delta, m)
+    assert gamma <= delta / m * 2.0**-12 < 2 * gamma  # the largest power of two below 2^-12·Δ/m
     scale = (delta / gamma + m) / eps
     worst = 0.0
     for _ in range(200):
