@@ -47,6 +47,8 @@ from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
 from ..policy import BOTTOM, Policy, project
 from ..ranges import as_ranges
+from ..operators import Matrix
+from ..strategies.optimized import optimize
 from ..workload import Identity, Prefix, Workload
 from .base import Mechanism, _check_histogram
 from .noise import selection_laplace
@@ -54,11 +56,16 @@ from . import noise
 from .dawa import _GreedyTree, _group, l1_partition
 from .gram import as_sparse, bucket_gram
 from .laplace import Laplace
+from .optimized import AUTO
 from .transformed import Transformed
 
-__all__ = ["PartitionFirst", "matching_partition", "best_matching", "measure_buckets", "bucket_strategies"]
+__all__ = ["PartitionFirst", "matching_partition", "best_matching", "measure_buckets", "bucket_strategies", "gram_root",
+           "OPTIMIZE_BUCKETS"]
 
 PARTITIONERS = ("dawa", "matching")
+#: the most buckets over which :func:`bucket_strategies` optimises a strategy at release time (one dense m×m
+#: inverse per optimiser step, so about a second at 256 buckets on an idle core)
+OPTIMIZE_BUCKETS = 256
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,12 @@ class PartitionFirst(Mechanism):
         bucket totals are measured by the best of three strategies over the
         buckets, Δ exact under the projected policy (:func:`measure_buckets`),
         and the workload is answered on the uniform expansion (issue 16).
+    optimize_buckets : int
+        With ``ranges``: partitions of at most this many buckets also get a
+        strategy optimised for the workload under the projected policy
+        (:func:`~blowfish_nb.strategies.optimized.optimize`, seeded, so a
+        function of the released partition and the public workload); 0 never
+        optimises.
 
     Examples
     --------
@@ -97,6 +110,7 @@ class PartitionFirst(Mechanism):
     window: int = 1
     rounds: int = 1
     ranges: bool = False
+    optimize_buckets: int = OPTIMIZE_BUCKETS
 
     def __post_init__(self):
         if self.partitioner not in PARTITIONERS:
@@ -109,6 +123,9 @@ class PartitionFirst(Mechanism):
             raise InvalidParameterError(f"rounds must be an integer >= 1, got {self.rounds!r}")
         if not isinstance(self.ranges, bool):
             raise InvalidParameterError(f"ranges must be True or False, got {self.ranges!r}")
+        if (isinstance(self.optimize_buckets, bool) or not isinstance(self.optimize_buckets, int)
+                or self.optimize_buckets < 0):
+            raise InvalidParameterError(f"optimize_buckets must be an integer >= 0, got {self.optimize_buckets!r}")
         if self.rounds > 1 and self.partitioner != "matching":
             raise InvalidParameterError(f"rounds > 1 is for partitioner='matching', got {self.partitioner!r}")
 
@@ -131,7 +148,8 @@ class PartitionFirst(Mechanism):
             )
         blocks = self.partition(x, policy, epsilon, rng)
         if not histogram:
-            return measure_buckets(x, blocks, workload, policy, (1 - self.split) * epsilon, rng)
+            return measure_buckets(x, blocks, workload, policy, (1 - self.split) * epsilon, rng,
+                                   optimize_buckets=self.optimize_buckets)
         return expand(x, blocks, policy, (1 - self.split) * epsilon, rng)
 
     def partition(self, x: np.ndarray, policy: Policy, epsilon: float, rng: np.random.Generator) -> np.ndarray:
@@ -175,21 +193,27 @@ class PartitionFirst(Mechanism):
 
 
 def measure_buckets(x: np.ndarray, blocks: np.ndarray, workload: Workload, policy: Policy, epsilon: float,
-                    rng: np.random.Generator, granularity: int = 100) -> np.ndarray:
+                    rng: np.random.Generator, granularity: int = 100,
+                    optimize_buckets: int = OPTIMIZE_BUCKETS, options: dict | None = None) -> np.ndarray:
     """Steps 2 and 3 for any workload: a strategy over the buckets with Δ exact under the projected policy.
 
     The workload's error over the bucket totals t is ⟨Cov(t̂), M⟩, M = (WE)ᵀ(WE)
-    (:func:`~blowfish_nb.mechanisms.gram.bucket_gram`). Three strategies A over
-    the m buckets are scored by 2 (Δ_A(G*)/ε)² ⟨(AᵀA)⁻¹, M⟩, Δ computed
-    exactly under the projected policy G* (edge differences): the identity
-    (Laplace), prefix sums (the Ordered mechanism on the buckets — under G^θ,
-    Δ is the largest number of buckets an edge spans, 1 once buckets are θ
-    cells wide) and DAWA's greedy workload-aware hierarchy (Δ ≤ 2). The
-    least-error one is measured with discrete Laplace noise of scale Δ/ε and
-    inverted by least squares; the choice uses the released partition and
-    the public workload only. A G-edge moves a record within a bucket (t
-    unchanged) or between two buckets along a G*-edge, so releasing A t is
-    (ε, G)-Blowfish private (BlowfishDB's dynamic projection).
+    (:func:`~blowfish_nb.mechanisms.gram.bucket_gram`). The strategies A over
+    the m buckets of :func:`bucket_strategies` are scored by
+    2 (Δ_A(G*)/ε)² ⟨(AᵀA)⁻¹, M⟩, Δ computed exactly under the projected
+    policy G* (edge differences): the identity (Laplace), prefix sums (the
+    Ordered mechanism on the buckets — under G^θ, Δ is the largest number of
+    buckets an edge spans, 1 once buckets are θ cells wide), DAWA's greedy
+    workload-aware hierarchy (Δ ≤ 2) and, for at most ``optimize_buckets``
+    buckets, a strategy optimised for M under G*. The least-error one is
+    measured with discrete Laplace noise of scale Δ/ε (lattice noise for the
+    optimised one's real entries) and inverted by least squares; the choice
+    uses the released partition and the public workload only (``options``:
+    the candidates :func:`bucket_strategies` gave for these buckets and this
+    workload, to draw again without optimising again). A G-edge moves a
+    record within a bucket (t unchanged) or between two buckets along a
+    G*-edge, so releasing A t is (ε, G)-Blowfish private (BlowfishDB's
+    dynamic projection).
 
     Examples
     --------
@@ -211,28 +235,39 @@ def measure_buckets(x: np.ndarray, blocks: np.ndarray, workload: Workload, polic
         E = sp.csr_array((1.0 / sizes[proj.block_of], (np.arange(x.size), proj.block_of)), shape=(x.size, m))
         B = as_sparse(workload) @ E
         M = np.asarray((B.T @ B).todense())
-    options = bucket_strategies(M, proj.policy, granularity)
+    if options is None:
+        options = bucket_strategies(M, proj.policy, granularity, optimize_buckets)
     choice = min(options, key=lambda c: options[c][1] ** 2 * options[c][2])
-    _, delta, _, tree = options[choice]
+    _, delta, _, solver = options[choice]
     if choice == "laplace":
         estimate = noise.noisy(t, delta / epsilon, rng)
     elif choice == "ordered":
         estimate = np.diff(np.r_[0.0, noise.noisy(np.cumsum(t), delta / epsilon, rng)])
+    elif choice == "optimized":  # real-valued rows: the lattice sampler, every row may change
+        estimate = solver.pinv @ noise.lattice_noisy(solver.A @ t, delta, epsilon, solver.shape[0], rng)
     else:
-        estimate = tree.least_squares(t, delta / epsilon, rng)
+        estimate = solver.least_squares(t, delta / epsilon, rng)
     return np.asarray(workload @ (estimate / sizes)[proj.block_of], dtype=float)
 
 
-def bucket_strategies(M: np.ndarray, policy: Policy, granularity: int = 100) -> dict:
-    """The candidate strategies over m buckets: name → (A as a sparse matrix, Δ_A(policy), ⟨(AᵀA)⁻¹, M⟩, tree).
+def bucket_strategies(M: np.ndarray, policy: Policy, granularity: int = 100,
+                      optimize_buckets: int = OPTIMIZE_BUCKETS) -> dict:
+    """The candidate strategies over m buckets: name → (A as a sparse matrix, Δ_A(policy), ⟨(AᵀA)⁻¹, M⟩, solver).
 
     Expected total squared error at ε: 2 (Δ/ε)² ⟨(AᵀA)⁻¹, M⟩ (continuous
-    Laplace; the discrete draws have slightly less).
+    Laplace; the discrete draws have slightly less, the lattice draws of the
+    optimised strategy at most 2^-11 more). ``solver`` is DAWA's greedy tree
+    for ``"greedy"``, the optimised factor
+    (:class:`~blowfish_nb.strategies.optimized.DenseFactor`) for
+    ``"optimized"`` (offered when 1 < m ≤ ``optimize_buckets``: optimised
+    for a workload with Gram M under ``policy`` by
+    :func:`~blowfish_nb.strategies.optimized.optimize`, seeded, its Δ exact),
+    else None.
 
     Examples
     --------
     >>> from blowfish_nb import Domain, policy
-    >>> opts = bucket_strategies(np.eye(4), policy.line(Domain.grid(4)))
+    >>> opts = bucket_strategies(np.eye(4), policy.line(Domain.grid(4)), optimize_buckets=0)
     >>> {name: (float(d), float(e)) for name, (_, d, e, _) in opts.items()}
     {'laplace': (2.0, 4.0), 'ordered': (1.0, 7.0), 'greedy': (2.0, 4.0)}
     """
@@ -251,7 +286,25 @@ def bucket_strategies(M: np.ndarray, policy: Policy, granularity: int = 100) -> 
                            np.concatenate([np.arange(a, b) for a, b in zip(tree.lo[rows], tree.hi[rows])]))),
                          shape=(rows.size, m))
         options["greedy"] = (A, policy.sensitivity(A), tree.error, tree)
+    if 1 < m <= optimize_buckets:
+        found = optimize(gram_root(M), policy, **AUTO)
+        F = found.factors[0]
+        options["optimized"] = (F.A, found.sensitivity, float(np.sum(F.inverse_gram * M)), F)
     return options
+
+
+def gram_root(M: np.ndarray) -> Matrix:
+    """A workload with Gram M (symmetric, positive semi-definite): √Λ Vᵀ from M = V Λ Vᵀ.
+
+    Examples
+    --------
+    >>> M = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> R = gram_root(M).dense()
+    >>> np.allclose(R.T @ R, M)
+    True
+    """
+    lam, V = np.linalg.eigh(np.asarray(M, dtype=float))
+    return Matrix(np.sqrt(np.clip(lam, 0.0, None))[:, None] * V.T)
 
 
 def expand(x: np.ndarray, blocks: np.ndarray, policy: Policy, epsilon: float, rng: np.random.Generator) -> np.ndarray:

@@ -202,7 +202,10 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     best = None
     # the identity (the Laplace mechanism) and the prefix sums (Ordered) themselves: never done worse than them
     starts = [[np.eye(n) for n in shape], [np.tril(np.ones((n, n))) for n in shape]]
-    starts += [problem.optimise(problem.start(s, rng), max_iter) for s in range(restarts)]
+    # nothing to trade off when no edge moves a record (every strategy has Δ = 0) or no query has error to lose
+    edges = problem.edges
+    if (any(p is not None for p in edges.pairs) or edges.bottom or edges.multi) and problem.error(starts[0]) > 0:
+        starts += [problem.optimise(problem.start(s, rng), max_iter) for s in range(restarts)]
     for start, X in enumerate(starts):
         factors = tuple(DenseFactor(x) for x in X)
         op = factors[0] if len(factors) == 1 else Kron(factors)
@@ -462,6 +465,8 @@ class _Problem:
     def value_and_grad(self, X):
         logd, gd = self._delta(X)
         E, ge = self._error(X, grad=True)
+        if not (math.isfinite(E) and E > 0):  # a numerically singular step (the inverse lost its sign)
+            return math.inf, ge
         f = 2.0 * logd + math.log(E)
         return f, [2.0 * a + b / E for a, b in zip(gd, ge)]
 
