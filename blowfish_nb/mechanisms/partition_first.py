@@ -49,6 +49,7 @@ from ..policy import BOTTOM, Policy, project
 from ..ranges import as_ranges
 from ..operators import Matrix
 from ..strategies.optimized import optimize
+from ..strategies.weighted_prefix import optimize_weights
 from ..workload import Identity, Prefix, Workload
 from .base import Mechanism, _check_histogram
 from .noise import selection_laplace
@@ -60,7 +61,7 @@ from .optimized import AUTO
 from .transformed import Transformed
 
 __all__ = ["PartitionFirst", "matching_partition", "best_matching", "measure_buckets", "bucket_strategies", "gram_root",
-           "OPTIMIZE_BUCKETS"]
+           "OPTIMIZE_BUCKETS", "prefix_costs"]
 
 PARTITIONERS = ("dawa", "matching")
 #: the most buckets over which :func:`bucket_strategies` optimises a strategy at release time (one dense m×m
@@ -86,8 +87,8 @@ class PartitionFirst(Mechanism):
         (buckets of up to 2^rounds cells), ε₁ split evenly over the rounds.
     ranges : bool
         Answer any workload (ranges, boxes, …), not only the histogram: the
-        bucket totals are measured by the best of three strategies over the
-        buckets, Δ exact under the projected policy (:func:`measure_buckets`),
+        bucket totals are measured by the best of the strategies over the
+        buckets of :func:`bucket_strategies`, Δ exact under the projected policy (:func:`measure_buckets`),
         and the workload is answered on the uniform expansion (issue 16).
     optimize_buckets : int
         With ``ranges``: partitions of at most this many buckets also get a
@@ -204,8 +205,11 @@ def measure_buckets(x: np.ndarray, blocks: np.ndarray, workload: Workload, polic
     policy G* (edge differences): the identity (Laplace), prefix sums (the
     Ordered mechanism on the buckets — under G^θ, Δ is the largest number of
     buckets an edge spans, 1 once buckets are θ cells wide), DAWA's greedy
-    workload-aware hierarchy (Δ ≤ 2) and, for at most ``optimize_buckets``
-    buckets, a strategy optimised for M under G*. The least-error one is
+    workload-aware hierarchy (Δ ≤ 2), prefix sums with row weights fitted to
+    M under G* (:mod:`~blowfish_nb.strategies.weighted_prefix`: less weight
+    where narrow buckets crowd, whole-valued sums at per-row scales) and, for
+    at most ``optimize_buckets`` buckets, a dense strategy optimised for M
+    under G*. The least-error one is
     measured with discrete Laplace noise of scale Δ/ε (lattice noise for the
     optimised one's real entries) and inverted by least squares; the choice
     uses the released partition and the public workload only (``options``:
@@ -243,6 +247,8 @@ def measure_buckets(x: np.ndarray, blocks: np.ndarray, workload: Workload, polic
         estimate = noise.noisy(t, delta / epsilon, rng)
     elif choice == "ordered":
         estimate = np.diff(np.r_[0.0, noise.noisy(np.cumsum(t), delta / epsilon, rng)])
+    elif choice == "weighted prefix":  # whole-valued prefix sums, row i at scale Δ/(ε w_i)
+        estimate = np.diff(np.r_[0.0, noise.noisy(np.cumsum(t), delta / (epsilon * solver.weights), rng)])
     elif choice == "optimized":  # real-valued rows: the lattice sampler, every row may change
         estimate = solver.pinv @ noise.lattice_noisy(solver.A @ t, delta, epsilon, solver.shape[0], rng)
     else:
@@ -257,7 +263,9 @@ def bucket_strategies(M: np.ndarray, policy: Policy, granularity: int = 100,
     Expected total squared error at ε: 2 (Δ/ε)² ⟨(AᵀA)⁻¹, M⟩ (continuous
     Laplace; the discrete draws have slightly less, the lattice draws of the
     optimised strategy at most 2^-11 more). ``solver`` is DAWA's greedy tree
-    for ``"greedy"``, the optimised factor
+    for ``"greedy"``, the
+    :class:`~blowfish_nb.strategies.weighted_prefix.WeightedPrefix` for
+    ``"weighted prefix"``, the optimised factor
     (:class:`~blowfish_nb.strategies.optimized.DenseFactor`) for
     ``"optimized"`` (offered when 1 < m ≤ ``optimize_buckets``: optimised
     for a workload with Gram M under ``policy`` by
@@ -268,8 +276,8 @@ def bucket_strategies(M: np.ndarray, policy: Policy, granularity: int = 100,
     --------
     >>> from blowfish_nb import Domain, policy
     >>> opts = bucket_strategies(np.eye(4), policy.line(Domain.grid(4)), optimize_buckets=0)
-    >>> {name: (float(d), float(e)) for name, (_, d, e, _) in opts.items()}
-    {'laplace': (2.0, 4.0), 'ordered': (1.0, 7.0), 'greedy': (2.0, 4.0)}
+    >>> {name: (float(d), round(float(e), 3)) for name, (_, d, e, _) in opts.items()}
+    {'laplace': (2.0, 4.0), 'ordered': (1.0, 7.0), 'greedy': (2.0, 4.0), 'weighted prefix': (1.0, 6.0)}
     """
     m = M.shape[0]
     options = {"laplace": (sp.identity(m, format="csr"), policy.sensitivity(Identity(m)), float(np.trace(M)), None)}
@@ -286,11 +294,29 @@ def bucket_strategies(M: np.ndarray, policy: Policy, granularity: int = 100,
                            np.concatenate([np.arange(a, b) for a, b in zip(tree.lo[rows], tree.hi[rows])]))),
                          shape=(rows.size, m))
         options["greedy"] = (A, policy.sensitivity(A), tree.error, tree)
+    if m > 1:  # prefix sums with row weights fitted to M (O(m) per optimiser step): every partition
+        c = prefix_costs(M)
+        weighted = optimize_weights(c, policy)
+        A = sp.csr_array(weighted.dense()) if m <= OPTIMIZE_BUCKETS else None  # for audits; never measured
+        options["weighted prefix"] = (A, policy.sensitivity(weighted), float(np.sum(c / weighted.weights**2)),
+                                      weighted)
     if 1 < m <= optimize_buckets:
         found = optimize(gram_root(M), policy, **AUTO)
         F = found.factors[0]
         options["optimized"] = (F.A, found.sensitivity, float(np.sum(F.inverse_gram * M)), F)
     return options
+
+
+def prefix_costs(M: np.ndarray) -> np.ndarray:
+    """c = diag(DᵀMD), D the difference operator: the error of prefix sums with row weights w is Σ c_i / w_i².
+
+    Examples
+    --------
+    >>> prefix_costs(np.eye(3)).tolist()
+    [2.0, 2.0, 1.0]
+    """
+    d = np.diag(M).astype(float)
+    return np.r_[d[:-1] + d[1:] - 2.0 * np.diag(M, 1), d[-1:]]
 
 
 def gram_root(M: np.ndarray) -> Matrix:

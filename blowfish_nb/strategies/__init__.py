@@ -9,5 +9,6 @@ the strategy is square). The builders users call (``hierarchical``,
 from .haar import Haar
 from .optimized import OptimizedStrategy, optimize
 from .trees import BlockTrees, Tree
+from .weighted_prefix import WeightedPrefix, optimize_weights
 
-__all__ = ["Tree", "BlockTrees", "Haar", "optimize", "OptimizedStrategy"]
+__all__ = ["Tree", "BlockTrees", "Haar", "optimize", "OptimizedStrategy", "WeightedPrefix", "optimize_weights"]
