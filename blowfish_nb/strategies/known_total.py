@@ -18,11 +18,11 @@ v_i the range variance of axis i, s_i(r) = Σ_{j∈r} (N_i 1)_j and
 t_i = 1ᵀ N_i 1: one O(n³) step per axis, as in
 :mod:`blowfish_nb.strategies.optimized`, whose smoothed sensitivity,
 starts and L-BFGS-B this module reuses with the downdated error as the
-objective. Optimising with the total changes the factors (using it only
-after the fact buys much less): on 10,000 random boxes under G¹ at ε = 1 the
-expected squared error per box is 1.23–1.29× below
-:func:`~blowfish_nb.strategies.optimized.optimize`'s on 25×25, 1.39× on
-50×50, 2.0× on 100×100 (benchmarks in the issue 16 report).
+objective. On 10,000 random boxes under G¹ at ε = 1, with the same budget
+for both (``restarts=4, max_iter=600``), the expected squared error per box
+is 1.06× below :func:`~blowfish_nb.strategies.optimized.optimize`'s on
+25×25, 1.12× on 50×50 and 1.30× on 100×100 (issue 16, helper R's report);
+adding the total to that strategy after the fact buys 1.06–1.09×.
 
 **Privacy never rests on the surrogate.** The result carries the **exact**
 Δ of the Kronecker product under the policy (the policy's own edge
