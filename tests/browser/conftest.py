@@ -2,6 +2,11 @@
 
 Fixtures: ``lab`` (JupyterLab), ``notebook7`` (Notebook 7, the JupyterLab-based classic UI) and ``page``. Both
 servers expose ``window.jupyterapp`` (``expose_app_in_browser``), so the helpers below drive either one.
+
+One server of each kind and one Chromium serve the whole session (starting them took 8–15 s a test); a test still
+starts from what a new server and a new browser would give it: before each test :meth:`Lab.reset` shuts every
+session and kernel down, copies the notebooks afresh and forgets the saved layout and settings, and ``page`` is a
+new browser context (its own cookies, storage and cache).
 """
 
 from __future__ import annotations
@@ -54,11 +59,9 @@ class Lab:
         module, app, self._path = self.KINDS[kind]
         self.kind = kind
         self.root = workdir / "root"
-        shutil.copytree(ROOT / "notebooks", self.root)
-        settings = workdir / "settings"
-        notify = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-        notify.parent.mkdir(parents=True)
-        notify.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        self._settings = workdir / "settings"
+        self._workspaces = workdir / "workspaces"
+        self._fresh_files()
         self.token = secrets.token_hex(16)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -69,8 +72,8 @@ class Lab:
                 f"--IdentityProvider.token={self.token}", "--ServerApp.ip=127.0.0.1",
                 f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
                 f"--ServerApp.root_dir={self.root}", f"--{app}.expose_app_in_browser=True",
-                "--LabApp.news_url=None", f"--{app}.user_settings_dir={settings}",
-                f"--{app}.workspaces_dir={workdir / 'workspaces'}",
+                "--LabApp.news_url=None", f"--{app}.user_settings_dir={self._settings}",
+                f"--{app}.workspaces_dir={self._workspaces}",
             ],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
             env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1"},
@@ -89,48 +92,124 @@ class Lab:
                 time.sleep(0.3)
         raise RuntimeError(f"{self.kind} server did not answer within {timeout}s; see {self.log.name}")
 
+    def reset(self) -> None:
+        """Give the next test what a newly started server would: no session and no kernel (each test starts its
+        own), a fresh copy of the notebooks (nothing a test wrote or saved), no saved workspace (JupyterLab would
+        reopen the last test's tabs) and only the settings the server started with."""
+        for kind in ("sessions", "kernels"):
+            for item in self._api("GET", f"/api/{kind}"):
+                self._api("DELETE", f"/api/{kind}/{item['id']}")
+        left = self._api("GET", "/api/kernels")
+        if left:
+            raise RuntimeError(f"{self.kind} server kept kernels {[k['id'] for k in left]} after shutting them down")
+        self._fresh_files()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
     def notebook_url(self, name: str) -> str:
         return f"{self.url}/{self._path}/{name}?token={self.token}"
+
+    def _fresh_files(self) -> None:
+        for folder in (self.root, self._settings, self._workspaces):
+            shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(ROOT / "notebooks", self.root)
+        notify = self._settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+        notify.parent.mkdir(parents=True)
+        notify.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        self._workspaces.mkdir()
+
+    def _api(self, method: str, path: str):
+        request = urllib.request.Request(f"{self.url}{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            body = answer.read()
+        return json.loads(body) if body else None
 
     def stop(self) -> None:
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
             self.proc.wait(timeout=20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+        except ProcessLookupError:  # the server and everything it started are gone already
+            self.proc.poll()
+        except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=20)
         self.log.close()
 
 
-@pytest.fixture
-def lab(tmp_path):
-    server = Lab(tmp_path)
-    yield server
-    server.stop()
+class _Servers:
+    """The session's servers, one per kind, started when a test first asks for that kind (and again if one died)."""
+
+    def __init__(self, tmp_path_factory):
+        self._tmp = tmp_path_factory
+        self._running: dict[str, Lab] = {}
+
+    def fresh(self, kind: str) -> Lab:
+        server = self._running.get(kind)
+        if server is not None and not server.alive():
+            server.stop()
+            server = None
+        if server is None:
+            server = self._running[kind] = Lab(self._tmp.mktemp(kind), kind=kind)
+        else:
+            server.reset()
+        return server
+
+    def stop(self) -> None:
+        for server in self._running.values():
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def _servers(tmp_path_factory):
+    servers = _Servers(tmp_path_factory)
+    yield servers
+    servers.stop()
 
 
 @pytest.fixture
-def notebook7(tmp_path):
+def lab(_servers):
+    """JupyterLab, as a newly started one would be (see :meth:`Lab.reset`)."""
+    return _servers.fresh("lab")
+
+
+@pytest.fixture
+def notebook7(_servers):
     """Notebook 7 (``python -m notebook``) instead of JupyterLab; the same helpers drive it."""
-    server = Lab(tmp_path, kind="notebook")
-    yield server
-    server.stop()
+    return _servers.fresh("notebook")
 
 
-@pytest.fixture
-def page(request):
+@pytest.fixture(scope="session")
+def _chromium():
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: run `make test` (it installs Debian's chromium) or set BLOWFISH_CHROMIUM")
     from playwright.sync_api import sync_playwright
 
-    ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        pg = browser.new_page(viewport={"width": 1400, "height": 1100})
-        pg.set_default_timeout(60_000)
-        yield pg
-        outcome = "failed" if getattr(request.node, "rep_call", None) and request.node.rep_call.failed else "passed"
-        pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}-{outcome}.png"), full_page=True)
-        browser.close()
+        holder = {"browser": None}
+
+        def browser():
+            if holder["browser"] is None or not holder["browser"].is_connected():
+                holder["browser"] = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            return holder["browser"]
+
+        yield browser
+        if holder["browser"] is not None:
+            holder["browser"].close()
+
+
+@pytest.fixture
+def page(request, _chromium):
+    """A page in a new browser context: no cookies, storage or cache from another test."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    context = _chromium().new_context(viewport={"width": 1400, "height": 1100})
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    yield pg
+    outcome = "failed" if getattr(request.node, "rep_call", None) and request.node.rep_call.failed else "passed"
+    pg.screenshot(path=str(ARTIFACTS / f"{request.node.name}-{outcome}.png"), full_page=True)
+    context.close()
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
