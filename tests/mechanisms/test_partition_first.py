@@ -276,7 +276,10 @@ def test_bucket_strategies_sensitivity_and_error_against_brute_force(family, the
             A = A.toarray()
             # Δ of the bucket strategy under the projected policy = Δ of A·T (A applied to bucket sums) under G
             assert delta == pytest.approx(brute_sensitivity_edges(A @ T, edges)), name
-            assert err == pytest.approx(float(np.sum(np.linalg.inv(A.T @ A) * M)), rel=1e-9), name
+            # the weighted prefix sums' unconstrained total row carries a large weight: a dense inverse of
+            # condition ≈ 1e6 agrees to about 1e-9 only
+            rel = 1e-6 if name == "weighted prefix" else 1e-9
+            assert err == pytest.approx(float(np.sum(np.linalg.inv(A.T @ A) * M)), rel=rel), name
 
 
 def test_ranges_under_g_theta_recover_the_answers_at_huge_epsilon_and_are_refused_without_the_flag():
