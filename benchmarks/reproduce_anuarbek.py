@@ -194,8 +194,10 @@ def main() -> None:
         "## Beyond the paper: 1-D ranges under G⁴ (issue 16)",
         f"2,000 random ranges (seed 16), mean squared error per query over {RANGE_RUNS} runs. Every column runs "
         "under G⁴ at ε; DAWA as an ε/2-DP algorithm. *PartitionFirst ranges*: DAWA's private partition (at "
-        "ε₁/2, a move changes two counts), then the best of identity, prefix sums and DAWA's greedy hierarchy over "
-        "the buckets, Δ exact under the projected G⁴ (`PartitionFirst(ranges=True)`).",
+        "ε₁/2, a move changes two counts), then the best of identity, prefix sums, DAWA's greedy hierarchy, prefix "
+        "sums with row weights fitted to the workload (`strategies/weighted_prefix.py`, since 2026-11-23) and, for "
+        "≤ 256 buckets, a dense optimised strategy over the buckets, Δ exact under the projected G⁴ "
+        "(`PartitionFirst(ranges=True)`).",
         markdown_table(["data", "ε", *RANGES], rowsr),
         ranges_gap(resr),
         *changes({**res4, **res5, **resg}, len(wins), cells),

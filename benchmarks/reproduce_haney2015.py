@@ -554,8 +554,9 @@ def _target_note(raw, h) -> list[str]:
         + ", ".join(f"ε={e}: {count(others, e)} of {n}" for e in eps)
         + f" (each figure a mean of {raw['runs']} runs, so ratios near 10× are within run-to-run noise)."
         + f" `PartitionFirst(\"dawa\", split=0.25, ranges=True)` (DAWA's private partition at ε₁ = 0.25 ε, then "
-        "the best of identity, prefix sums and DAWA's greedy hierarchy over the buckets, Δ exact under the "
-        "projected G⁴) alone: best DP / it "
+        "the best of identity, prefix sums, DAWA's greedy hierarchy, prefix sums with row weights fitted to the "
+        "workload (`strategies/weighted_prefix.py`) and, for ≤ 256 buckets, a dense optimised strategy over the "
+        "buckets, Δ exact under the projected G⁴) alone: best DP / it "
         + ", ".join(f"ε={e}: {count(pf, e)} of {n} at ≥ 10×" for e in eps)
         + f"; range {_span(pf)}; it is the best Blowfish column in {wins} of {len(pf)} (data set, ε) cells "
         f"(best other Blowfish / it: {_span({c: pf[c] / others[c] for c in pf})}).{g1} "
