@@ -41,8 +41,7 @@ from .._validation import as_generator
 from ..exceptions import InvalidParameterError
 from ..operators import Kron, Stack, Total, Workload
 from ..policy import Policy
-from . import optimized as _opt
-from .optimized import DenseFactor
+from .optimized import DenseFactor, _edge_groups, _Problem, _scatter, _terms, supports
 
 __all__ = ["optimize", "KnownTotalStrategy"]
 
@@ -155,15 +154,15 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
             raise InvalidParameterError(f"{name} must be an integer >= {low}, got {value!r}")
     if not (isinstance(rows, (int, float)) and math.isfinite(rows) and rows >= 1):
         raise InvalidParameterError(f"rows must be a number >= 1, got {rows!r}")
-    reason = _opt.supports(workload, policy)
+    reason = supports(workload, policy)
     if reason is not None:
         raise InvalidParameterError(f"cannot optimise a strategy here: {reason}")
     shape = tuple(policy.domain.shape)
-    terms = _opt._terms(workload, shape)
+    terms = _terms(workload, shape)
     if any(t.gram is not None for t in terms):
         raise InvalidParameterError("known_total.optimize needs ranges, boxes or Kronecker products of ranges")
     rng = as_generator(rng)
-    problem = _TotalProblem(terms, _opt._edge_groups(policy), shape,
+    problem = _TotalProblem(terms, _edge_groups(policy), shape,
                             tuple(int(math.ceil(rows * n)) for n in shape))
     found = [problem.optimise(problem.start(s, rng), max_iter) for s in range(restarts)]
     candidates = [[np.eye(n) for n in shape], [np.tril(np.ones((n, n))) for n in shape], *found]
@@ -177,7 +176,7 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
 
 
 # -- the downdated error ----------------------------------------------------------------------------
-class _TotalProblem(_opt._Problem):
+class _TotalProblem(_Problem):
     """optimized._Problem with the error of the least squares constrained to the public total."""
 
     def _error(self, X, grad: bool):
@@ -209,7 +208,7 @@ class _TotalProblem(_opt._Problem):
                 for i in range(d):
                     others_v = np.prod([v[j] for j in range(d) if j != i], axis=0) if d > 1 else 1.0
                     others_r = np.prod([r[j] for j in range(d) if j != i], axis=0) if d > 1 else 1.0
-                    _opt._scatter(Z[i], *t.axes[i], t.weight * np.broadcast_to(others_v, v[i].shape))
+                    _scatter(Z[i], *t.axes[i], t.weight * np.broadcast_to(others_v, v[i].shape))
                     _spread(z[i], *t.axes[i], -t.weight * others_r * 2.0 * s[i] / tt[i])
                     kappa[i] += t.weight * float(np.sum(others_r * r[i])) / tt[i]
             else:
@@ -219,7 +218,7 @@ class _TotalProblem(_opt._Problem):
                 for i in range(d):
                     ov = math.prod(V[j] for j in range(d) if j != i)
                     orr = math.prod(R[j] for j in range(d) if j != i)
-                    _opt._scatter(Z[i], *t.axes[i], np.full(v[i].size, t.weight * ov))
+                    _scatter(Z[i], *t.axes[i], np.full(v[i].size, t.weight * ov))
                     _spread(z[i], *t.axes[i], -t.weight * orr * 2.0 * s[i] / tt[i])
                     kappa[i] += t.weight * orr * R[i] / tt[i]
         if not grad:
