@@ -161,8 +161,9 @@ def test_weighted_prefix_delta_is_exact_when_rows_no_edge_crosses_get_huge_weigh
     singleton buckets, the prefix rows at clique boundaries are crossed by no edge, so the optimiser sends their
     weight to its bound (e^8 against e^-13 for the crossed rows): after normalisation a boundary row weighs ~2.6e8,
     the cumulative sums reach 1e10–8e11 > 2^33, and ``column_differences`` (differences of those sums) rounds.
-    Measured: charged/exact Δ − 1 from −7.2e-5 (2,000 cliques) to +6.2e-5; below the exact Δ for e.g. (129 cliques,
-    tail 3): exact/charged = 1 + 1.1e-5. End to end (a3_freerows_e2e.py: 129 cliques + a clique of 6, the workload
+    Measured (a3c, a3d: 2×2 to 1,000 cliques, tails of 2–8 cells): charged/exact Δ − 1 from −7.2e-5 (1,000 cliques)
+    to +6.2e-5; through bucket_strategies, below the exact Δ in 7 of 24 configurations, e.g. exact/charged =
+    1 + 1.34e-5 (300 cliques, tail 6), 1 + 2.9e-6 (40 cliques, tail 4). End to end (a3_freerows_e2e.py: 129 cliques + a clique of 6, the workload
     diag(√c)·P that makes the weighted prefix the chosen candidate), the scales measure_buckets draws with give a
     move 263 → 258 an exact loss of ε·(1 + 4.77e-6): for x = e_263 and x′ = e_258, the event {y_258..262 =
     prefix sums of x′} has probability ratio exp(1.00000477 ε) > e^ε. Far below Monte-Carlo resolution, but
