@@ -14,6 +14,7 @@ from tests.brute_constraints import brute_histogram_sensitivity as brute
 EX83 = Domain.grid((2, 2, 3), names=["A1", "A2", "A3"])
 
 
+@pytest.mark.slow
 def test_paper_example_8_3_is_8_by_closed_form_search_and_brute_force():
     q = constraints.marginal(EX83, ["A1", "A2"])
     p = policy.constrained(policy.bounded(EX83), q)

@@ -160,6 +160,7 @@ def _partition_frequencies(x, epsilon, n, seed):
     return counts
 
 
+@pytest.mark.slow
 def test_partition_step_is_epsilon_dp_empirically():
     """Frequencies of each partition on x and x' (one record added) stay within e^ε (Clopper–Pearson, 99%)."""
     eps, n = 1.0, 20_000
@@ -181,6 +182,7 @@ def test_partition_step_is_epsilon_dp_empirically():
     assert worst <= eps
 
 
+@pytest.mark.slow
 def test_dawa_passes_the_audit_under_dp():
     result = audit(mechanisms.DAWA(), policy.dp(Domain.grid(4)), 1.0, workload=workload.prefix(4),
                    samples=3_000, rng=4)

@@ -125,6 +125,7 @@ def test_candidate_pairs_are_data_independent():
                                                                 [0, 2], [1, 3], [2, 4], [3, 5]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitioner", ["dawa", "matching"])
 def test_audit_finds_no_violation(partitioner):
     g = policy.line(Domain.grid(4))
@@ -173,12 +174,14 @@ FLAT = np.array([3.0, 3.0, 3.0, 3.0])
 MOVED = np.array([3.0, 2.0, 4.0, 3.0])  # one record moved along the edge (1, 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitioner", ["dawa", "matching"])
 def test_partition_step_spends_at_most_eps1_on_a_move(partitioner):
     loss = _partition_loss(partitioner, policy.line(Domain.grid(4)), FLAT, MOVED, 8.0, 6000)
     assert loss <= 4.0  # ε₁ = split · ε
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitioner", ["dawa", "matching"])
 @pytest.mark.parametrize("pol", [policy.threshold(Domain.grid(6), 4), policy.grid(Domain.grid((3, 3)), 1)],
                          ids=["threshold4", "grid"])
