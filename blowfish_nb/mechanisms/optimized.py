@@ -161,9 +161,11 @@ class Optimized(MatrixMechanism):
         else:
             scale = (delta / gamma + m) / epsilon
             noise.check_scale(scale * gamma, value=epsilon)
-            rounded = np.round(values / gamma) * gamma
-            eta = gamma * noise.discrete_laplace(rng, scale, (size, values.size))
-        Y = (rounded[None, :] + eta).reshape((size,) + tuple(op.shape[0] for op in ops))
+            units = np.round(values / gamma)[None, :] + noise.discrete_laplace(rng, scale, (size, values.size))
+            if np.abs(units).max(initial=0.0) >= 2.0**53:  # as lattice_noisy: refused on the noisy output only
+                raise InvalidParameterError("the measured values are too large for the lattice sampler's grid")
+            rounded, eta = units * gamma, 0.0
+        Y = (rounded + eta).reshape((size,) + tuple(op.shape[0] for op in ops))
         est = lstsq_grid(self.factor, ops, Y).reshape(size, -1)
         if len(ops) == 1:
             return apply_rows(workload, est)

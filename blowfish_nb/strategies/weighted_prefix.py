@@ -14,9 +14,12 @@ cluster of narrow buckets get less, every other row keeps weight 1. On the
 partitions DAWA finds on the DPBench sets under G⁴ this cuts the bucket
 error 2–5× against plain prefix sums (benchmarks/reproduce_anuarbek.py).
 
-**Privacy never rests on the optimiser.** The weights are quantised to
-multiples of 2^-20 after the solve, so every window sum is exact in
-float64, and Δ is recomputed by the policy's edge-difference code.
+**Privacy never rests on the optimiser.** The weights are capped at
+2^33/m and quantised to multiples of 2^-20 after the solve, so every
+prefix sum of the weights is a whole number of steps below 2^53 and every
+window sum is exact in float64 (uncapped, rows that no edge crosses ran to
+weights of 10⁸ and rounded the sums: an attacker found Δ charged 5·10⁻⁶
+too low); Δ is recomputed by the policy's edge-difference code.
 Measuring the whole-valued prefix sums with discrete Laplace noise of scale
 Δ/(ε w_i) on row i is ε-private: a move changes Σ |Δrow_i| w_i/Δ ≤ 1 scale
 units in total.
@@ -141,7 +144,10 @@ def optimize_weights(c, policy: Policy, *, max_iter: int = 500) -> WeightedPrefi
     sums = np.r_[0.0, np.cumsum(w)]
     top = float((sums[hi] - sums[lo]).max()) if lo.size else float(w.max())
     step = 2.0**-QUANTUM_BITS
-    w = np.maximum(np.floor(w / top / step), 1.0) * step  # multiples of 2^-20: window sums exact, Δ ≤ 1
+    # rows no edge crosses (the total under a policy without ⊥) would run to huge weights: cap every weight at
+    # 2^33/m so that every prefix sum of the weights is below 2^33, i.e. below 2^53 steps of 2^-20 — exact
+    w = np.minimum(w / top, 2.0 ** (53 - QUANTUM_BITS) / m)
+    w = np.maximum(np.floor(w / step), 1.0) * step  # multiples of 2^-20: window sums exact, Δ ≤ 1
     return WeightedPrefix(w)
 
 

@@ -152,11 +152,9 @@ def test_the_candidate_and_its_scales_read_the_partition_and_the_workload_only(m
         assert kinds == ({"lattice"} if offered else {"noisy"})
 
 
-@pytest.mark.xfail(strict=True, reason="weighted prefix: rows no edge crosses get weights up to ~2.6e8, their prefix "
-                                       "sums pass 2^33 and later window sums lose bits, so the charged Δ is not the "
-                                       "exact one (sometimes below it); fix: cap the weights (or sum them in integers)")
 def test_weighted_prefix_delta_is_exact_when_rows_no_edge_crosses_get_huge_weights():
-    """Attack 2 (a1b_extreme.py, a3c_scan.py, a3_freerows_e2e.py): a confirmed, tiny, violation of "Δ exact because
+    """Attack 2 (a1b_extreme.py, a3c_scan.py, a3_freerows_e2e.py): a confirmed, tiny, violation (fixed: weights are
+    now capped at 2^33/m, so every prefix sum of them is exact) of "Δ exact because
     the weights are dyadic". Under a partition policy (cliques of two cells, then one clique of a few) projected on
     singleton buckets, the prefix rows at clique boundaries are crossed by no edge, so the optimiser sends their
     weight to its bound (e^8 against e^-13 for the crossed rows): after normalisation a boundary row weighs ~2.6e8,
