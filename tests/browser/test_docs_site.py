@@ -74,8 +74,9 @@ def test_navigation_from_the_index_to_the_guide_and_the_api_reference(site, page
 
 def test_search_finds_pages_of_this_site(site, page):
     page.goto(urljoin(site, "search.html?q=sensitivity"))
+    # Sphinx lists results as it finds them (objects first, page texts after): wait for its summary line
+    page.locator("#search-results p.search-summary", has_text="Search finished").wait_for(timeout=30_000)
     results = page.locator("#search-results ul.search li a")
-    results.first.wait_for(timeout=30_000)
     hrefs = [a.get_attribute("href") for a in results.all()]
     assert len(hrefs) >= 3, hrefs
     absolute = [urljoin(page.url, h) for h in hrefs]
