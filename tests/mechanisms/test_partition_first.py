@@ -314,12 +314,12 @@ def test_measured_bucket_error_matches_the_chosen_strategy_within_3_se():
     g = policy.threshold(Domain.grid(k), 3)
     sizes = np.bincount(blocks)
     centre = W @ (np.bincount(blocks, weights=x) / sizes)[blocks]
-    # without the optimised candidate (its own test below: 1,500 optimisations would take minutes)
+    # the candidates once (the optimised ones have their own tests below: 1,500 fits would take minutes)
     opts = bucket_strategies(bucket_gram(W, np.r_[0, np.cumsum(sizes)[:-1]]), project(g, blocks).policy,
                              optimize_buckets=0)
     want = min(2 * (delta / eps) ** 2 * err for _, delta, err, _ in opts.values())
     rng = np.random.default_rng(7)
-    errs = np.array([np.sum((measure_buckets(x, blocks, W, g, eps, rng, optimize_buckets=0) - centre) ** 2)
+    errs = np.array([np.sum((measure_buckets(x, blocks, W, g, eps, rng, options=opts) - centre) ** 2)
                      for _ in range(1500)])
     assert abs(errs.mean() - want) < 3 * errs.std(ddof=1) / np.sqrt(errs.size)
 
