@@ -159,7 +159,9 @@ class ServiceMonitor(w.VBox):
     def close(self) -> None:
         """Close the widget; later releases no longer refresh it."""
         self._closed = True
-        self._unsubscribe()
+        unsubscribe = getattr(self, "_unsubscribe", None)  # absent when the constructor refused its server
+        if unsubscribe is not None:
+            unsubscribe()
         super().close()
 
     # -- showing the status -----------------------------------------------------------------------
