@@ -232,15 +232,8 @@ def measure_buckets(x: np.ndarray, blocks: np.ndarray, workload: Workload, polic
     m = proj.policy.domain.size
     t = proj.data(x)
     sizes = np.bincount(proj.block_of, minlength=m)
-    starts = np.r_[0, np.flatnonzero(np.diff(proj.block_of)) + 1]
-    if starts.size == m and np.array_equal(proj.block_of, np.repeat(np.arange(m), sizes)):
-        M = bucket_gram(workload, starts)
-    else:  # buckets that are not intervals in order (the matching partitioner under some policies)
-        E = sp.csr_array((1.0 / sizes[proj.block_of], (np.arange(x.size), proj.block_of)), shape=(x.size, m))
-        B = as_sparse(workload) @ E
-        M = np.asarray((B.T @ B).todense())
     if options is None:
-        options = bucket_strategies(M, proj.policy, granularity, optimize_buckets)
+        options = bucket_strategies(_bucket_gram(workload, proj, sizes), proj.policy, granularity, optimize_buckets)
     choice = min(options, key=lambda c: options[c][1] ** 2 * options[c][2])
     _, delta, _, solver = options[choice]
     if choice == "laplace":
@@ -254,6 +247,19 @@ def measure_buckets(x: np.ndarray, blocks: np.ndarray, workload: Workload, polic
     else:
         estimate = solver.least_squares(t, delta / epsilon, rng)
     return np.asarray(workload @ (estimate / sizes)[proj.block_of], dtype=float)
+
+
+def _bucket_gram(workload: Workload, proj, sizes: np.ndarray) -> np.ndarray:
+    """M = (WE)ᵀ(WE), E spreading each bucket's total uniformly over its cells."""
+    m = sizes.size
+    starts = np.r_[0, np.flatnonzero(np.diff(proj.block_of)) + 1]
+    if starts.size == m and np.array_equal(proj.block_of, np.repeat(np.arange(m), sizes)):
+        return bucket_gram(workload, starts)
+    # buckets that are not intervals in order (the matching partitioner under some policies)
+    k = proj.block_of.size
+    E = sp.csr_array((1.0 / sizes[proj.block_of], (np.arange(k), proj.block_of)), shape=(k, m))
+    B = as_sparse(workload) @ E
+    return np.asarray((B.T @ B).todense())
 
 
 def bucket_strategies(M: np.ndarray, policy: Policy, granularity: int = 100,

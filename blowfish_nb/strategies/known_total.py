@@ -32,7 +32,7 @@ differences; the total adds nothing).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
@@ -41,13 +41,13 @@ from .._validation import as_generator
 from ..exceptions import InvalidParameterError
 from ..operators import Kron, Stack, Total, Workload
 from ..policy import Policy
-from .optimized import DenseFactor, _edge_groups, _Problem, _scatter, _terms, supports
+from .optimized import DenseFactor, FactoredStrategy, _edge_groups, _Problem, _scatter, _terms, supports
 
 __all__ = ["optimize", "KnownTotalStrategy"]
 
 
 @dataclass(frozen=True, eq=False)
-class KnownTotalStrategy:
+class KnownTotalStrategy(FactoredStrategy):
     """A Kronecker strategy answered with the public total: factors, exact Δ, and the constrained estimate.
 
     Attributes
@@ -62,17 +62,6 @@ class KnownTotalStrategy:
     shape : tuple of int
         The grid the strategy measures.
     """
-
-    factors: tuple
-    sensitivity: float
-    objective: float
-    shape: tuple
-    info: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def kron(self) -> Workload:
-        """The noisy measurements: the factors' Kronecker product (one factor on one axis)."""
-        return self.factors[0] if len(self.factors) == 1 else Kron(self.factors)
 
     @property
     def operator(self) -> Workload:

@@ -93,7 +93,23 @@ class DenseFactor(Matrix):
 
 
 @dataclass(frozen=True, eq=False)
-class OptimizedStrategy:
+class FactoredStrategy:
+    """Per-axis dense factors with the exact Δ of their Kronecker product (shared by the optimisers' results)."""
+
+    factors: tuple
+    sensitivity: float
+    objective: float
+    shape: tuple
+    info: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def kron(self) -> Workload:
+        """The factors' Kronecker product (the one factor on one axis)."""
+        return self.factors[0] if len(self.factors) == 1 else Kron(self.factors)
+
+
+@dataclass(frozen=True, eq=False)
+class OptimizedStrategy(FactoredStrategy):
     """An optimised strategy: one dense factor per axis (their Kronecker product), with its exact Δ.
 
     Attributes
@@ -109,16 +125,10 @@ class OptimizedStrategy:
         The grid the strategy measures.
     """
 
-    factors: tuple
-    sensitivity: float
-    objective: float
-    shape: tuple
-    info: dict = field(default_factory=dict, repr=False)
-
     @property
     def operator(self) -> Workload:
         """The strategy as one operator (a factor on one axis, their Kronecker product on a grid)."""
-        return self.factors[0] if len(self.factors) == 1 else Kron(self.factors)
+        return self.kron
 
 
 def supports(workload: Workload, policy: Policy) -> str | None:
