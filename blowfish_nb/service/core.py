@@ -93,6 +93,7 @@ class Service:
         self._data = data
         self._counts: dict[tuple[str | None, tuple[str, ...]], np.ndarray] = {}
         self._counts_lock = threading.Lock()
+        self._counting: dict[tuple[str | None, tuple[str, ...]], threading.Lock] = {}
         self._check_fit()
         self.ledger = Ledger(Path(ledger))
         self.new_tokens: dict[str, str] = {}
@@ -284,12 +285,22 @@ class Service:
         """The counts over ``cols``, remembered per analyst: a release's time must not tell one analyst which
         columns another released (one-column counts are made at start-up for everyone, ``analyst=None``)."""
         key = (None, cols) if len(cols) == 1 else (analyst, cols)
-        with self._counts_lock:
-            if key not in self._counts:
+        with self._counts_lock:  # held only to look up: counting one key never delays another key's release
+            done = self._counts.get(key)
+            if done is not None:
+                return done
+            lock = self._counting.setdefault(key, threading.Lock())
+        with lock:  # one count per key, however many requests ask for it at once
+            with self._counts_lock:
+                done = self._counts.get(key)
+            if done is None:
                 plan = self.catalog.plan("histogram", list(cols))
-                self._counts[key] = np.asarray(histogram(self._data, plan.domain), dtype=float)
-                self._counts[key].setflags(write=False)
-            return self._counts[key]
+                done = np.asarray(histogram(self._data, plan.domain), dtype=float)
+                done.setflags(write=False)
+                with self._counts_lock:
+                    self._counts[key] = done
+                    self._counting.pop(key, None)
+            return done
 
     def _check_fit(self) -> None:
         """Count every column now: data outside the curator's bins stop the service before any analyst queries."""
