@@ -500,8 +500,10 @@ class Ledger:
         return self._write(work)
 
     def _budget_of(self, analyst) -> tuple[float, Fraction]:
-        with self._reading() as (_, state):
-            budget, spent = state.accounts[_account_of(state, analyst)][:2]
+        with self._reading() as (conn, state):
+            account = _account_of(state, analyst)
+            self._check_rows(conn, state, accounts=[account])
+            budget, spent = state.accounts[account][:2]
         return budget, spent
 
     def _connect(self) -> sqlite3.Connection:

@@ -848,3 +848,35 @@ def test_an_edit_while_serving_cannot_overspend(tmp_path):
         assert r.status_code in (409, 503), "a second 0.5 was released on a budget of 0.5"
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("edit", ["budget", "token-insert", "token-unrevoke", "analyst-unrevoke"])
+def test_an_edit_of_a_derived_table_while_serving_is_refused_at_once(tmp_path, edit):
+    """Issue 27, item 2: each edit took effect at once (11× the budget, a minted token, an undone revocation)."""
+    srv = serve(tmp_path, accounts={"acc": 0.5}, analysts={"ana": "acc", "eve": "acc"})
+    try:
+        srv.revoke("eve")
+        ana = {"Authorization": f"Bearer {srv.tokens['ana']}"}
+        assert httpx.post(f"{srv.url}/v1/release", json={"columns": "age", "epsilon": 0.5, "request_id": rid()},
+                          headers=ana).status_code == 200
+        minted = "a-token-the-attacker-wrote-into-the-tokens-table"
+        sql, params = {
+            "budget": ("UPDATE accounts SET budget = 100.0 WHERE name = 'acc'", ()),
+            "token-insert": ("INSERT INTO tokens (hash, analyst, revoked) VALUES (?, 'ana', 0)",
+                             (hashlib.sha256(minted.encode()).hexdigest(),)),
+            "token-unrevoke": ("UPDATE tokens SET revoked = 0 WHERE analyst = 'eve'", ()),
+            "analyst-unrevoke": ("UPDATE analysts SET revoked = 0 WHERE name = 'eve'", ()),
+        }[edit]
+        conn = sqlite3.connect(tmp_path / "ledger.db", isolation_level=None)
+        conn.execute(sql, params)
+        conn.close()
+        token = {"budget": srv.tokens["ana"], "token-insert": minted}.get(edit, srv.tokens["eve"])
+        statuses = []
+        for _ in range(10):
+            r = httpx.post(f"{srv.url}/v1/release", json={"columns": "age", "epsilon": 0.5, "request_id": rid()},
+                           headers={"Authorization": f"Bearer {token}"})
+            assert not _LEAK.search(r.text) and str(tmp_path) not in r.text, r.text
+            statuses.append((r.status_code, r.json()["error"]))
+        assert statuses == [(503, "LedgerIntegrityError")] * 10
+    finally:
+        srv.stop()

@@ -102,6 +102,7 @@ def test_unreadable_files_are_refused(tmp_path):
 def test_the_command_line_adds_revokes_and_verifies(tmp_path, capsys):
     cfg = tmp_path / "service.toml"
     cfg.write_text(TOML)
+    assert main(["init", "--config", str(cfg)]) == 0 and "new ledger" in capsys.readouterr().out
     with Ledger(tmp_path / "ledger.db") as ledger:
         ledger.add_account("course", 2.0)
     assert main(["analyst", "add", "cleo", "course", "--config", str(cfg)]) == 0
@@ -114,7 +115,7 @@ def test_the_command_line_adds_revokes_and_verifies(tmp_path, capsys):
     status = json.loads(capsys.readouterr().out.split("\n", 1)[1])
     assert status["analysts"][0] == {**status["analysts"][0], "analyst": "cleo", "revoked": True}
     assert token not in json.dumps(status)
-    assert main(["verify", "--config", str(cfg)]) == 0 and "chain verifies" in capsys.readouterr().out
+    assert main(["verify", "--config", str(cfg)]) == 0 and "chain and heads verify" in capsys.readouterr().out
     assert main(["analyst", "add", "dora", "nowhere", "--config", str(cfg)]) == 2
     assert "nowhere" in capsys.readouterr().err
 
