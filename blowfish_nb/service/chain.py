@@ -1,9 +1,10 @@
 """The ledger's keyed hash chain: the key, each event's HMAC, and the signed head kept in two places.
 
-Event ``seq`` of a ledger carries ``hash = HMAC-SHA256(key, "event" || prev ||
-canonical JSON of its other fields, seq included)``; ``prev`` is the hash of
-event ``seq − 1``, and the ``prev`` of event 1 is ``HMAC(key, "genesis" ||
-ledger id)``, so events cannot be moved from one ledger to another. Without
+Event ``seq`` of a ledger carries ``hash = HMAC-SHA256(key, "event" 0x00
+prev 0x00 fields)``, where ``fields`` is the canonical JSON of its other
+fields (seq included) and ``prev`` the hash of event ``seq − 1``; the
+``prev`` of event 1 is ``HMAC-SHA256(key, "genesis" 0x00 ledger id)``, so
+events cannot be moved from one ledger to another. Without
 the key nobody can write an event, re-chain a history, or sign a head.
 
 The key is a text of at least :data:`MIN_KEY_LENGTH` printable ASCII

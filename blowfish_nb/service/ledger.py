@@ -59,16 +59,15 @@ import secrets
 import sqlite3
 import threading
 from contextlib import contextmanager, suppress
-from datetime import datetime, timezone
 from fractions import Fraction
 from typing import Any, Callable
 
 from .._validation import check_epsilon
 from ..exceptions import BlowfishError, BudgetExceededError, InvalidParameterError, SessionError
-from .audit import KINDS, NAME, REQUEST_ID, TOLERANCE, TRIGGERS, State, check_derived, check_head, check_triggers, \
-    event_fields, extend, fits
-from .chain import LedgerIntegrityError, load_key, read_head, witness_path, witnesses_of, write_head
+from .audit import KINDS, NAME, REQUEST_ID, TOLERANCE, State, check_derived, event_fields, extend, fits, replay_all
+from .chain import LedgerIntegrityError, load_key, read_head, witness_path, write_head
 from .chain import canonical as _canonical
+from .schema import COLUMNS, FORMAT, append_event, open_schema, refuse_missing
 
 try:
     import fcntl
@@ -77,8 +76,6 @@ except ImportError:  # not POSIX: writers of other processes queue on SQLite's b
 
 __all__ = ["Ledger", "LedgerIntegrityError", "AuthError", "KINDS", "TOLERANCE", "FORMAT"]
 
-#: the file format this version writes (``meta.format``); format 1 (unkeyed) is converted by ``upgrade``
-FORMAT = "blowfish_nb ledger 2"
 #: seconds a connection waits for another writer (SQLite busy timeout)
 BUSY_TIMEOUT = 30.0
 
@@ -163,7 +160,7 @@ class Ledger:
                                        "every account's spending")
         self._key = load_key(key_file, ledger=self._path, create=bool(create) and not exists)
         if not exists:
-            self._refuse_missing(create)
+            refuse_missing(self._key, self._path, create)
         try:
             try:
                 self._id = self._open_schema(new=not exists)
@@ -174,8 +171,14 @@ class Ledger:
             self.close()
             raise
         if self._anchor:
-            with self._exclusive():
-                self._write_heads(self._state.count, self._state.last)
+            try:
+                with self._exclusive():
+                    self._write_heads(self._state.count, self._state.last)
+            except OSError as error:  # found now, not after the first commit
+                self.close()
+                raise SessionError(f"cannot write the ledger's heads ({error.strerror or error}: "
+                                   f"{error.filename!r}); the ledger's folder and the key's folder must be writable "
+                                   "by the service") from None
 
     @classmethod
     def open(cls, path, *, key_file=None, create: bool = False, anchor: bool = True) -> "Ledger":
@@ -406,7 +409,7 @@ class Ledger:
         """The ledger entries of the analyst's account, in order: each stored entry plus ``analyst`` and ``time``."""
         with self._reading() as (conn, state):
             account = _account_of(state, analyst)
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM events WHERE account = ? AND kind IN ('charge', 'failed') "
+            rows = conn.execute(f"SELECT {COLUMNS} FROM events WHERE account = ? AND kind IN ('charge', 'failed') "
                                 "AND seq <= ? ORDER BY seq", (account, state.count)).fetchall()
             bad = [r[0] for r in rows if not self._genuine(r)]
             if bad or len(rows) != state.accounts[account][3]:
@@ -554,7 +557,7 @@ class Ledger:
             if row is None or row[0] != state.last:
                 self._fail([f"event {state.count} was {'removed' if row is None else 'replaced'}"])
         problems: list[str] = []
-        rows = conn.execute(f"SELECT {_COLUMNS} FROM events WHERE seq > ? ORDER BY seq", (state.count,))
+        rows = conn.execute(f"SELECT {COLUMNS} FROM events WHERE seq > ? ORDER BY seq", (state.count,))
         if not extend(state, rows, self._key, problems):
             self._fail(problems)
 
@@ -588,7 +591,7 @@ class Ledger:
 
     def _event(self, conn, seq: int) -> tuple:
         """Event ``seq``, its keyed hash checked."""
-        row = conn.execute(f"SELECT {_COLUMNS} FROM events WHERE seq = ?", (seq,)).fetchone()
+        row = conn.execute(f"SELECT {COLUMNS} FROM events WHERE seq = ?", (seq,)).fetchone()
         if row is None or not self._genuine(row):
             self._fail([f"event {seq} was {'removed' if row is None else 'altered'}"])
         return row
@@ -605,7 +608,7 @@ class Ledger:
 
                     def append(kind, **fields) -> str:
                         count, last = (state.count, state.last) if not rows else (rows[-1][0], rows[-1][9])
-                        rows.append(_append(conn, self._key, count + 1, last, kind, **fields))
+                        rows.append(append_event(conn, self._key, count + 1, last, kind, **fields))
                         return rows[-1][1]
 
                     result = work(conn, state, append)
@@ -641,58 +644,11 @@ class Ledger:
             finally:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
-    def _refuse_missing(self, create: bool) -> None:
-        """No database at the path: refused unless ``create``, and refused anyway when a signed head remembers it."""
-        known = [h for h in witnesses_of(self._key, self._path) if h.count > 0]
-        if known:
-            raise LedgerIntegrityError(
-                f"no ledger at path {self._path!r}, but the witness head in the key's folder records "
-                f"{max(h.count for h in known)} events of a ledger there: it was deleted or moved. Restore it (with "
-                "its .head file) from a backup; a new ledger would forget every account's spending")
-        if not create:
-            raise SessionError(f"no ledger at path {self._path!r}: a new ledger is made only on purpose "
-                               "(blowfish-nb init, or create=True); if it was deleted, restore it from a backup")
-
     def _open_schema(self, new: bool) -> str:
         """Create the schema of a new ledger, or check the format and key of an existing one; return its id."""
         conn = self._connect()
         with self._exclusive():
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-                if "events" not in tables and new:  # never re-create a dropped table silently: verify reports it
-                    ledger_id = secrets.token_hex(16)
-                    for statement in _SCHEMA:
-                        conn.execute(statement)
-                    conn.executemany("INSERT INTO meta (name, value) VALUES (?, ?)",
-                                     [("format", FORMAT), ("ledger", ledger_id),
-                                      ("key_check", self._key.check_value(ledger_id))])
-                    tables.add("meta")
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-        if "events" in tables and "meta" not in tables:
-            raise SessionError(f"ledger {self._path!r} is of format 1 (an unkeyed chain, before blowfish_nb's keyed "
-                               "ledger): it is not opened. Convert it once with blowfish-nb upgrade --config FILE "
-                               "[--key KEYFILE] (or blowfish_nb.service.migrate.upgrade), which checks its chain "
-                               "and head file first")
-        if "meta" not in tables and os.path.exists(self._head_path):
-            raise LedgerIntegrityError(f"ledger {self._path!r} holds no events but its head file is there: its "
-                                       "events were removed (or the database was copied without its -wal file)")
-        if "meta" not in tables:
-            raise SessionError(f"path {self._path!r} is not a ledger database (it has no events)")
-        meta = dict(conn.execute("SELECT name, value FROM meta"))
-        if meta.get("format") != FORMAT:
-            raise SessionError(f"ledger {self._path!r} is of format {meta.get('format')!r}; this version reads "
-                               f"{FORMAT!r}")
-        ledger_id = meta.get("ledger")
-        if not (isinstance(ledger_id, str) and len(ledger_id) == 32) or not hmac.compare_digest(
-                str(meta.get("key_check")), self._key.check_value(ledger_id)):
-            raise LedgerIntegrityError(f"ledger {self._path!r} was not made with this key ({self._key.source}): "
-                                       "the wrong key file or $BLOWFISH_LEDGER_KEY, or its meta table was edited")
-        return ledger_id
+            return open_schema(conn, self._key, new=new, path=self._path)
 
     def _audit(self) -> State:
         """Replay the whole chain from genesis and check everything else (the heads included); the verified state."""
@@ -703,23 +659,8 @@ class Ledger:
                 witness = witness_path(self._key, self._id)
                 if witness is not None:
                     heads.append(("witness head", witness, read_head(witness, "witness head")))
-        conn = self._connect()
         problems: list[str] = []
-        state = State(self._key.genesis(self._id))
-        conn.execute("BEGIN")
-        try:
-            ok = extend(state, conn.execute(f"SELECT {_COLUMNS} FROM events ORDER BY seq"), self._key, problems)
-            if ok:
-                check_derived(conn, state, problems)
-            check_triggers(conn, problems)
-            for what, where, head in heads:
-                if ok and head is not None:
-                    check_head(conn, head, self._key, self._id, state.count, problems, what, where)
-        except sqlite3.DatabaseError as error:
-            problems.append(f"the database cannot be read as a ledger: {error}")
-        finally:
-            with suppress(sqlite3.Error):
-                conn.execute("COMMIT")
+        state = replay_all(self._connect(), self._key, self._id, heads, problems)
         if self._anchor and heads[0][2] is None and state.count > 0:
             problems.append(f"the head file {self._head_path!r} is missing but the ledger holds {state.count} events "
                             "(it was deleted, or the database was copied without it): open with anchor=False, "
@@ -737,34 +678,6 @@ class Ledger:
         for where in (self._head_path, witness_path(self._key, self._id)):
             if where is not None:
                 write_head(where, self._key, self._id, count, last, self._path, force=force)
-
-
-# -- schema ----------------------------------------------------------------------------------
-_SCHEMA = (
-    "CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE events (seq INTEGER PRIMARY KEY, time TEXT NOT NULL, kind TEXT NOT NULL, analyst TEXT, "
-    "account TEXT, epsilon REAL, request_id TEXT, body TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL)",
-    "CREATE UNIQUE INDEX events_request ON events (analyst, request_id) WHERE request_id IS NOT NULL",
-    "CREATE INDEX events_account ON events (account, seq)",
-    *TRIGGERS.values(),
-    "CREATE TABLE accounts (name TEXT PRIMARY KEY, budget REAL NOT NULL, spent TEXT NOT NULL)",
-    "CREATE TABLE analysts (name TEXT PRIMARY KEY, account TEXT NOT NULL REFERENCES accounts (name), "
-    "revoked INTEGER NOT NULL, last_seen TEXT)",
-    "CREATE TABLE tokens (hash TEXT PRIMARY KEY, analyst TEXT NOT NULL REFERENCES analysts (name), "
-    "revoked INTEGER NOT NULL)",
-)
-_COLUMNS = "seq, time, kind, analyst, account, epsilon, request_id, body, prev, hash"
-
-
-def _append(conn, key, seq: int, prev: str, kind: str, *, analyst=None, account=None, epsilon=None,
-            request_id=None, body: dict) -> tuple:
-    """Append event ``seq`` chained on ``prev``; return its row (as :data:`_COLUMNS` orders it)."""
-    time = datetime.now(timezone.utc).isoformat(timespec="microseconds")
-    text = _canonical(body, "body")
-    digest = key.event_hash(prev, event_fields(seq, time, kind, analyst, account, epsilon, request_id, text))
-    row = (seq, time, kind, analyst, account, epsilon, request_id, text, prev, digest)
-    conn.execute(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
-    return row
 
 
 def _digest(token: str) -> str:

@@ -21,11 +21,12 @@ from contextlib import suppress
 from ..exceptions import SessionError
 from .audit import TRIGGERS, State, check_derived, check_triggers, event_fields, extend
 from .chain import LedgerIntegrityError, load_key, witness_path, write_head
+from .schema import COLUMNS as _COLUMNS
+from .schema import FORMAT, SCHEMA
 
 __all__ = ["upgrade"]
 
 _OLD_HEAD = re.compile(rb"blowfish_nb ledger head\ncount (\d{20})\nhash ([0-9a-f]{64})\n")
-_COLUMNS = "seq, time, kind, analyst, account, epsilon, request_id, body, prev, hash"
 
 
 def upgrade(path, *, key_file=None) -> tuple[int, str, str]:
@@ -72,9 +73,9 @@ def upgrade(path, *, key_file=None) -> tuple[int, str, str]:
         try:
             for name in ("events_no_update", "events_no_delete"):
                 conn.execute(f"DROP TRIGGER {name}")
-            conn.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            conn.execute(SCHEMA[0])  # the meta table
             conn.executemany("INSERT INTO meta (name, value) VALUES (?, ?)",
-                             [("format", "blowfish_nb ledger 2"), ("ledger", ledger_id),
+                             [("format", FORMAT), ("ledger", ledger_id),
                               ("key_check", key.check_value(ledger_id))])
             prev = key.genesis(ledger_id)
             for row in conn.execute(f"SELECT {_COLUMNS} FROM events ORDER BY seq").fetchall():
