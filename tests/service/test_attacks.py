@@ -691,7 +691,8 @@ def test_deeply_nested_json_gets_the_services_error_format(server, account):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# (f) the ledger file: edits, deletions, forgeries
+# (f) the ledger file: edits, deletions, forgeries (issue 27: the chain is keyed; the attacker writes the ledger's
+#     folder, not the key; the key is the tests' $BLOWFISH_LEDGER_KEY, so rollback is in test_chain.py, with key files)
 # ---------------------------------------------------------------------------------------------------------------
 _SMALL_BINS = {"score": 10}
 

@@ -326,3 +326,16 @@ def test_the_key_is_never_shown(where):
         import pickle
 
         pickle.dumps(loaded)
+
+
+def test_the_stated_limit_a_rollback_with_the_key_in_the_environment_is_accepted(tmp_path):
+    """README, 'What the ledger cannot see': with $BLOWFISH_LEDGER_KEY there is no witness, so an older genuine
+    copy of the database and its head put back together opens. This test pins the limit the README states."""
+    path = tmp_path / "ledger.db"
+    _populate(path, None)
+    _copy(path, tmp_path / "backup")
+    with Ledger(path) as ledger:
+        ledger.charge("alice", "r3", 0.5, {}, RESPONSE)
+    _restore(tmp_path / "backup", path)
+    with Ledger(path) as ledger:
+        assert ledger.spent("alice") == 0.5  # the release of r3 is forgotten
