@@ -42,7 +42,8 @@ from blowfish_nb.service.cli import main as cli_main
 from blowfish_nb.service.core import Service
 from blowfish_nb.service.audit import TRIGGERS as _TRIGGERS
 from blowfish_nb.service.chain import LedgerKey, write_head
-from blowfish_nb.service.ledger import Ledger, LedgerIntegrityError, _append
+from blowfish_nb.service.ledger import Ledger, LedgerIntegrityError
+from blowfish_nb.service.schema import append_event as _append
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
