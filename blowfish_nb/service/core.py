@@ -61,8 +61,14 @@ class Service:
         The queryable columns, their bins and per-column policies, as for
         :class:`blowfish_nb.Session` (public facts, shown to every analyst).
     ledger : str or path-like
-        The SQLite ledger file (created when missing; verified when opened:
-        a tampered file stops the service here).
+        The SQLite ledger file (verified when opened: a tampered file stops
+        the service here).
+    key_file : str or path-like, optional
+        The ledger's key file (mode 0600, outside the ledger's folder; its
+        folder keeps the witness head). Default: ``$BLOWFISH_LEDGER_KEY``.
+    create : bool, default False
+        Make a new ledger (and key file) when ``ledger`` does not exist;
+        otherwise a missing ledger is refused.
     accounts : dict, optional
         Account → total ε. An account that exists keeps its spending; a
         different budget here is recorded as a budget change.
@@ -75,9 +81,9 @@ class Service:
     --------
     >>> import tempfile, os
     >>> from blowfish_nb import datasets
-    >>> path = os.path.join(tempfile.mkdtemp(), "ledger.db")
+    >>> path, key = os.path.join(tempfile.mkdtemp(), "ledger.db"), os.path.join(tempfile.mkdtemp(), "ledger.key")
     >>> svc = Service(datasets.salaries(n=500, seed=1), bins={"age": 31}, policy="line", ledger=path,
-    ...               accounts={"course": 1.0}, analysts={"ana": "course"})
+    ...               key_file=key, create=True, accounts={"course": 1.0}, analysts={"ana": "course"})
     >>> q = svc.quote("ana", {"columns": "age", "accuracy": [25, 0.05]})
     >>> q["mechanism"], q["epsilon"] < 1.0
     ('Transformed+Laplace', True)
@@ -88,14 +94,15 @@ class Service:
     """
 
     def __init__(self, data, *, bins: Mapping, policy="dp", bounds: Mapping | None = None, ledger,
-                 accounts: Mapping[str, float] | None = None, analysts: Mapping[str, str] | None = None):
+                 accounts: Mapping[str, float] | None = None, analysts: Mapping[str, str] | None = None,
+                 key_file=None, create: bool = False):
         self.catalog = _public_catalog(data, bins, policy, bounds)
         self._data = data
         self._counts: dict[tuple[str | None, tuple[str, ...]], np.ndarray] = {}
         self._counts_lock = threading.Lock()
         self._counting: dict[tuple[str | None, tuple[str, ...]], threading.Lock] = {}
         self._check_fit()
-        self.ledger = Ledger(Path(ledger))
+        self.ledger = Ledger(Path(ledger), key_file=key_file, create=create)
         self.new_tokens: dict[str, str] = {}
         try:
             self._declare(accounts or {}, analysts or {})
