@@ -18,7 +18,8 @@ from blowfish_nb.service import core
 
 def test_a_count_in_progress_delays_no_other_key(tmp_path, monkeypatch):
     svc = core.Service(datasets.salaries(n=300, seed=1), bins={"age": 31, "salary": 10}, policy="line",
-                       ledger=tmp_path / "ledger.db", accounts={"course": 1.0}, analysts={"ana": "course"})
+                       ledger=tmp_path / "ledger.db", accounts={"course": 1.0}, analysts={"ana": "course"},
+                       create=True)
     try:
         started, release = threading.Event(), threading.Event()
         real = core.histogram
