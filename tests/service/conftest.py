@@ -110,7 +110,8 @@ def write_data(folder: Path, seed: int = 14) -> Path:
 
 
 def write_config(folder: Path, accounts: dict[str, float], analysts: dict[str, str], *, data: Path,
-                 rate: float = 1000.0, burst: int = 1000, port: int = 0, name: str = "service.toml") -> Path:
+                 rate: float = 1000.0, burst: int = 1000, port: int = 0, name: str = "service.toml",
+                 auth_burst: int = 10_000, client_burst: int = 100_000) -> Path:
     """A service TOML in ``folder`` (ledger ``folder/ledger.db``) serving :data:`COLUMNS` of ``data``."""
     lines = ["[data]", f"path = {json.dumps(str(data))}", ""]
     for col, spec in COLUMNS.items():
@@ -121,7 +122,8 @@ def write_config(folder: Path, accounts: dict[str, float], analysts: dict[str, s
     lines += [f"{k} = {float(v)!r}" for k, v in accounts.items()]
     lines += ["", "[analysts]"]
     lines += [f"{k} = {json.dumps(v)}" for k, v in analysts.items()]
-    lines += ["", "[server]", 'host = "127.0.0.1"', f"port = {port}", f"rate = {float(rate)!r}", f"burst = {burst}"]
+    lines += ["", "[server]", 'host = "127.0.0.1"', f"port = {port}", f"rate = {float(rate)!r}", f"burst = {burst}",
+              f"auth_burst = {auth_burst}", f"client_burst = {client_burst}", "client_rate = 100000.0"]
     path = folder / name
     path.write_text("\n".join(lines) + "\n")
     return path
