@@ -36,7 +36,7 @@
     auth_rate = 1                  # failed authentications a second per address (then 429 for the address)
     auth_burst = 10
     header_timeout = 10            # seconds to send a request head
-    idle_timeout = 5               # seconds a connection may stall in a body or between requests
+    idle_timeout = 10              # seconds a connection may stall in a body or between requests
 
 Every value is checked when the file is read (types included: ``dask =
 "no"`` is refused, not read as true); an error names the key and the value.

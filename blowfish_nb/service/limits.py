@@ -63,7 +63,8 @@ class Limits:
         Seconds a connection has to send a whole request head (from connecting, or from the first byte of
         its next request).
     idle_timeout : float
-        Seconds a connection may stay silent while sending a body, or between two requests.
+        Seconds a connection may stay silent while sending a body, or between two requests. Keep it above the
+        clients' keep-alive expiry (httpx: 5 s), or a client may reuse a connection the server is closing.
 
     Examples
     --------
@@ -80,7 +81,7 @@ class Limits:
     auth_rate: float = 1.0
     auth_burst: int = 10
     header_timeout: float = 10.0
-    idle_timeout: float = 5.0
+    idle_timeout: float = 10.0
 
     def __post_init__(self):
         for name in ("client_rate", "auth_rate"):
