@@ -11,7 +11,7 @@
     blowfish-nb verify --config service.toml  # check the ledger's keyed chain and signed heads
     blowfish-nb upgrade --config service.toml # convert an unkeyed ledger (format 1) once
 
-Every command takes ``--key FILE`` (the ledger's key file: mode 0600, outside
+Every command takes ``--key FILE`` (or reads ``key`` from the configuration's ``[ledger]``; the ledger's key file: mode 0600, outside
 the ledger's folder; its folder keeps the witness head) or reads the key from
 ``$BLOWFISH_LEDGER_KEY``. ``serve`` never makes a ledger: ``init`` does, once.
 
@@ -68,6 +68,7 @@ def _run(args) -> int:
     from .ledger import Ledger
 
     config = load_config(args.config)
+    args.key = args.key or config.key_file  # --key wins over the configuration's ledger.key
     if args.command == "serve":
         return _serve(config, args)
     if args.command == "upgrade":

@@ -18,6 +18,8 @@
 
     [ledger]
     path = "ledger.db"             # relative paths are relative to the configuration file
+    key = "../keys/ledger.key"     # the ledger's key file (0600, outside the ledger's folder); else --key or
+                                   # $BLOWFISH_LEDGER_KEY
 
     [accounts]                     # account → total ε
     course = 2.0
@@ -75,6 +77,8 @@ class ServiceConfig:
     policy: dict[str, Any]
     ledger: str
     accounts: dict[str, float] = field(default_factory=dict)
+    #: the ledger's key file (None: ``--key`` or ``$BLOWFISH_LEDGER_KEY``)
+    key_file: str | None = None
     analysts: dict[str, str] = field(default_factory=dict)
     host: str = "127.0.0.1"
     port: int = 8765
@@ -198,6 +202,17 @@ def load_config(source) -> ServiceConfig:
         raise InvalidParameterError(f"config: ledger.path must be a file name (a string), got {ledger_path!r}")
     if not Path(ledger_path).is_absolute():
         ledger_path = str(base / ledger_path)
+    extra = sorted(set(ledger) - {"path", "key"})
+    if extra:
+        raise InvalidParameterError(f"config: ledger has an unknown key {extra[0]!r}; keys are ['key', 'path']")
+    key_file = ledger.get("key")
+    if key_file is not None:
+        if not isinstance(key_file, str) or not key_file.strip():
+            raise InvalidParameterError(f"config: ledger.key must be a file name (a string), got {key_file!r}")
+        if not Path(key_file).expanduser().is_absolute():
+            key_file = str(base / Path(key_file))
+        else:
+            key_file = str(Path(key_file).expanduser())
     accounts = {str(k): v for k, v in _table(raw, "accounts").items()}
     for k, v in accounts.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -212,7 +227,7 @@ def load_config(source) -> ServiceConfig:
         raise InvalidParameterError(f"config: server has an unknown key {extra[0]!r}; keys are {sorted(_SERVER_KEYS)}")
     settings = _server(server)
     return ServiceConfig(data_path=data_path, dask=dask, bins=bins, bounds=bounds, policy=policy, ledger=ledger_path,
-                         accounts=accounts, analysts=analysts, **settings)
+                         accounts=accounts, analysts=analysts, key_file=key_file, **settings)
 
 
 def _server(server: Mapping) -> dict:

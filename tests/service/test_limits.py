@@ -25,7 +25,8 @@ HEADER_TIMEOUT, IDLE_TIMEOUT = 1.0, 1.0
 
 def _serve(folder, **kw):
     return bf.serve(datasets.salaries(n=300, seed=3), bins={"age": 31}, bounds={"age": (18, 80)}, policy="line",
-                    ledger=folder / "l.db", accounts={"a": 10.0}, analysts={"ana": "a"}, rate=1e4, burst=10_000, **kw)
+                    ledger=folder / "l.db", accounts={"a": 10.0}, analysts={"ana": "a"}, rate=1e4, burst=10_000,
+                    **{"create": True, **kw})
 
 
 @pytest.fixture(scope="module")

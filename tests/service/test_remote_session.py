@@ -241,7 +241,7 @@ def test_connects_first_request_is_retried_while_the_service_starts(data, tmp_pa
 
     ledger = tmp_path / "ledger.db"
     first = bf.serve(data, bins={"age": 62}, bounds=BOUNDS, policy="line", ledger=ledger, accounts={"a": 1.0},
-                     analysts={"ana": "a"})
+                     analysts={"ana": "a"}, create=True)
     port, token = first.port, first.tokens["ana"]
     first.stop()  # down: the analyst connects now, the curator restarts it a second later on the same port
     started: list = []
