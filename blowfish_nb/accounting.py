@@ -194,13 +194,15 @@ class Session:
         return pd.DataFrame(entries, columns=list(LEDGER_COLUMNS))
 
     # -- releasing -------------------------------------------------------------------------
-    def quote(self, query="histogram", columns=None, *, ranges=None, keep=None, epsilon=None, accuracy=None,
-              mechanism="auto", projection: bool = True):
+    def quote(self, query="histogram", columns=None, **fields):
         """What :meth:`release` would spend, without reading the data or charging anything.
 
         Returns the budgeted plan: ``.epsilon`` (from ``epsilon`` or derived
         from ``accuracy``) and ``.mechanism``. The analyst panel shows it
-        before Run.
+        before Run. ``query`` is a :class:`~blowfish_nb.planning.Request`, or
+        its query with ``columns`` and the other fields by name (``ranges``,
+        ``keep``, ``epsilon``, ``accuracy``, ``mechanism``, ``projection``, ``k``,
+        ``iterations``).
 
         Raises
         ------
@@ -220,13 +222,14 @@ class Session:
         >>> q.mechanism.name, round(q.epsilon, 2), s.spent
         ('Laplace', 0.35, 0.0)
         """
-        self._check_mechanism(mechanism)
-        return self._catalog.quote(query, columns, ranges=ranges, keep=keep, epsilon=epsilon, accuracy=accuracy,
-                                   mechanism=mechanism, projection=projection)
+        from .planning import Request
 
-    def release(self, query="histogram", columns=None, *, ranges=None, keep=None, epsilon=None, accuracy=None,
-                mechanism="auto", projection: bool = True, rng=None) -> Release:
-        """A release charged to this session (same query arguments as ``df.blowfish.release``).
+        request = Request.of(query, columns, **fields)
+        self._check_mechanism(request.mechanism)
+        return self._catalog.quote(request)
+
+    def release(self, query="histogram", columns=None, *, rng=None, **fields) -> Release:
+        """A release charged to this session (a :class:`~blowfish_nb.planning.Request`, or its fields as in :meth:`quote`).
 
         The ε is reserved under the session's lock before the rows are read,
         so concurrent releases can never spend more than the budget together.
@@ -251,11 +254,12 @@ class Session:
             The data do not fit the curator's bins (the message names the
             column, never a value or a count from the data); nothing is charged.
         """
-        from .planning import execute, histogram
+        from .planning import Request, execute, histogram
 
         self._check_rng(rng)
-        budgeted = self.quote(query, columns, ranges=ranges, keep=keep, epsilon=epsilon, accuracy=accuracy,
-                              mechanism=mechanism, projection=projection)
+        request = Request.of(query, columns, **fields)
+        mechanism = request.mechanism
+        budgeted = self.quote(request)
         cols, domain = budgeted.plan.columns, budgeted.plan.domain
         token = self._reserve(budgeted.epsilon)
         try:
@@ -296,6 +300,24 @@ class Session:
             del self._reservations[token]
             self._entries.append(entry)
         return result
+
+    def kmeans(self, columns, k: int, *, epsilon: float, iterations: int = 10, rng=None) -> Release:
+        """SuLQ k-means over ordered columns, charged like any release: the whole ε of its ``iterations`` steps.
+
+        The answers are the centres, indexed by (cluster, column):
+        ``release.answers.unstack()`` is the k × d table. A k-means that the
+        budget cannot pay is refused before the rows are read, and nothing is
+        charged (see :mod:`blowfish_nb.mechanisms.sulq` for its privacy).
+
+        Examples
+        --------
+        >>> from blowfish_nb import datasets
+        >>> s = datasets.salaries(n=500, seed=2).blowfish.session(1.0, bins={"age": 31})
+        >>> r = s.kmeans("age", 2, epsilon=0.5)
+        >>> r.answers.shape, r.mechanism, s.spent
+        ((2,), 'SuLQ k-means', 0.5)
+        """
+        return self.release("kmeans", columns, k=k, iterations=iterations, epsilon=epsilon, rng=rng)
 
     # -- persistence -----------------------------------------------------------------------
     def save(self, path, key: bytes | str | None = None) -> None:
