@@ -187,9 +187,9 @@ class Request:
         }
         out["epsilon"], out["accuracy"] = _budget(self.epsilon, self.accuracy)
         if name == "range" and out["ranges"] is None:
-            raise InvalidParameterError("query='range' needs ranges=[(lo, hi), ...] in data units")
+            raise InvalidParameterError("query='range' needs ranges=[(lo, hi), ...] in data units, got ranges=None")
         if name == "marginal" and out["keep"] is None:
-            raise InvalidParameterError("query='marginal' needs keep=<attribute or list of attributes>")
+            raise InvalidParameterError("query='marginal' needs keep=<attribute or list of attributes>, got keep=None")
         if name == "kmeans":
             if out["k"] is None:
                 raise InvalidParameterError("query='kmeans' needs k=<a positive number of clusters>")
