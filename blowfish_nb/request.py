@@ -30,6 +30,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from numbers import Integral, Real
 from typing import Any
 
@@ -250,18 +251,25 @@ def _names(value, name: str) -> tuple[str, ...]:
 
 
 def _number(value, where: str):
-    """A finite real as a plain Python int or float (bools and text refused)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real):
-        raise InvalidParameterError(f"{where} must be finite numbers (not bools or text), got {value!r}")
-    if isinstance(value, Integral):
-        return int(value)
+    """A finite real (Decimal too) as a plain Python int or float (bools and text refused)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Real, Decimal)):
+        raise InvalidParameterError(f"{where} must be finite numbers (not bools or text), got {_shown(value)}")
     try:
         out = float(value)
     except (OverflowError, ValueError):
         out = math.inf
     if not math.isfinite(out):
-        raise InvalidParameterError(f"{where} must be finite numbers, got {value!r}")
-    return out
+        raise InvalidParameterError(f"{where} must be finite numbers, got {_shown(value)}")
+    return int(value) if isinstance(value, Integral) else out
+
+
+def _shown(value) -> str:
+    """``repr(value)``, cut to 60 characters (a 5,000-digit number is shown by its length)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int beyond Python's digit limit for str()
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
 
 
 def _ranges(ranges) -> tuple:
@@ -285,15 +293,18 @@ def _ranges(ranges) -> tuple:
 def _budget(epsilon, accuracy) -> tuple[float | None, tuple[float, float] | None]:
     if (epsilon is None) == (accuracy is None):
         raise InvalidParameterError(
-            f"give exactly one of epsilon= and accuracy=(alpha, beta); got epsilon={epsilon!r}, accuracy={accuracy!r}")
+            f"give exactly one of epsilon= and accuracy=(alpha, beta); got epsilon={_shown(epsilon)}, "
+            f"accuracy={_shown(accuracy)}")
     if epsilon is not None:
-        try:
-            return check_epsilon(epsilon), None
-        except OverflowError:  # an int too large for a float
-            raise InvalidParameterError(f"epsilon must be a positive finite number, got {epsilon!r}") from None
+        if isinstance(epsilon, (Real, Decimal)) and not isinstance(epsilon, (bool, np.bool_)):
+            try:
+                return check_epsilon(_number(epsilon, "epsilon")), None
+            except InvalidParameterError:
+                pass
+        raise InvalidParameterError(f"epsilon must be a positive finite number, got {_shown(epsilon)}")
     if isinstance(accuracy, (list, tuple)) and len(accuracy) == 2:  # Fraction, Decimal, numpy numbers as floats
-        accuracy = tuple(float(_number(v, "accuracy")) if isinstance(v, Real) and not isinstance(v, (bool, np.bool_))
-                         else v for v in accuracy)
+        accuracy = tuple(float(_number(v, "accuracy")) if isinstance(v, (Real, Decimal))
+                         and not isinstance(v, (bool, np.bool_)) else v for v in accuracy)
     return None, check_accuracy(accuracy)
 
 
