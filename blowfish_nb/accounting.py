@@ -229,7 +229,8 @@ class Session:
         return self._catalog.quote(request)
 
     def release(self, query="histogram", columns=None, *, rng=None, **fields) -> Release:
-        """A release charged to this session (a :class:`~blowfish_nb.planning.Request`, or its fields as in :meth:`quote`).
+        """A release charged to this session (a :class:`~blowfish_nb.planning.Request`, or its fields as in
+        :meth:`quote`).
 
         The ε is reserved under the session's lock before the rows are read,
         so concurrent releases can never spend more than the budget together.

@@ -274,7 +274,8 @@ def _kmeans_mechanism(mechanism, run: Run, accuracy: bool) -> SuLQ:
     """SuLQ for a k-means query (its k and iterations from the query); nothing else answers one, nor it another."""
     params = run.query.params
     if run.query.name != "kmeans":
-        raise InvalidParameterError(f"mechanism {mechanism!r} answers query='kmeans' only, got query={run.query.name!r}")
+        raise InvalidParameterError(
+            f"mechanism {mechanism!r} answers query='kmeans' only, got query={run.query.name!r}")
     if accuracy:
         raise InvalidParameterError("accuracy= is not available for query='kmeans'; give epsilon=")
     if isinstance(mechanism, SuLQ):

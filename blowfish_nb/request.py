@@ -120,10 +120,10 @@ class Request:
         --------
         >>> Request.of("histogram", ["age"], epsilon=1).epsilon
         1.0
-        >>> Request.of("histogram", "age", epsilom=1)
+        >>> Request.of("histogram", "age", epsilom=1)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        blowfish_nb.exceptions.InvalidParameterError: unknown request parameter 'epsilom'; parameters are ['accuracy', 'columns', 'epsilon', 'iterations', 'k', 'keep', 'mechanism', 'projection', 'query', 'ranges']
+        blowfish_nb.exceptions.InvalidParameterError: unknown request parameter 'epsilom'; parameters are [...]
         """
         if isinstance(query, Request):
             if columns is not None or fields:
@@ -137,7 +137,7 @@ class Request:
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "Request":
-        """The validated request a JSON object describes (missing fields take their defaults; unknown ones are refused)."""
+        """The validated request a JSON object describes (missing fields: defaults; unknown ones: refused)."""
         if not isinstance(data, Mapping):
             raise InvalidParameterError(f"a request must be a JSON object, got {type(data).__name__}")
         _refuse_unknown(data)
@@ -206,7 +206,7 @@ class Request:
 
     # -- what travels -----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """The validated request as plain JSON types (lists for tuples); refused for a Workload or a Mechanism object."""
+        """The validated request in plain JSON types (lists for tuples); refused for a Workload or Mechanism object."""
         r = self.validated()
         if not isinstance(r.query, str):
             raise InvalidParameterError("query: a Workload has no JSON form; send a query template's name")

@@ -41,7 +41,10 @@ def _number(rng: np.random.Generator, lo: float, hi: float):
 def _random_request(rng: np.random.Generator) -> Request:
     query = QUERIES[rng.integers(len(QUERIES))]
     columns = ["a", "b", "c"][: rng.integers(1, 4)]
-    cols = columns[0] if len(columns) == 1 and rng.random() < 0.5 else (tuple(columns) if rng.random() < 0.5 else columns)
+    if len(columns) == 1 and rng.random() < 0.5:
+        cols = columns[0]
+    else:
+        cols = tuple(columns) if rng.random() < 0.5 else columns
     fields: dict = {}
     if query == "range":
         n = int(rng.integers(1, 4))

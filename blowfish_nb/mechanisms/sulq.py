@@ -109,7 +109,7 @@ class SuLQ(Mechanism):
         return self._run(x, policy, epsilon, rng)
 
     def noise_scale(self, policy: Policy, epsilon: float) -> float:
-        """An upper bound on any step's Laplace scale: (2 + 2·max‖p‖₁)·iterations/ε over the centred cell centres.
+        """An upper bound on any step's Laplace scale: (2 + 2·max‖p‖₁)·iterations/ε (p: centred cell centres).
 
         A move changes one size and one cluster's sums by at most ‖p‖₁ each,
         on both ends of the edge; the exact Δ of a step depends on its

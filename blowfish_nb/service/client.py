@@ -182,7 +182,7 @@ class RemoteSession:
         return decode_release(payload, self._catalog)
 
     def kmeans(self, columns, k: int, *, epsilon: float, iterations: int = 10, rng=None) -> Release:
-        """SuLQ k-means on the service, charged to the account like any release (see :meth:`blowfish_nb.Session.kmeans`)."""
+        """SuLQ k-means on the service, charged to the account like any release (see ``Session.kmeans``)."""
         return self.release("kmeans", columns, k=k, iterations=iterations, epsilon=epsilon, rng=rng)
 
     def close(self) -> None:

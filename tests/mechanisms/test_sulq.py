@@ -24,7 +24,8 @@ def _brute(pol, P, assign, k):
     return best
 
 
-@pytest.mark.parametrize("make", [lambda: policy.dp(Domain.grid((5, 4))), lambda: policy.threshold(Domain.grid((5, 4)), 2),
+@pytest.mark.parametrize("make", [lambda: policy.dp(Domain.grid((5, 4))),
+                                  lambda: policy.threshold(Domain.grid((5, 4)), 2),
                                   lambda: policy.line(Domain.grid(12)), lambda: policy.grid((5, 4), 1)],
                          ids=["dp", "threshold", "line", "grid"])
 def test_every_step_draws_through_noise_at_the_exact_delta_and_its_share_of_epsilon(monkeypatch, make):
