@@ -63,6 +63,7 @@ API_AREAS = [
     ("service", "The analyst service", [
         "blowfish_nb.service.launch", "blowfish_nb.service.client", "blowfish_nb.service.config",
         "blowfish_nb.service.core", "blowfish_nb.service.app", "blowfish_nb.service.ledger",
+        "blowfish_nb.service.chain", "blowfish_nb.service.audit", "blowfish_nb.service.migrate",
     ]),
     ("widgets", "Widgets", ["blowfish_nb.widgets"]),
     ("labs", "Labs", ["blowfish_nb.labs.build", "blowfish_nb.labs"]),

@@ -45,10 +45,10 @@ import numpy as np
 from .._validation import check_epsilon
 from ..domain import OrderedAttribute
 from ..exceptions import InvalidParameterError
-from ..operators import Identity, Matrix, Workload
+from ..operators import Identity, Matrix
 from ..policy import Policy
 from . import noise
-from .base import Mechanism, _checked
+from .base import Mechanism
 
 __all__ = ["SuLQ", "sulq_sensitivity", "kmeanspp", "best_of_kmeanspp", "cell_centres", "RESTARTS", "ITERATIONS"]
 
@@ -92,6 +92,13 @@ class SuLQ(Mechanism):
     name = "SuLQ k-means"
     linear = False
 
+    def refusal(self, policy: Policy) -> str | None:
+        """Categorical attributes have no centres to average; a constrained policy is refused as by every mechanism."""
+        for a in policy.domain.attributes:
+            if not isinstance(a, OrderedAttribute):
+                return f"k-means needs ordered columns; {a.name!r} is categorical"
+        return super().refusal(policy)
+
     def __post_init__(self):
         for field, value in (("k", self.k), ("iterations", self.iterations), ("restarts", self.restarts)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -105,7 +112,7 @@ class SuLQ(Mechanism):
 
         The sensitivities are functions of the released centroids (public), never of the data directly.
         """
-        x, epsilon, rng = _checked(x, Identity(policy.domain.size), policy, epsilon, rng)
+        x, epsilon, rng = self._checked(x, Identity(policy.domain.size), policy, epsilon, rng)
         return self._run(x, policy, epsilon, rng)
 
     def noise_scale(self, policy: Policy, epsilon: float) -> float:
@@ -118,10 +125,6 @@ class SuLQ(Mechanism):
         epsilon = check_epsilon(epsilon)
         P = _centred(policy)[0]
         return (2.0 + 2.0 * float(np.abs(P).sum(axis=1).max())) * self.iterations / epsilon
-
-    def expected_error(self, workload: Workload, policy: Policy, epsilon: float) -> float:
-        """None exists: the centroids depend on the data through the assignment (raises InvalidParameterError)."""
-        raise InvalidParameterError("SuLQ k-means has no analytic expected error (its steps adapt to the data)")
 
     def _run(self, x: np.ndarray, policy: Policy, epsilon: float, rng: np.random.Generator):
         P, centre = _centred(policy)

@@ -35,7 +35,7 @@ from ..queries import QUERIES
 from ..request import MAX_ITERATIONS, MAX_K
 from ..request import Request as Query  # fastapi's Request is the HTTP request
 from .core import RequestConflict, Service
-from .ledger import AuthError
+from .ledger import AuthError, LedgerIntegrityError
 
 __all__ = ["create_app", "MAX_BODY", "RateLimiter"]
 
@@ -190,7 +190,8 @@ def create_app(service: Service, *, rate: float = 50.0, burst: int = 100, max_bo
     >>> import tempfile, os
     >>> from blowfish_nb import datasets
     >>> svc = Service(datasets.salaries(n=300, seed=1), bins={"age": 31}, ledger=os.path.join(tempfile.mkdtemp(),
-    ...               "l.db"), accounts={"a": 1.0}, analysts={"ana": "a"})
+    ...               "l.db"), key_file=os.path.join(tempfile.mkdtemp(), "l.key"), create=True, accounts={"a": 1.0},
+    ...               analysts={"ana": "a"})
     >>> app = create_app(svc, max_body=0)
     >>> sorted(r.path for r in app.routes if r.path.startswith("/v1/") and "openapi" not in r.path)
     ['/v1/budget', '/v1/describe', '/v1/ledger', '/v1/quote', '/v1/release']
@@ -253,6 +254,12 @@ def create_app(service: Service, *, rate: float = 50.0, burst: int = 100, max_bo
     @app.exception_handler(RequestConflict)
     async def _conflict(request, exc):
         return _error(409, exc)
+
+    @app.exception_handler(LedgerIntegrityError)
+    async def _tampered(request, exc):  # the message names the curator's files: not shown
+        return JSONResponse({"error": "LedgerIntegrityError", "message": "the service's ledger failed its integrity "
+                             "check; nothing was released or charged. The curator must verify the ledger"},
+                            status_code=503)
 
     @app.exception_handler(BlowfishError)
     async def _blowfish(request, exc):

@@ -60,8 +60,14 @@ class Service:
         The queryable columns, their bins and per-column policies, as for
         :class:`blowfish_nb.Session` (public facts, shown to every analyst).
     ledger : str or path-like
-        The SQLite ledger file (created when missing; verified when opened:
-        a tampered file stops the service here).
+        The SQLite ledger file (verified when opened: a tampered file stops
+        the service here).
+    key_file : str or path-like, optional
+        The ledger's key file (mode 0600, outside the ledger's folder; its
+        folder keeps the witness head). Default: ``$BLOWFISH_LEDGER_KEY``.
+    create : bool, default False
+        Make a new ledger (and key file) when ``ledger`` does not exist;
+        otherwise a missing ledger is refused.
     accounts : dict, optional
         Account → total ε. An account that exists keeps its spending; a
         different budget here is recorded as a budget change.
@@ -74,9 +80,9 @@ class Service:
     --------
     >>> import tempfile, os
     >>> from blowfish_nb import datasets
-    >>> path = os.path.join(tempfile.mkdtemp(), "ledger.db")
+    >>> path, key = os.path.join(tempfile.mkdtemp(), "ledger.db"), os.path.join(tempfile.mkdtemp(), "ledger.key")
     >>> svc = Service(datasets.salaries(n=500, seed=1), bins={"age": 31}, policy="line", ledger=path,
-    ...               accounts={"course": 1.0}, analysts={"ana": "course"})
+    ...               key_file=key, create=True, accounts={"course": 1.0}, analysts={"ana": "course"})
     >>> q = svc.quote("ana", Request("histogram", "age", accuracy=(25, 0.05)))
     >>> q["mechanism"], q["epsilon"] < 1.0
     ('Transformed+Laplace', True)
@@ -87,13 +93,15 @@ class Service:
     """
 
     def __init__(self, data, *, bins: Mapping, policy="dp", bounds: Mapping | None = None, ledger,
-                 accounts: Mapping[str, float] | None = None, analysts: Mapping[str, str] | None = None):
+                 accounts: Mapping[str, float] | None = None, analysts: Mapping[str, str] | None = None,
+                 key_file=None, create: bool = False):
         self.catalog = _public_catalog(data, bins, policy, bounds)
         self._data = data
         self._counts: dict[tuple[str | None, tuple[str, ...]], np.ndarray] = {}
         self._counts_lock = threading.Lock()
+        self._counting: dict[tuple[str | None, tuple[str, ...]], threading.Lock] = {}
         self._check_fit()
-        self.ledger = Ledger(Path(ledger))
+        self.ledger = Ledger(Path(ledger), key_file=key_file, create=create)
         self.new_tokens: dict[str, str] = {}
         try:
             self._declare(accounts or {}, analysts or {})
@@ -280,12 +288,22 @@ class Service:
         """The counts over ``cols``, remembered per analyst: a release's time must not tell one analyst which
         columns another released (one-column counts are made at start-up for everyone, ``analyst=None``)."""
         key = (None, cols) if len(cols) == 1 else (analyst, cols)
-        with self._counts_lock:
-            if key not in self._counts:
+        with self._counts_lock:  # held only to look up: counting one key never delays another key's release
+            done = self._counts.get(key)
+            if done is not None:
+                return done
+            lock = self._counting.setdefault(key, threading.Lock())
+        with lock:  # one count per key, however many requests ask for it at once
+            with self._counts_lock:
+                done = self._counts.get(key)
+            if done is None:
                 plan = self.catalog.plan("histogram", list(cols))
-                self._counts[key] = np.asarray(histogram(self._data, plan.domain), dtype=float)
-                self._counts[key].setflags(write=False)
-            return self._counts[key]
+                done = np.asarray(histogram(self._data, plan.domain), dtype=float)
+                done.setflags(write=False)
+                with self._counts_lock:
+                    self._counts[key] = done
+                    self._counting.pop(key, None)
+            return done
 
     def _check_fit(self) -> None:
         """Count every column now: data outside the curator's bins stop the service before any analyst queries."""

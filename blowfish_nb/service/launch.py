@@ -120,7 +120,7 @@ class Server:
 def serve(data, *, bins: Mapping, policy="dp", bounds: Mapping | None = None, ledger="blowfish-ledger.db",
           accounts: Mapping[str, float] | None = None, analysts: Mapping[str, str] | None = None,
           host: str = "127.0.0.1", port: int = 0, rate: float = 50.0, burst: int = 100,
-          max_body: int = MAX_BODY) -> Server:
+          max_body: int = MAX_BODY, key_file=None, create: bool = False) -> Server:
     """Serve ``data`` to analysts over HTTP, from this kernel, on a background thread.
 
     Parameters
@@ -130,7 +130,14 @@ def serve(data, *, bins: Mapping, policy="dp", bounds: Mapping | None = None, le
     bins, policy, bounds
         The queryable columns, their public bins and per-column policies (as for a Session).
     ledger : str or path-like
-        The SQLite ledger (created when missing; a tampered file is refused).
+        The SQLite ledger (a tampered file is refused).
+    key_file : str or path-like, optional
+        The ledger's key file: mode 0600, outside the ledger's folder (its
+        folder also keeps a signed copy of the ledger's head, which catches
+        an older copy put back). Default: the key in ``$BLOWFISH_LEDGER_KEY``.
+    create : bool, default False
+        Make a new ledger when ``ledger`` does not exist (and the key file
+        when it does not exist either); otherwise a missing ledger is refused.
     accounts : dict
         Account → total ε (one per analyst, or one shared by several).
     analysts : dict
@@ -151,7 +158,8 @@ def serve(data, *, bins: Mapping, policy="dp", bounds: Mapping | None = None, le
     >>> import tempfile, os, blowfish_nb as bf
     >>> from blowfish_nb import datasets
     >>> srv = bf.serve(datasets.salaries(n=300, seed=1), bins={"age": 31}, policy="line",
-    ...                ledger=os.path.join(tempfile.mkdtemp(), "l.db"), accounts={"a": 1.0}, analysts={"ana": "a"})
+    ...                ledger=os.path.join(tempfile.mkdtemp(), "l.db"), create=True,
+    ...                key_file=os.path.join(tempfile.mkdtemp(), "ledger.key"), accounts={"a": 1.0}, analysts={"ana": "a"})
     >>> s = bf.connect(srv.url, srv.tokens["ana"])
     >>> r = s.release("histogram", "age", epsilon=0.25)
     >>> len(r.answers), s.remaining
@@ -159,7 +167,7 @@ def serve(data, *, bins: Mapping, policy="dp", bounds: Mapping | None = None, le
     >>> srv.stop()
     """
     service = Service(data, bins=bins, policy=policy, bounds=bounds, ledger=ledger, accounts=accounts,
-                      analysts=analysts)
+                      analysts=analysts, key_file=key_file, create=create)
     try:
         return Server(service, host, port, rate=rate, burst=burst, max_body=max_body)
     except BaseException:

@@ -192,7 +192,7 @@ def test_a_release_does_the_same_counting_work_whatever_other_analysts_released(
     data = datasets.salaries(n=500, seed=1)
     svc = core.Service(data, bins={"age": 8, "salary": 8}, bounds={"age": (18, 80), "salary": (0, 250000)},
                        policy="bounded", ledger=tmp_path / "l.db", accounts={"a": 10.0, "b": 10.0},
-                       analysts={"ana": "a", "ben": "b"})
+                       analysts={"ana": "a", "ben": "b"}, create=True)
     try:
         req = {"columns": ["age", "salary"], "epsilon": 0.1, "mechanism": "laplace"}
         svc.release("ben", {**req, "columns": ["salary", "age"]}, "b0")  # ben's own other pair: counted once

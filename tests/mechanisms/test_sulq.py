@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from blowfish_nb import Domain, policy
-from blowfish_nb.exceptions import InvalidParameterError
+from blowfish_nb.exceptions import InvalidParameterError, PolicyError
 from blowfish_nb.mechanisms import noise
 from blowfish_nb.mechanisms.sulq import SuLQ, _stacked
 from blowfish_nb.operators import Identity
@@ -63,5 +63,6 @@ def test_sulq_refuses_bad_parameters_and_categorical_domains():
     d = Domain.from_dict({"attributes": [{"kind": "categorical", "name": "c", "categories": ["x", "y"]}]}) \
         if hasattr(Domain, "from_dict") else None
     if d is not None:
-        with pytest.raises(InvalidParameterError, match="categorical"):
+        assert not SuLQ(k=2).supports(policy.bounded(d))
+        with pytest.raises(PolicyError, match="categorical"):  # refused at the door, before the counts are read
             SuLQ(k=2).release(np.ones(2), Identity(2), policy.bounded(d), 1.0, rng=0)

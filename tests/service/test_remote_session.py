@@ -38,7 +38,7 @@ def server(data, tmp_path_factory):
                    ledger=tmp_path_factory.mktemp("remote") / "ledger.db",
                    accounts={"big": BIG, "lab": 1.0, "tiny": 0.5},
                    analysts={"ana": "big", "lea": "lab", "leo": "lab", "tim": "tiny", "eve": "tiny"},
-                   rate=1000.0, burst=1000)
+                   rate=1000.0, burst=1000, create=True)
     yield srv
     srv.stop()
 
