@@ -30,6 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..exceptions import BlowfishError, BudgetExceededError, DomainError, InvalidParameterError, PolicyError
+from ..queries import QUERIES
+from ..request import MAX_ITERATIONS, MAX_K
+from ..request import Request as Query  # fastapi's Request is the HTTP request
 from .core import RequestConflict, Service
 from .ledger import AuthError, LedgerIntegrityError
 from .limits import MAX_DIGITS, ClientLimit, Limits, RateLimiter, check_max_body, overlong_numbers
@@ -51,7 +54,7 @@ class QueryBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    query: Literal["histogram", "cumulative", "range", "marginal"] = "histogram"
+    query: Literal[QUERIES] = "histogram"  # the query registry's names
     columns: Union[Name, Annotated[list[Name], Field(min_length=1, max_length=8)]]
     ranges: Union[Annotated[list[Union[Pair, Annotated[list[Pair], Field(max_length=8)]]],
                             Field(min_length=1, max_length=4096)], None] = None
@@ -61,6 +64,8 @@ class QueryBody(BaseModel):
                               Field(min_length=2, max_length=2)], None] = None
     mechanism: Annotated[str, StringConstraints(min_length=1, max_length=64)] = "auto"
     projection: bool = True
+    k: Union[Annotated[int, Field(ge=1, le=MAX_K)], None] = None
+    iterations: Union[Annotated[int, Field(ge=1, le=MAX_ITERATIONS)], None] = None
 
 
 class ReleaseBody(QueryBody):
@@ -269,12 +274,12 @@ def create_app(service: Service, *, rate: float = 50.0, burst: int = 100, max_bo
 
     @app.post("/v1/quote")
     def quote(body: QueryBody, who: str = Depends(analyst)) -> dict:
-        return service.quote(who, body.model_dump())
+        return service.quote(who, Query.from_dict(body.model_dump()))
 
     @app.post("/v1/release")
     def release(body: ReleaseBody, who: str = Depends(analyst)) -> Response:
         fields = body.model_dump()
         request_id = fields.pop("request_id")
-        return Response(service.release(who, fields, request_id), media_type="application/json")
+        return Response(service.release(who, Query.from_dict(fields), request_id), media_type="application/json")
 
     return ClientLimit(_BodyLimit(app, max_body), limits)

@@ -15,8 +15,6 @@ import math
 import secrets
 import time
 from dataclasses import dataclass
-from decimal import Decimal
-from numbers import Real
 from typing import Any
 
 import pandas as pd
@@ -24,9 +22,9 @@ import pandas as pd
 from .. import exceptions
 from .._validation import as_float, short_repr
 from ..exceptions import BlowfishError, InvalidParameterError
-from ..planning import Catalog
+from ..planning import Catalog, Request
 from ..release import Release
-from .wire import decode_release, plain
+from .wire import as_request, decode_release
 
 __all__ = ["connect", "RemoteSession", "Quote", "ServiceUnavailable"]
 
@@ -163,16 +161,17 @@ class RemoteSession:
                 frame[c] = None
         return frame[list(LEDGER_COLUMNS)]
 
-    def quote(self, query="histogram", columns=None, *, ranges=None, keep=None, epsilon=None, accuracy=None,
-              mechanism="auto", projection: bool = True) -> Quote:
-        """The ε and mechanism of a release, as the service quotes it; nothing is charged."""
-        body = _body(query, columns, ranges, keep, epsilon, accuracy, mechanism, projection)
-        q = self._call("POST", "/v1/quote", body)
+    def quote(self, query="histogram", columns=None, **fields) -> Quote:
+        """The ε and mechanism of a release, as the service quotes it; nothing is charged.
+
+        ``query`` is a :class:`~blowfish_nb.planning.Request`, or its query with ``columns`` and the other fields by
+        name, as for :meth:`blowfish_nb.Session.quote`.
+        """
+        q = self._call("POST", "/v1/quote", as_request(Request.of(query, columns, **fields)).to_dict())
         return Quote(float(q["epsilon"]), MechanismName(q["mechanism"], bool(q["linear"])),
                      None if q["accuracy"] is None else tuple(q["accuracy"]), q["query"], tuple(q["columns"]))
 
-    def release(self, query="histogram", columns=None, *, ranges=None, keep=None, epsilon=None, accuracy=None,
-                mechanism="auto", projection: bool = True, rng=None) -> Release:
+    def release(self, query="histogram", columns=None, *, rng=None, **fields) -> Release:
         """A release charged to the account; retried with the same request id while the service is unreachable.
 
         A retry never charges twice: the service returns the answers it
@@ -189,10 +188,14 @@ class RemoteSession:
             raise InvalidParameterError(
                 f"rng: the analyst service draws noise from OS entropy only, got {type(rng).__name__}; a seed would "
                 "let its holder remove the noise")
-        body = _body(query, columns, ranges, keep, epsilon, accuracy, mechanism, projection)
+        body = as_request(Request.of(query, columns, **fields)).to_dict()
         body["request_id"] = secrets.token_urlsafe(18)
         payload = self._call("POST", "/v1/release", body)
         return decode_release(payload, self._catalog)
+
+    def kmeans(self, columns, k: int, *, epsilon: float, iterations: int = 10, rng=None) -> Release:
+        """SuLQ k-means on the service, charged to the account like any release (see ``Session.kmeans``)."""
+        return self.release("kmeans", columns, k=k, iterations=iterations, epsilon=epsilon, rng=rng)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -227,42 +230,6 @@ class RemoteSession:
         if response.status_code >= 400:
             raise _exception(data, response.status_code)
         return data
-
-
-def _body(query, columns, ranges, keep, epsilon, accuracy, mechanism, projection) -> dict:
-    if not isinstance(mechanism, str):
-        raise InvalidParameterError(
-            f"mechanism must be 'auto' or a vetted mechanism's name, got a {type(mechanism).__name__}: the service "
-            "takes names only")
-    body = {"query": query, "columns": list(columns) if isinstance(columns, tuple) else columns,
-            "mechanism": mechanism, "projection": projection}
-    for name, value in (("ranges", ranges), ("keep", keep), ("epsilon", epsilon), ("accuracy", accuracy)):
-        if value is not None:
-            body[name] = _numbers_as_floats(plain(value))
-            if not _finite(body[name]):
-                raise InvalidParameterError(f"{name} must hold finite numbers only, got {short_repr(value)}")
-    return body
-
-
-def _numbers_as_floats(value):
-    """Fractions, Decimals and other non-float reals as the nearest float (as the in-process session reads them);
-    ints and floats unchanged, so the request the service records is the one written."""
-    if isinstance(value, list):
-        return [_numbers_as_floats(v) for v in value]
-    if isinstance(value, (int, float)) and not (isinstance(value, int) and abs(value).bit_length() > 1023):
-        return value
-    if isinstance(value, (Real, Decimal)):
-        return as_float(value)
-    return value
-
-
-def _finite(value) -> bool:
-    """No NaN or infinity anywhere in a (nested) value: JSON has no such numbers."""
-    if isinstance(value, list):
-        return all(_finite(v) for v in value)
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return True
 
 
 def _check_token(token) -> None:

@@ -157,16 +157,18 @@ def test_sulq_start_reads_only_public_cell_centres(monkeypatch):
     start is the same for two different data sets and the same seed."""
     import importlib
 
+    import blowfish_nb.mechanisms.sulq as sulq  # the SuLQ mechanism draws its start there
+
     km = importlib.import_module("blowfish_nb.kmeans")  # the package re-exports a function of the same name
     seen = []
-    real = km.best_of_kmeanspp
+    real = sulq.best_of_kmeanspp
 
     def spy(P, w, k, restarts, iterations, rng):
         C = real(P, w, k, restarts, iterations, rng)
         seen.append((P.copy(), np.asarray(w).copy(), C.copy()))
         return C
 
-    monkeypatch.setattr(km, "best_of_kmeanspp", spy)
+    monkeypatch.setattr(sulq, "best_of_kmeanspp", spy)
     import pandas as pd
 
     a = pd.DataFrame({"v": np.r_[np.full(300, 1.0), np.full(300, 9.0)]})

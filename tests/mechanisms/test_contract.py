@@ -192,4 +192,7 @@ def test_no_module_on_the_release_path_draws_noise_outside_noise_py():
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if DRAW.search(line) and not line.lstrip().startswith((">>>", "#")):
                 offenders.append(f"{rel}:{i}: {line.strip()}")
-    assert offenders == [] or all(o.startswith("kmeans.py") for o in offenders), offenders
+    # k-means++ seeding picks start points (on the public cell centres, or on noisy counts): a draw, not noise; it
+    # moved from kmeans.py into mechanisms/sulq.py with SuLQ
+    seeding = ("kmeans.py", "mechanisms/sulq.py")
+    assert all(o.startswith(seeding) and "rng.random() * total" in o for o in offenders), offenders
