@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_epsilon
+from ._validation import check_epsilon, short_repr
 from .accuracy import check_accuracy
 from .exceptions import InvalidParameterError
 from .mechanisms import REGISTRY, Mechanism
@@ -264,12 +264,8 @@ def _number(value, where: str):
 
 
 def _shown(value) -> str:
-    """``repr(value)``, cut to 60 characters (a 5,000-digit number is shown by its length)."""
-    try:
-        text = repr(value)
-    except ValueError:  # an int beyond Python's digit limit for str()
-        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
-    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+    """``repr(value)``, cut to 60 characters (a 5,000-digit number is named by its exact length)."""
+    return short_repr(value, 60)
 
 
 def _ranges(ranges) -> tuple:

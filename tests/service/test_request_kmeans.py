@@ -32,7 +32,7 @@ def server(tmp_path_factory):
     data = pd.DataFrame(np.clip(pts, 0, 9.999), columns=["a", "b"])
     srv = bf.serve(data, bins=BINS, bounds=BOUNDS, policy="line", ledger=tmp_path_factory.mktemp("km") / "l.db",
                    accounts={"lab": 50.0, "tiny": 1.0}, analysts={"ana": "lab", "tim": "tiny"}, rate=1000.0,
-                   burst=1000)
+                   burst=1000, create=True)
     yield srv
     srv.stop()
 
