@@ -186,7 +186,7 @@ def _kind_hint(answer: Any, part: dict) -> str:
     if kind == "bool":
         return "answer with a Python bool, True or False (not a number or a string)."
     names = ", ".join(repr(c) for c in part.get("choices", []))
-    return f"answer with a string{': one of ' + names if names else ''}."
+    return f"answer with one of {names} (a string)." if names else "answer with a string."
 
 
 @lru_cache(maxsize=None)

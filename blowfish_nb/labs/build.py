@@ -99,6 +99,7 @@ def build(
     names: Iterable[str] | None = None,
     run_tests: bool = True,
     source: str | Path | None = None,
+    keys: str | Path | None = None,
 ) -> list[Path]:
     """Generate the student and solution versions (and the autograder zip) of each lab into ``dest``.
 
@@ -111,6 +112,7 @@ def build(
     names : lab slugs to build; ``None`` builds every ``*.ipynb`` in ``source``.
     run_tests : let otter run every test against the solution (``False`` is ``otter assign --no-run-tests``).
     source : folder of master notebooks; :data:`SOURCE` by default.
+    keys : folder of the answer keys ``labNN.py``; ``notebooks/labs/key`` by default.
 
     Returns
     -------
@@ -140,7 +142,7 @@ def build(
     if not sources:
         return []
     assign = _otter_assign()
-    return [_build_one(src, dest, assign, run_tests) for src in sources]
+    return [_build_one(src, dest, assign, run_tests, keys) for src in sources]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -239,14 +241,20 @@ def _test_cells(cells) -> list[tuple[str, list[str], int]]:
     return found
 
 
-def _prepare(src: Path, dest: Path, lab: str) -> None:
+def _prepare(src: Path, dest: Path, lab: str, keys: Path | None = None) -> None:
     """Write the master ``src`` to ``dest`` with its test cells replaced by the public and hidden otter tests."""
     import yaml
 
     nb = json.loads(src.read_text(encoding="utf-8"))
     cells = nb["cells"]
-    key = load_key(lab)
-    tests = _test_cells(cells)
+    try:
+        key = load_key(lab, keys)
+    except OSError as e:
+        raise LabBuildError(f"lab {src.stem}: no answer key {lab}.py ({e})") from e
+    try:
+        tests = _test_cells(cells)
+    except (SyntaxError, AttributeError, IndexError) as e:
+        raise LabBuildError(f"lab {src.stem}: a test cell is not one call check.qN(answer, ...) ({e})") from e
     missing = sorted({q for q, _, _ in tests} ^ set(key))
     if missing:
         raise LabBuildError(f"lab {src.stem}: the key and the notebook disagree on the questions {missing}")
@@ -326,7 +334,7 @@ def _check_source(src: Path) -> None:
         raise LabBuildError(f"lab {slug}: {src} has no raw cell '{_CONFIG_MARKER}' (otter assign format)")
 
 
-def _build_one(src: Path, dest: Path, assign, run_tests: bool) -> Path:
+def _build_one(src: Path, dest: Path, assign, run_tests: bool, keys) -> Path:
     slug = src.stem
     _check_source(src)
     out = dest / slug
@@ -336,7 +344,7 @@ def _build_one(src: Path, dest: Path, assign, run_tests: bool) -> Path:
         dist = Path(tmp) / "dist"
         master = Path(tmp) / "master" / src.name
         master.parent.mkdir()
-        _prepare(src, master, lab)
+        _prepare(src, master, lab, Path(keys) if keys is not None else None)
         try:
             assign(str(master), str(dist), no_run_tests=not run_tests, no_pdfs=True)
         except Exception as e:  # otter raises bare exceptions of many kinds for a malformed source

@@ -72,3 +72,27 @@ def assert_each_mistake_has_its_own_hint(question: str, check, expected, mistake
         assert not value_shown(message, expected), message
         hints.append(message)
     assert len(set(hints)) == len(hints)
+
+
+class _LabAndKey:
+    """A lab module with its answer key's helpers (``notebooks/labs/key/labNN.py``) as attributes, for the tests."""
+
+    def __init__(self, lab: str):
+        import importlib.util
+
+        from blowfish_nb.labs import _key
+
+        self._module = __import__(f"blowfish_nb.labs.{lab}", fromlist=["x"])
+        spec = importlib.util.spec_from_file_location(f"_test_key_{lab}", _key.KEYS / f"{lab}.py")
+        self._key = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self._key)
+
+    def __getattr__(self, name):
+        if hasattr(self._module, name):
+            return getattr(self._module, name)
+        return getattr(self._key, name)
+
+
+def lab_and_key(lab: str) -> _LabAndKey:
+    """``lab_and_key("lab07").crossover_size()``: the lab module and its key's helpers in one namespace."""
+    return _LabAndKey(lab)

@@ -4,8 +4,10 @@ import math
 
 import pytest
 
-from blowfish_nb.labs import lab06
+from tests.labs import lab_and_key
 from blowfish_nb.labs._check import LabCheckFailed
+
+lab06 = lab_and_key("lab06")
 
 PLACEHOLDER = "replace the `...`"
 
@@ -89,7 +91,7 @@ def _unit(k, i):
     return [1 if j == i else 0 for j in range(k)]
 
 
-@pytest.mark.parametrize("delta, words", [(1, "plain DP"), ("two", "Δ is a number"), (4, "Δ is a number"),
+@pytest.mark.parametrize("delta, words", [(1, "plain DP"), ("two", "not text"), (4, "Δ is a number"),
                                           (..., PLACEHOLDER)])
 def test_q3_judges_delta_even_with_the_right_epsilon(delta, words):
     # finding 5 of the review: a wrong Δ no longer passes beside the right ε

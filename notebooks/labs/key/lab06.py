@@ -44,6 +44,21 @@ def parallel_total(policy_name: str) -> float:
         return math.fsum(BLOCK_EPSILONS)
 
 
+def laplace_quote(alpha: float = ACCURACY[0], beta: float = ACCURACY[1], policy="line") -> float:
+    return float(session(policy).quote("histogram", "age", accuracy=(alpha, beta), mechanism="laplace").epsilon)
+
+
+def histogram_sensitivity(policy_name: str = "line") -> float:
+    s = session(policy_name)
+    return float(s.column_policy("age").sensitivity(identity(s.attribute("age").size)))
+
+
+def halving_ratio(alpha: float = ACCURACY[0], beta: float = ACCURACY[1]) -> float:
+    s = session()
+    return float(s.quote("histogram", "age", accuracy=(alpha / 2, beta)).epsilon
+                 / s.quote("histogram", "age", accuracy=(alpha, beta)).epsilon)
+
+
 def questions() -> dict[str, Question]:
     q = {}
     q["q1"] = Question("q1 (ε spent after three releases)", [Part("total_spent", sequential_total(), mistakes=[
@@ -64,9 +79,9 @@ def questions() -> dict[str, Question]:
         ], otherwise="a refused release raises BudgetExceededError: what does the ledger hold afterwards?")])
     s = session()
     k = s.attribute("age").size
-    delta = float(s.column_policy("age").sensitivity(identity(k)))
+    delta = histogram_sensitivity()
     alpha, beta = ACCURACY
-    quote = float(s.quote("histogram", "age", accuracy=(alpha, beta), mechanism="laplace").epsilon)
+    quote = laplace_quote()
     one = -math.log(-math.expm1(math.log1p(-beta) / k))  # ln 1/p with p = 1 − (1 − β)^{1/k}
     r = FORMULA_RTOL
     q["q3"] = Question("q3 (Δ and ε for an (α, β)-accurate histogram)", [
@@ -102,8 +117,7 @@ def questions() -> dict[str, Question]:
         Wrong(min(BLOCK_EPSILONS), "each person is in one group, but can a move along the policy take them into the "
                                    "other?"),
     ], otherwise="can one edge of the line policy join a young bin to an old one?")])
-    ratio = float(s.quote("histogram", "age", accuracy=(alpha / 2, beta)).epsilon
-                  / s.quote("histogram", "age", accuracy=(alpha, beta)).epsilon)
+    ratio = halving_ratio()
     q["q5"] = Question("q5 (ε for α halved)", [Part("eps_ratio", ratio, rtol=r, mistakes=[
         Wrong(4.0, "that would be so if ε set the noise's variance; it sets its width (scale Δ/ε), and α is a width "
                    "too.", rtol=0.1),

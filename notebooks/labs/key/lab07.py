@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+import pandas as pd
+
 from blowfish_nb import constraints as C
 from blowfish_nb.labs._key import Part, Question, Wrong
 from blowfish_nb.labs.lab07 import (AGE_EDGES, BOXES, CONTENDERS, FEW, KNOWN, RATIO_RTOL, SIZES, age_domain, data,
@@ -14,13 +18,23 @@ def winner(x) -> str:
     return min(CONTENDERS, key=lambda name: mean_error(x, name)[0])
 
 
-def crossover_size() -> int:
-    dependent, independent = CONTENDERS
-    for n in SIZES:
+def size_table(sizes=SIZES) -> pd.DataFrame:
+    """:func:`mean_error` (and its standard error) of each contender on the first n people, one row per size."""
+    rows = {}
+    for n in sizes:
         x = salary_histogram(data().head(n))
-        if mean_error(x, independent)[0] < mean_error(x, dependent)[0]:
-            return int(n)
-    return int(SIZES[-1]) + 1
+        for name in CONTENDERS:
+            m, se = mean_error(x, name)
+            rows.setdefault(int(n), {}).update({name: m, f"{name} se": se})
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+@lru_cache(maxsize=1)
+def crossover_size() -> int:
+    table = size_table()
+    dependent, independent = CONTENDERS
+    later = table.index[table[independent] < table[dependent]]
+    return int(later[0]) if len(later) else int(SIZES[-1]) + 1
 
 
 def count_sensitivity() -> float:
