@@ -32,8 +32,9 @@ def value_shown(message: str, expected) -> bool:
 
 
 def fresh(folder: Path, slug: str) -> bool:
-    """Whether ``folder`` holds lab ``slug`` built after every lab source and every lab module last changed."""
-    inputs = [*(ROOT / "notebooks" / "labs" / "source").glob("*.ipynb"), *(ROOT / "blowfish_nb" / "labs").glob("*.py")]
+    """Whether ``folder`` holds lab ``slug`` built after every lab source, module, key and hint table last changed."""
+    inputs = [*(ROOT / "notebooks" / "labs" / "source").glob("*.ipynb"), *(ROOT / "blowfish_nb" / "labs").glob("*.py"),
+              *(ROOT / "notebooks" / "labs" / "key").glob("*.py"), *(ROOT / "blowfish_nb" / "labs" / "hints").glob("*")]
     newest_input = max(p.stat().st_mtime for p in inputs)
     outputs = [folder / slug / v / f"{slug}.ipynb" for v in ("student", "solution")]
     return all(p.is_file() for p in outputs) and min(p.stat().st_mtime for p in outputs) > newest_input
@@ -96,3 +97,42 @@ class _LabAndKey:
 def lab_and_key(lab: str) -> _LabAndKey:
     """``lab_and_key("lab07").crossover_size()``: the lab module and its key's helpers in one namespace."""
     return _LabAndKey(lab)
+
+
+def answers(lab: str) -> list:
+    """Every expected value of lab ``lab``'s answer key (numbers, choices, bools)."""
+    from blowfish_nb.labs._key import load_key
+
+    return [part.expected for q in load_key(lab).values() for part in q.parts]
+
+
+def distinctive(value) -> bool:
+    """Whether a numeric answer is specific enough to search for in text: not an integer below 100, and at least two
+    significant digits (0.5 or 3 turn up in any text about ε and bins; 4.48 or 400 do not).
+
+    >>> distinctive(4.4817), distinctive(400.0), distinctive(3), distinctive(0.5), distinctive("line")
+    (True, True, False, False, False)
+    """
+    if isinstance(value, (bool, str)):
+        return False
+    x = float(value)
+    if not math.isfinite(x):
+        return False
+    if x == int(x):
+        return abs(x) >= 100
+    return len(f"{abs(x):.3g}".replace(".", "").lstrip("0").rstrip("0")) >= 2
+
+
+def shown_precisely(text: str, value) -> bool:
+    """Whether ``text`` holds the number ``value`` to 3 or more significant digits (4.06, 4.063, 400 …): stricter
+    than :func:`value_shown`, for searching the answers in long texts (where "Def. 4.1" is not 4.0628).
+
+    >>> shown_precisely("Def. 4.1 says", 4.0628), shown_precisely("about 4.06", 4.0628)
+    (False, True)
+    """
+    x = float(value)
+    forms = {f"{x:.3g}", f"{x:.4g}", f"{x:.5g}", f"{x:.6g}"}
+    if x == int(x):
+        forms.add(str(int(x)))
+        forms.add(f"{int(x):,}")
+    return any(re.search(rf"(?<![\w.]){re.escape(f)}(?![\d])", text) for f in forms)
