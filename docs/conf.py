@@ -62,6 +62,18 @@ intersphinx_mapping: dict = {}  # no internet in CI
 html_theme = "pydata_sphinx_theme"
 html_title = "blowfish_nb"
 html_static_path: list[str] = []
+
+# -- Math: MathJax 2 served from the build (no CDN). jupyter-server-mathjax (the docs extra) ships MathJax with the
+# TeX-AMS-MML_HTMLorMML-full configuration; its static folder is copied into _static/mathjax when the site is built.
+try:
+    import jupyter_server_mathjax
+except ImportError as e:  # the docs extra is not installed: say so rather than fall back to a CDN
+    raise ImportError('the docs need MathJax served locally: pip install "blowfish_nb[docs]" '
+                      "(jupyter-server-mathjax)") from e
+MATHJAX = Path(jupyter_server_mathjax.__file__).resolve().parent / "static"
+mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
+mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]],
+                               "processEscapes": True}, "showMathMenu": False}
 html_show_sourcelink = False
 html_theme_options = {
     "navbar_start": ["navbar-logo"],
@@ -82,6 +94,15 @@ html_sidebars = {"index": []}
 def setup(app):
     # run before numpydoc (priority 500) so that its sections see the escaped text
     app.connect("autodoc-process-docstring", escape_bars, priority=400)
+    app.connect("build-finished", _copy_mathjax)
+
+
+def _copy_mathjax(app, exception):
+    """MathJax into ``_static/mathjax`` of an HTML build (``mathjax_path`` is relative to ``_static``)."""
+    if exception is None and app.builder.format == "html":
+        import shutil
+
+        shutil.copytree(MATHJAX, Path(app.outdir) / "_static" / "mathjax", dirs_exist_ok=True)
 
 
 # -- generated pages: the course (student notebooks only, a toctree over what exists) and the API reference ------

@@ -38,7 +38,8 @@ from blowfish_nb.exceptions import BlowfishError, InvalidParameterError
 
 from ._key import hidden_test, hint_table, load_key, public_test
 
-__all__ = ["SOURCE", "HINTS", "LabBuildError", "build", "lab_sources", "lab_module", "write_hints", "main"]
+__all__ = ["SOURCE", "HINTS", "LabBuildError", "build", "lab_sources", "lab_module", "requirements", "write_hints",
+           "main"]
 
 #: where the student-facing hint tables live (package data)
 HINTS = Path(__file__).resolve().parent / "hints"
@@ -100,6 +101,7 @@ def build(
     run_tests: bool = True,
     source: str | Path | None = None,
     keys: str | Path | None = None,
+    wheel: str | Path | None = None,
 ) -> list[Path]:
     """Generate the student and solution versions (and the autograder zip) of each lab into ``dest``.
 
@@ -113,6 +115,10 @@ def build(
     run_tests : let otter run every test against the solution (``False`` is ``otter assign --no-run-tests``).
     source : folder of master notebooks; :data:`SOURCE` by default.
     keys : folder of the answer keys ``labNN.py``; ``notebooks/labs/key`` by default.
+    wheel : a wheel of this package (``pip wheel --no-deps .``, which ``make labs`` runs) to put in each autograder
+        zip (``files/``), required with its exact version: ``otter grade`` and Gradescope then install the package
+        from the zip, with no package index that has it. Without it the requirement is still pinned to the
+        installed version.
 
     Returns
     -------
@@ -142,7 +148,9 @@ def build(
     if not sources:
         return []
     assign = _otter_assign()
-    return [_build_one(src, dest, assign, run_tests, keys) for src in sources]
+    if wheel is not None and not Path(wheel).is_file():
+        raise InvalidParameterError(f"wheel: no such file {wheel}")
+    return [_build_one(src, dest, assign, run_tests, keys, wheel) for src in sources]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -156,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="rewrite the hint tables blowfish_nb/labs/hints/labNN.json from the answer keys")
     parser.add_argument("names", nargs="*", help="lab slugs (e.g. 01-neighbours); every lab when none is given")
     parser.add_argument("--no-run-tests", action="store_true", help="do not run the tests against the solutions")
+    parser.add_argument("--wheel", type=Path, help="a wheel of this package to put in each autograder zip, pinned")
     args = parser.parse_intermixed_args(argv)  # `DEST --no-run-tests NN-slug` as well as `DEST NN-slug --no-run-tests`
     if args.hints:  # `--hints [NN-slug ...]`: the positionals are lab names
         names = ([str(args.dest)] if args.dest is not None else []) + list(args.names)
@@ -169,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.dest is None:
         parser.error("DEST is required unless --hints is given")
     try:
-        built = build(args.dest, names=args.names or None, run_tests=not args.no_run_tests)
+        built = build(args.dest, names=args.names or None, run_tests=not args.no_run_tests, wheel=args.wheel)
     except BlowfishError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -241,6 +250,43 @@ def _test_cells(cells) -> list[tuple[str, list[str], int]]:
     return found
 
 
+def requirements(wheel: Path | None = None) -> list[str]:
+    """The autograder's requirement of this package: an exact pin, found in the zip's ``files/`` with a wheel.
+
+    Examples
+    --------
+    >>> requirements()[-1].startswith("blowfish_nb[widgets]==")
+    True
+    """
+    if wheel is None:
+        from importlib.metadata import version
+
+        return [f"blowfish_nb[widgets]=={version('blowfish_nb')}"]
+    name, ver = Path(wheel).name.split("-")[:2]
+    return [f"--find-links {AUTOGRADER_FILES}", f"{name}[widgets]=={ver}"]
+
+
+#: where Gradescope and ``otter grade`` unpack the zip's ``files/``
+AUTOGRADER_FILES = "/autograder/source/files"
+
+
+def _pin(master: Path, wheel: Path | None) -> None:
+    import yaml
+
+    nb = json.loads(master.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        text = _src(cell)
+        if cell.get("cell_type") == "raw" and text.lstrip().startswith(_CONFIG_MARKER):
+            config = yaml.safe_load(text) or {}
+            config["requirements"] = requirements(wheel)
+            config["overwrite_requirements"] = False
+            if wheel is not None:
+                shutil.copyfile(wheel, master.parent / wheel.name)
+                config["autograder_files"] = [wheel.name]
+            cell["source"] = f"{_CONFIG_MARKER}\n" + yaml.safe_dump(config, sort_keys=False)
+    master.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
 def _prepare(src: Path, dest: Path, lab: str, keys: Path | None = None) -> None:
     """Write the master ``src`` to ``dest`` with its test cells replaced by the public and hidden otter tests."""
     import yaml
@@ -288,7 +334,8 @@ def _prepare(src: Path, dest: Path, lab: str, keys: Path | None = None) -> None:
     dest.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
 
 
-_INIT = ('# Checks: grader.check("q1") shows a hint for a wrong answer (your teacher grades with hidden tests)\n'
+_INIT = ('# Checks: each grader.check cell shows a one-line hint for a wrong answer (your teacher grades with hidden '
+         'tests)\n'
          "from blowfish_nb.labs._check import Grader\n\n"
          'grader = Grader("{lab}")')
 
@@ -334,7 +381,7 @@ def _check_source(src: Path) -> None:
         raise LabBuildError(f"lab {slug}: {src} has no raw cell '{_CONFIG_MARKER}' (otter assign format)")
 
 
-def _build_one(src: Path, dest: Path, assign, run_tests: bool, keys) -> Path:
+def _build_one(src: Path, dest: Path, assign, run_tests: bool, keys, wheel) -> Path:
     slug = src.stem
     _check_source(src)
     out = dest / slug
@@ -345,6 +392,7 @@ def _build_one(src: Path, dest: Path, assign, run_tests: bool, keys) -> Path:
         master = Path(tmp) / "master" / src.name
         master.parent.mkdir()
         _prepare(src, master, lab, Path(keys) if keys is not None else None)
+        _pin(master, Path(wheel) if wheel is not None else None)
         try:
             assign(str(master), str(dist), no_run_tests=not run_tests, no_pdfs=True)
         except Exception as e:  # otter raises bare exceptions of many kinds for a malformed source

@@ -100,10 +100,20 @@ def lab_and_key(lab: str) -> _LabAndKey:
 
 
 def answers(lab: str) -> list:
-    """Every expected value of lab ``lab``'s answer key (numbers, choices, bools)."""
+    """Every expected value of lab ``lab``'s answer key (numbers, choices, bools), less those that are also a public
+    constant of the lab's setting (lab 3's ratio 1024 is also where its range starts: shown, and no leak)."""
     from blowfish_nb.labs._key import load_key
 
-    return [part.expected for q in load_key(lab).values() for part in q.parts]
+    module = __import__(f"blowfish_nb.labs.{lab}", fromlist=["x"])
+    setting = set()
+    for name in getattr(module, "__all__", []):
+        value = getattr(module, name)
+        for v in (value if isinstance(value, (tuple, list)) else (value,)):
+            for w in (v if isinstance(v, (tuple, list)) else (v,)):
+                if isinstance(w, (int, float)) and not isinstance(w, bool):
+                    setting.add(float(w))
+    every = [part.expected for q in load_key(lab).values() for part in q.parts]
+    return [a for a in every if isinstance(a, (str, bool)) or float(a) not in setting]
 
 
 def distinctive(value) -> bool:
