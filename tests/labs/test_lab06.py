@@ -112,7 +112,7 @@ MISTAKES = [
     ("q1", lab06.RELEASES[-1], "does not forget"),
     ("q1", sum(lab06.RELEASES) / 3, "does not average"),
     ("q1", lab06.BUDGET - sum(lab06.RELEASES), "what is left"),
-    ("q2", sum(lab06.RELEASES) + lab06.OVERSPEND, "before"),
+    ("q2", sum(lab06.RELEASES) + lab06.OVERSPEND, "*before*"),
     ("q2", lab06.BUDGET, "refuses it whole"),
     ("q2", lab06.OVERSPEND, "stay in the ledger"),
     ("q3", _formula(1, 31, alpha, beta), "plain DP"),
@@ -123,7 +123,7 @@ MISTAKES = [
     ("q4a", min(lab06.BLOCK_EPSILONS), "protected least"),
     ("q4b", max(lab06.BLOCK_EPSILONS), "across the boundary"),
     ("q4b", min(lab06.BLOCK_EPSILONS), "into the other"),
-    ("q5", 4.0, "variance"),
+    ("q5", 4.0, "variance?"),
     ("q5", 0.5, "costs *more*"),
     ("q5", 1.0, "the ε changes"),
 ]

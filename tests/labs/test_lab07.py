@@ -101,9 +101,9 @@ def _other(name):
 
 
 MISTAKES = [
-    ("q1", lambda: _other("q1"), "average such runs"),
+    ("q1", lambda: _other("q1"), "on these 300 people"),
     ("q1", lambda: "laplace", "answer with one of"),
-    ("q2", lambda: _other("q2"), "little to average"),
+    ("q2", lambda: _other("q2"), "on all 5,000 people"),
     ("q2", lambda: 3, "answer with one of"),
     ("q2b", _before_crossover, "still the smaller one"),
     ("q2b", lambda: lab07.SIZES[-1], "ahead already"),

@@ -71,8 +71,8 @@ def questions() -> dict[str, Question]:
     ], otherwise="look at the ledger: what does one release add to `spent`?")])
     q["q2"] = Question("q2 (spent after a release the budget cannot pay for)", [Part(
         "spent_after", spent_after_refusal(), mistakes=[
-            Wrong(sum(RELEASES) + OVERSPEND, "the session checks the budget *before* it reads any data; a release it "
-                                             "cannot pay for is refused. Does a refusal cost anything?"),
+            Wrong(sum(RELEASES) + OVERSPEND, "the session checks the budget *before* it reads any data. Read the "
+                                             "message the refused release raised, then the ledger."),
             Wrong(BUDGET, "a session never runs a release with less ε than asked (the accuracy would not be what was "
                           "asked for); it refuses it whole."),
             Wrong(OVERSPEND, "the earlier releases stay in the ledger; a refused one adds nothing to it."),
@@ -119,8 +119,8 @@ def questions() -> dict[str, Question]:
     ], otherwise="can one edge of the line policy join a young bin to an old one?")])
     ratio = halving_ratio()
     q["q5"] = Question("q5 (ε for α halved)", [Part("eps_ratio", ratio, rtol=r, mistakes=[
-        Wrong(4.0, "that would be so if ε set the noise's variance; it sets its width (scale Δ/ε), and α is a width "
-                   "too.", rtol=0.1),
+        Wrong(4.0, "that would be so if α followed the noise's variance. Which does α measure, a width of the noise "
+                   "or its variance?", rtol=0.1),
         Wrong(0.5, "a tighter α needs less noise, and less noise costs *more* ε.", rtol=0.1),
         Wrong(1.0, "type the two α into the panel (or quote both): the ε changes.", rtol=0.05),
     ], otherwise="quote both accuracies (panel or `s.quote(..., accuracy=...)`) and divide.")])

@@ -64,16 +64,15 @@ def questions() -> dict[str, Question]:
     q["q1"] = Question("q1 (few people: which mechanism wins?)", [Part(
         "winner_few", few, kind="choice", choices=CONTENDERS, mistakes=[
             Wrong(next(c for c in CONTENDERS if c != few),
-                  "with 300 people in 100 bins most bins are empty or tiny, and long runs of bins look alike. Which "
-                  "mechanism can average such runs, and pay the noise once per run?"),
+                  "compare the two mean errors and their standard errors from check.mean_error: which is smaller "
+                  "on these 300 people?"),
         ], otherwise=f"answer with {names}.")])
     many = winner(salary_histogram(data()))
     q["q2"] = Question("q2 (many people: which mechanism wins?)", [Part(
         "winner_all", many, kind="choice", choices=CONTENDERS, mistakes=[
             Wrong(next(c for c in CONTENDERS if c != many),
-                  "with 5,000 people neighbouring bins differ by far more than the noise: there is little to average, "
-                  "and a data-dependent mechanism still pays for finding its partition (part of ε) and for a "
-                  "record's move changing two counts."),
+                  "measure both mechanisms on all 5,000 people with check.mean_error and compare the means, with "
+                  "their standard errors."),
         ], otherwise=f"answer with {names}.")])
     cross = crossover_size()
     sizes = [int(n) for n in SIZES]
