@@ -72,8 +72,14 @@ except ImportError as e:  # the docs extra is not installed: say so rather than 
                       "(jupyter-server-mathjax)") from e
 MATHJAX = Path(jupyter_server_mathjax.__file__).resolve().parent / "static"
 mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
-mathjax2_config = {"tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]],
-                               "processEscapes": True}, "showMathMenu": False}
+# MyST marks each section tex2jax_ignore and each formula class "math" (MathJax 3's processHtmlClass); MathJax 2 is
+# told the same, and to use the STIX-Web fonts, the only ones the package ships.
+mathjax2_config = {
+    "tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]], "processEscapes": True,
+                "processClass": "math|output_area", "ignoreClass": "tex2jax_ignore|mathjax_ignore"},
+    "HTML-CSS": {"availableFonts": [], "webFont": "STIX-Web", "imageFont": None, "preferredFont": None},
+    "showMathMenu": False,
+}
 html_show_sourcelink = False
 html_theme_options = {
     "navbar_start": ["navbar-logo"],
