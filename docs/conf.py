@@ -100,7 +100,18 @@ html_sidebars = {"index": []}
 def setup(app):
     # run before numpydoc (priority 500) so that its sections see the escaped text
     app.connect("autodoc-process-docstring", escape_bars, priority=400)
+    app.connect("autodoc-process-docstring", _no_builtin_docstring, priority=300)
     app.connect("build-finished", _copy_mathjax)
+
+
+_BUILTIN_DOCS = {" ".join((t.__doc__ or "").split()) for t in (bool, int, float, str, dict, list, tuple, type(None))}
+
+
+def _no_builtin_docstring(app, what, name, obj, options, lines):
+    """Drop the docstring of a built-in type that autodoc inherits for an undocumented property or attribute (a
+    property ``linear`` overriding a class attribute ``linear: bool = False`` showed ``bool``'s docstring)."""
+    if lines and " ".join(" ".join(lines).split()) in _BUILTIN_DOCS:
+        lines.clear()
 
 
 def _copy_mathjax(app, exception):

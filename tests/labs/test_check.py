@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from blowfish_nb.labs import _grade
-from blowfish_nb.labs._check import Grader, LabCheckFailed, canonical, digest, matches
+from blowfish_nb.labs._check import Grader, canonical, digest, matches
 from blowfish_nb.labs._key import Part, Question, Wrong, hint_table
 
 
