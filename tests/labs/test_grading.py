@@ -65,6 +65,7 @@ def otter_run(lab_dir: Path, notebook: Path, out: Path) -> float:
     return sum(t["score"] for t in tests) / sum(t["max_score"] for t in tests)
 
 
+@pytest.mark.slow
 @pytest.mark.notebook
 @pytest.mark.parametrize("slug", SLUGS)
 def test_the_solution_scores_full_marks(built, slug, tmp_path):
@@ -72,6 +73,7 @@ def test_the_solution_scores_full_marks(built, slug, tmp_path):
     assert otter_run(lab, lab / "solution" / f"{slug}.ipynb", tmp_path / "out") == 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.notebook
 @pytest.mark.parametrize("slug", SLUGS)
 def test_zeros_and_redefined_checks_score_at_most_30_percent(built, slug, tmp_path):
