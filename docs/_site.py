@@ -34,9 +34,13 @@ def copy_student_labs(built: Path, dest: Path) -> list[str]:
 
 
 def write_course_toc(course: Path, labs: list[str]) -> None:
-    """Write ``course/_toc.md``: a toctree over the teacher's page (when it exists) and ``labs/<name>`` per lab."""
+    """Write ``course/_toc.md``: a toctree over the teacher's page (when it exists) and ``labs/<name>`` per lab, and a
+    download link to each lab's ``.ipynb``."""
     entries = (["teaching"] if (course / "teaching.md").exists() else []) + [f"labs/{name}" for name in labs]
     toc = ["```{toctree}", ":maxdepth: 1", "", *entries, "```", ""] if entries else ["*No lab has been built yet.*", ""]
+    if labs:  # the student notebooks as files to open in JupyterLab (Sphinx copies them into _downloads/)
+        toc += ["Download a student notebook:", ""]
+        toc += [f"* {{download}}`{name}.ipynb <labs/{name}.ipynb>`" for name in labs] + [""]
     (course / "_toc.md").write_text("\n".join(toc), encoding="utf-8")
 
 
