@@ -38,9 +38,10 @@ class CountConstraint:
     cells: np.ndarray
 
     def __post_init__(self):
-        mask = np.asarray(self.cells, dtype=bool)
+        mask = np.array(self.cells, dtype=bool)  # a copy: the caller's array may change, this one may not
         if mask.ndim != 1 or not mask.any():
             raise InvalidParameterError(f"constraint {self.name!r} must select at least one cell (a 1-D mask)")
+        mask.setflags(write=False)
         object.__setattr__(self, "cells", mask)
 
 
@@ -53,7 +54,7 @@ class Constraints(Sequence):
 
     def __init__(self, domain: Domain, items: Iterable[CountConstraint], kind: str = "counts", spec=None):
         self.domain = domain
-        self.items = list(items)
+        self.items = tuple(items)  # fixed: a constrained policy's Δ is computed once from these counts
         if not self.items:
             raise InvalidParameterError("constraints need at least one count")
         for c in self.items:
@@ -61,6 +62,12 @@ class Constraints(Sequence):
                 raise InvalidParameterError(
                     f"constraint {c.name!r} has {c.cells.size} cells, the domain {domain.size}")
         self.kind, self.spec = kind, spec
+        self._sealed = True
+
+    def __setattr__(self, name, value):
+        if getattr(self, "_sealed", False):
+            raise InvalidParameterError(f"constraints cannot be changed after they are made ({name}); build new ones")
+        object.__setattr__(self, name, value)
 
     def __len__(self) -> int:
         return len(self.items)

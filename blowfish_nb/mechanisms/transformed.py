@@ -24,6 +24,7 @@ exactly), so the mechanism run with ε/ℓ is (ε, G)-Blowfish (Lemma 4.3).
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import weakref
 
@@ -125,9 +126,10 @@ class Transformed(Mechanism):
 
     def _plan(self, policy: Policy) -> tuple[Policy, int]:
         key = (id(policy), self.tree)
+        state = _state(policy)  # a policy changed in place since its plan was made must not reuse it
         with _PLANS_LOCK:
             hit = _PLANS.get(key)
-            if hit is not None and hit[0]() is policy:
+            if hit is not None and hit[0]() is policy and hit[2] == state:
                 return hit[1]
         if policy.is_forest():  # computed outside the lock: a stretch over millions of edges takes a second
             found = (policy, 1)
@@ -137,7 +139,7 @@ class Transformed(Mechanism):
         with _PLANS_LOCK:
             while len(_PLANS) >= 8:
                 _PLANS.pop(next(iter(_PLANS)))
-            _PLANS[key] = (weakref.ref(policy), found)
+            _PLANS[key] = (weakref.ref(policy), found, state)
         return found
 
     def sensitivity(self, policy: Policy) -> float:
@@ -223,6 +225,30 @@ class Transformed(Mechanism):
 
     def __repr__(self) -> str:
         return f"Transformed(inner={self.inner!r})"
+
+
+def _state(policy: Policy) -> str:
+    """A digest of the policy's family, domain and parameters (arrays by their bytes): what its plan depends on."""
+    h = hashlib.sha256()
+
+    def feed(v):
+        if isinstance(v, np.ndarray):
+            h.update(f"{v.dtype}{v.shape}".encode())
+            h.update(np.ascontiguousarray(v).tobytes())
+        elif isinstance(v, dict):
+            for k in sorted(v, key=str):
+                h.update(repr(k).encode())
+                feed(v[k])
+        elif isinstance(v, (list, tuple)):
+            h.update(f"[{len(v)}".encode())
+            for item in v:
+                feed(item)
+        else:
+            h.update(repr(v).encode())
+
+    feed({"family": policy.family, "shape": policy.domain.shape, "params": policy.params,
+          "bottom": policy.has_bottom})
+    return h.hexdigest()
 
 
 def _check_path(tree: Policy) -> None:

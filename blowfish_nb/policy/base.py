@@ -82,6 +82,16 @@ class Guarantee:
         return self.bound
 
 
+def refuse_constrained(policy, what: str) -> None:
+    """:class:`PolicyError` when ``policy`` has known counts: ``what`` (a projection, a tree, a transform) would be
+    built on the graph alone and drop them (He et al. §8: only the histogram's Δ is established under them)."""
+    if getattr(policy, "kind", None) == "constrained":
+        raise PolicyError(
+            f"{what} of a policy with known counts ({policy.summary()}) would drop the counts; under count "
+            "constraints only the histogram's sensitivity is established (He et al. §8): answer the histogram with "
+            "the Laplace mechanism")
+
+
 class Policy:
     """A Blowfish policy graph over the cells of a domain.
 

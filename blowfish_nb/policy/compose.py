@@ -34,6 +34,11 @@ class Composed(Policy):
                 raise PolicyError(f"compose got a policy for {name!r}, not an attribute of {list(domain.names)!r}")
             if not isinstance(part, Policy):
                 raise PolicyError(f"compose needs Policy objects, got {type(part).__name__} for {name!r}")
+            if getattr(part, "kind", None) == "constrained":
+                raise PolicyError(
+                    f"compose cannot take the policy of {name!r} ({part.summary()}): known counts on one attribute "
+                    "are not established on the product domain's neighbours (He et al. §8 gives the histogram's Δ "
+                    "for one policy with its counts); build the constraints over the whole domain instead")
             attr = domain.attributes[domain.names.index(name)]
             if part.domain.names != (name,) or part.domain.size != attr.size:
                 raise PolicyError(

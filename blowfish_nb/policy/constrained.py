@@ -52,9 +52,20 @@ class Constrained(Policy):
             raise PolicyError("constraints must come from blowfish_nb.constraints (count, marginal, rectangles)")
         if constraints.domain != policy.domain:
             raise PolicyError("the constraints are over another domain than the policy")
+        if _constrained_inside(policy):
+            raise PolicyError(f"constrained() needs a policy without constraints, got one with a constrained part: "
+                              f"{policy.summary()}")
         super().__init__(policy.domain)
         self.base, self.constraints = policy, constraints
         self._delta: float | None = None
+        self._sealed = True
+
+    def __setattr__(self, name, value):
+        # Δ is computed once from the graph and the counts: neither may change after the policy is made
+        if getattr(self, "_sealed", False) and name in ("base", "constraints", "domain", "_sealed"):
+            raise PolicyError(f"a constrained policy cannot be changed after it is made ({name} is fixed: its "
+                              "sensitivity depends on it); make a new one with constrained(...)")
+        object.__setattr__(self, name, value)
 
     # -- the graph is G's --------------------------------------------------------
     @property
@@ -196,6 +207,8 @@ class Constrained(Policy):
 
     def _closed_form(self, neighbours: str) -> float | None:
         q, base = self.constraints, self.base
+        if not _spec_matches(q):
+            return None  # a kind or spec that does not describe the counts: no theorem applies, search instead
         if q.kind == "marginal" and isinstance(base, Bounded):
             return 2.0 * q.spec["size"]  # Thm 8.4 (G complete: both models agree)
         if neighbours != "edges":
@@ -214,10 +227,12 @@ class Constrained(Policy):
     def parallel_epsilon(self, blocks, epsilons) -> float:
         """ε of releases on disjoint groups of records (records whose cell is in ``blocks[i]`` get ``epsilons[i]``).
 
-        Thm 4.3: max εᵢ, provided the constraints split into disjoint sets Qᵢ each of which only affects group
-        i — a constraint affects a group when a move along an edge inside it lifts or lowers the count. The
-        groups must also be closed under G (no edge between two groups), or a record's move would change which
-        group it is in. Otherwise refused with the reason (then only sequential composition, Σ εᵢ, holds).
+        Thm 4.3: max εᵢ when the groups of records are fixed by the neighbours: the groups are closed under G
+        (no edge between two groups, no ⊥), and no move along an edge lifts or lowers a known count. If one did,
+        Def. 4.1 would let a record the policy does not protect cross from another group to restore the count
+        (cells (5, 5, 0) → (5, 0, 2) under two halves with cell 0's count known), so both groups' data change
+        and the loss is Σ εᵢ, not max εᵢ. Otherwise refused with the reason (then only sequential composition,
+        Σ εᵢ, holds). Known group totals (each block's count) satisfy this: a move inside a block keeps them.
 
         Examples
         --------
@@ -240,7 +255,6 @@ class Constrained(Policy):
             raise PolicyError(f"give one ε > 0 per block ({len(blocks)}), got {epsilons!r}")
         M = self.constraints.masks
         names = self.constraints.names
-        owner: dict[int, int] = {}
         for u, v in self.edge_chunks():
             if (v == BOTTOM).any():
                 raise PolicyError("a policy with ⊥ lets records appear anywhere: groups of records are not fixed, "
@@ -254,13 +268,13 @@ class Constrained(Policy):
                     "every block): a record's move would change its group, so parallel composition (Thm 4.3) is "
                     "refused; use sequential composition (the sum of the ε)")
             changed = M[:, u] != M[:, v]  # (p, edges): the move lifts or lowers the count
-            for q in np.flatnonzero(changed.any(axis=1)):
-                for g_ in np.unique(gu[changed[q]]):
-                    if owner.setdefault(int(q), int(g_)) != int(g_):
-                        raise PolicyError(
-                            f"the known count {names[q]!r} is changed by moves inside group {owner[int(q)]} and inside "
-                            f"group {int(g_)}: no split of the constraints gives each group its own (Thm 4.3), so "
-                            "parallel composition is refused; use sequential composition (the sum of the ε)")
+            if changed.any():
+                q, e = (int(a[0]) for a in np.nonzero(changed))
+                raise PolicyError(
+                    f"the known count {names[q]!r} is changed by the move {int(u[e])} → {int(v[e])} inside a group: "
+                    "under Def. 4.1 a record the policy does not protect may then cross from another group to "
+                    "restore the count, so the groups' data are not separate and parallel composition (Thm 4.3) is "
+                    "refused; use sequential composition (the sum of the ε)")
         return max(eps)
 
     # -- privacy: only the histogram -------------------------------------------------
@@ -375,3 +389,36 @@ def _is_identity(strategy, k: int) -> bool:
     if isinstance(strategy, np.ndarray):
         return strategy.shape == (k, k) and np.array_equal(strategy, np.eye(k))
     return False
+
+
+def _spec_matches(q: Constraints) -> bool:
+    """Whether the counts are exactly what ``q.kind`` and ``q.spec`` say (rebuilt from the spec, compared mask by
+    mask): the closed forms of Thms 8.4–8.6 read the spec, so a mislabelled set must not reach them."""
+    from .. import constraints as C
+
+    try:
+        if q.kind == "marginal":
+            rebuilt = C.marginal(q.domain, q.spec["attributes"])
+            if q.spec.get("size") != len(rebuilt):
+                return False
+        elif q.kind == "marginals":
+            rebuilt = C.combine(*(C.marginal(q.domain, m["attributes"]) for m in q.spec["marginals"]))
+            if any(m.get("size") != len(C.marginal(q.domain, m["attributes"])) for m in q.spec["marginals"]):
+                return False
+        elif q.kind == "rectangles":
+            rebuilt = C.rectangles(q.domain, q.spec["boxes"])
+        else:
+            return True  # "counts": no closed form reads a spec
+    except Exception:  # noqa: BLE001 - a spec the builders cannot read describes nothing
+        return False
+    return rebuilt.masks.shape == q.masks.shape and bool(np.array_equal(rebuilt.masks, q.masks))
+
+
+def _constrained_inside(policy: Policy) -> bool:
+    """Whether ``policy`` is, or is composed of, a constrained policy (known counts on a part are not known on the
+    product domain's Def. 4.1 neighbours, so the part would lose its constraints)."""
+    if getattr(policy, "kind", None) == "constrained":
+        return True
+    parts = getattr(policy, "parts", None)
+    return isinstance(parts, dict) and any(_constrained_inside(p) for p in parts.values())
+

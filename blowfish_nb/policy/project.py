@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from .._arrays import unique_sorted
 from ..domain import CategoricalAttribute, Domain, OrderedAttribute
 from ..exceptions import PolicyError
-from .base import BOTTOM, Policy, derived
+from .base import BOTTOM, Policy, derived, refuse_constrained
 from .custom import Custom
 
 __all__ = ["Projection", "project"]
@@ -70,6 +70,7 @@ def project(policy: Policy, partition) -> Projection:
     >>> pr.policy.edge_count(), pr.preserves_neighbours, pr.data(np.arange(8)).tolist()
     (1, False, [6.0, 22.0])
     """
+    refuse_constrained(policy, "a projection")
     k = policy.domain.size
     block_of = _block_ids(partition, k)
     m = int(block_of.max()) + 1

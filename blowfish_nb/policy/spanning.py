@@ -26,7 +26,7 @@ from scipy.sparse import csgraph
 
 from .._arrays import unique_sorted
 from ..exceptions import PolicyError
-from .base import BOTTOM, Policy, derived
+from .base import BOTTOM, Policy, derived, refuse_constrained
 from .custom import Custom
 from .threshold import Threshold
 
@@ -46,6 +46,7 @@ def spanning_tree(policy: Policy, method: str = "auto") -> Custom:
     >>> t.is_tree(), stretch(g, t)
     (True, 3)
     """
+    refuse_constrained(policy, "a spanning tree")
     if method not in METHODS:
         raise PolicyError(f"method must be one of {METHODS}, got {method!r}")
     with derived():  # a forest of an edgeless graph has no edge either; the policy itself warned

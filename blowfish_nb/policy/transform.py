@@ -25,7 +25,7 @@ from scipy.sparse import csgraph
 from scipy.sparse.linalg import LinearOperator, aslinearoperator, spsolve_triangular, splu
 
 from ..exceptions import InvalidParameterError
-from .base import BOTTOM, Policy
+from .base import BOTTOM, Policy, refuse_constrained
 
 __all__ = ["Transform", "transform", "crossing_rows", "crossing_counts"]
 
@@ -44,6 +44,7 @@ class Transform:
     """
 
     def __init__(self, policy: Policy):
+        refuse_constrained(policy, "the transform")
         self.policy = policy
         k = self.k = policy.domain.size
         self.edges = policy.edges()
