@@ -41,7 +41,6 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from scipy.stats import binom
 
 from .analysis.selection import Memo, public_key
 from .exceptions import InvalidParameterError
@@ -259,6 +258,8 @@ def upper_quantile(samples: np.ndarray, p: float, confidence: float = CONFIDENCE
     z = np.sort(np.asarray(samples, dtype=float))
     n = z.size
     # P(Z_(j) ≥ q_p) = P(Binomial(n, p) ≤ j − 1)
+    from scipy.stats import binom  # lazy (import time)
+
     j = int(binom.ppf(confidence, n, p)) + 1
     if j > n:
         raise InvalidParameterError(f"{n} Monte-Carlo draws cannot bound the {p:g}-quantile; use more draws "

@@ -24,7 +24,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from .._validation import check_epsilon, check_theta
 from ..exceptions import InvalidParameterError
@@ -147,6 +146,8 @@ class OrderedHierarchical(Mechanism):
             return self.eq15_fraction(k, theta)
         if self.split == "optimal":
             sens = self._sensitivities(policy, *self._parts(k, theta))
+            from scipy.optimize import minimize_scalar  # lazy (import time)
+
             res = minimize_scalar(lambda f: self._error(workload, policy, epsilon, f, sens), bounds=(1e-4, 1 - 1e-4),
                                   method="bounded", options={"xatol": 1e-4})
             return float(res.x)
