@@ -278,6 +278,6 @@ def columns_of(df, columns, column=None) -> list[str]:
     for c in cols:
         if c not in df.columns:
             raise DomainError(f"column {c!r} is not in the data; available columns: {list(df.columns)!r}")
-        if (df.columns == c).sum() > 1:
+        if not df.columns.is_unique and (df.columns == c).sum() > 1:  # is_unique is cached by pandas
             raise DomainError(f"column {c!r} appears more than once in the data; give the columns distinct names")
     return cols
