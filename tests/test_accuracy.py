@@ -229,3 +229,15 @@ def test_clear_memory_forgets_the_fitted_optimised_strategies():
     for a, b in zip(first.optimized.factors, again.optimized.factors):
         np.testing.assert_array_equal(a.dense(), b.dense())
     assert again.expected_error(W, pol, 1.0) == first.expected_error(W, pol, 1.0)
+
+
+def test_binomial_quantile_equals_scipy_on_a_grid():
+    """accuracy.binomial_quantile (no scipy.stats import on the quote path) is binom.ppf exactly."""
+    from scipy.stats import binom
+
+    from blowfish_nb.accuracy import binomial_quantile
+
+    for n in (1, 2, 5, 10, 50, 100, 800, 1000, 5000):
+        for q in (0.5, 0.9, 0.95, 0.99, 0.999):
+            for p in (0.01, 0.05, 0.5, 0.9, 0.95, 0.99, 0.999):
+                assert binomial_quantile(q, n, p) == int(binom.ppf(q, n, p)), (q, n, p)

@@ -34,11 +34,18 @@ def test_a_first_histogram_release_loads_no_heavy_module():
     assert _loaded_after(code) == []
 
 
+def test_a_first_monte_carlo_quote_does_not_import_scipy_stats():
+    """The quantile bound's binomial search is ours (accuracy.binomial_quantile): a cold quote pays no scipy.stats."""
+    code = ("from blowfish_nb.accuracy import upper_quantile; import numpy as np; "
+            "upper_quantile(np.arange(800.0), 0.95)")
+    assert "scipy.stats" not in _loaded_after(code)
+
+
 @pytest.mark.parametrize("module, use", [
     ("scipy.optimize", "from blowfish_nb.mechanisms.ordered import Ordered; import numpy as np; "
                        "Ordered(consistent=True)._postprocess(np.array([3.0, 1.0, 2.0]), 1)"),
-    ("scipy.stats", "from blowfish_nb.accuracy import upper_quantile; import numpy as np; "
-                    "upper_quantile(np.arange(100.0), 0.9)"),
+    ("scipy.stats", "from blowfish_nb.analysis.audit import log_ratio_lower_bound; "
+                    "log_ratio_lower_bound(900, 1000, 100, 1000, 0.005)"),
 ])
 def test_the_lazy_modules_still_load_when_used(module, use):
     """The lazy imports are real imports: the first call that needs the module gets it."""
