@@ -21,7 +21,7 @@ from .partition import partition
 from .threshold import grid, line, threshold
 from .unbounded import dp
 
-__all__ = ["Shorthand", "SHORTHANDS", "from_spec", "parameters_of"]
+__all__ = ["Shorthand", "SHORTHANDS", "from_spec", "parameters_of", "unknown_policy_message", "MEANINGS"]
 
 
 @dataclass(frozen=True)
@@ -36,11 +36,22 @@ class Shorthand:
 
 
 def _threshold(domain: Domain, theta) -> Policy:
-    return threshold(domain, check_theta(theta))
+    return threshold(domain, _within_span(domain, check_theta(theta)))
 
 
 def _grid(domain: Domain, theta) -> Policy:
-    return grid(domain, check_theta(theta))
+    return grid(domain, _within_span(domain, check_theta(theta)))
+
+
+def _within_span(domain: Domain, theta: int) -> int:
+    """θ no larger than the farthest two cells are apart (L1, in bins): beyond it θ means nothing more."""
+    span = sum(n - 1 for n in domain.shape)
+    if theta > span:
+        raise InvalidParameterError(
+            f"theta={theta} is larger than the domain: theta counts bins, and the farthest two cells of "
+            f"{' × '.join(domain.names)} ({' × '.join(str(n) for n in domain.shape)} bins) are {span} apart; "
+            f"theta={span} already protects every pair (policy='bounded'); give theta ≤ {span}, or more bins")
+    return theta
 
 
 def _sensitive(domain: Domain, attributes) -> Policy:
@@ -61,6 +72,36 @@ SHORTHANDS: dict[str, Shorthand] = {
     "attribute": Shorthand(attribute),
     "sensitive_attributes": Shorthand(_sensitive, ("attributes",), hints={"attributes": "attributes=[column, ...]"}),
 }
+
+
+#: one line per shorthand, for the message that refuses an unknown name
+MEANINGS = {
+    "dp": "whether any one record is present at all is hidden (standard, unbounded DP)",
+    "bounded": "any record's value is hidden among all values (bounded DP)",
+    "line": "neighbouring bins are protected",
+    "threshold": "bins within theta of each other are protected (theta counts bins)",
+    "grid": "threshold over several columns (cells within theta, L1)",
+    "partition": "values inside each block of bins are protected",
+    "attribute": "several columns: records differing in one column (any values of it) are protected",
+    "sensitive_attributes": "as attribute, for the named columns only (attributes=[...])",
+}
+
+
+def unknown_policy_message(name) -> str:
+    """The refusal of an unknown policy name: the closest known name first, then each one with its meaning.
+
+    Examples
+    --------
+    >>> unknown_policy_message("treshold").splitlines()[0]
+    "unknown policy 'treshold': did you mean 'threshold'?"
+    """
+    import difflib
+
+    close = difflib.get_close_matches(name, SHORTHANDS, n=1, cutoff=0.6) if isinstance(name, str) else []
+    head = f"unknown policy {name!r}" + (f": did you mean {close[0]!r}?" if close else "")
+    known = "\n".join(f"  {n!r}: {MEANINGS.get(n, '')}" for n in SHORTHANDS)
+    return (f"{head}\npolicy must be one of these names, a (name, params) pair, a dict column -> policy, or a Policy:"
+            f"\n{known}")
 
 
 def parameters_of(name: str) -> tuple[str, ...]:
@@ -95,8 +136,7 @@ def from_spec(name: str, domain: Domain, **params) -> Policy:
     """
     entry = SHORTHANDS.get(name) if isinstance(name, str) else None
     if entry is None:
-        raise PolicyError(f"policy must be one of {tuple(SHORTHANDS)}, a dict column -> policy, or a Policy; "
-                          f"got {name!r}")
+        raise PolicyError(unknown_policy_message(name))
     args = {}
     for p in entry.params:
         value = params.get(p)
