@@ -46,6 +46,12 @@ TRADEOFF_EPSILONS = (0.1, 0.5, 1.0)
 TRADEOFF_COLORS = ("#c44e52", "#dd8452", "#4c72b0", "#55a868")
 
 
+#: heights (px) that fit the explorer, controls to canvas, in JupyterLab at 1280×800 (issue 28: a θ move and what
+#: it did to the graph in view together): the histogram's plot, and the canvas's drawing area
+PLOT_HEIGHT = 260
+CANVAS_HEIGHT = 140
+
+
 class CuratorExplorer(w.VBox):
     """True vs noisy answers for one column, with ε, θ, partition and policy-graph controls.
 
@@ -148,7 +154,7 @@ class CuratorExplorer(w.VBox):
 
         self._build_bars()
         self._build_tradeoff()
-        self.canvas = PolicyCanvas(height=190)
+        self.canvas = PolicyCanvas(height=CANVAS_HEIGHT)
         self.canvas.add_class("blowfish-policy-canvas")
         self.canvas.observe(self._on_canvas, names="policy")
 
@@ -157,10 +163,9 @@ class CuratorExplorer(w.VBox):
             w.HBox([self.epsilon_slider, self.theta_slider, self.block_slider]),
             self.readout,
             w.HBox([
-                w.Box([self.figure], layout=w.Layout(width="62%")),
+                w.VBox([self.figure, self.range_readout], layout=w.Layout(width="62%")),
                 w.VBox([self.tradeoff, self.tradeoff_legend, self.tradeoff_note], layout=w.Layout(width="38%")),
             ], layout=w.Layout(width="100%")),
-            self.range_readout,
             self.canvas,
         ])
         self.add_class("blowfish-explorer")
@@ -263,7 +268,7 @@ class CuratorExplorer(w.VBox):
             interaction=self.brush,
             display_toolbar=False,  # its hover toolbar covered the title; brushing is this plot's interaction
             fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 40},  # room for the last tick's label
-            layout=w.Layout(width="100%", height="340px"),
+            layout=w.Layout(width="100%", height=f"{PLOT_HEIGHT}px"),
         )
         self.figure.add_class("blowfish-bars")
 
@@ -292,7 +297,7 @@ class CuratorExplorer(w.VBox):
             title="error against θ (click a point)",
             display_toolbar=False,
             fig_margin={"top": 40, "bottom": 50, "left": 65, "right": 15},
-            layout=w.Layout(width="100%", height="310px"),
+            layout=w.Layout(width="100%", height=f"{PLOT_HEIGHT - 30}px"),
         )
         self.tradeoff.add_class("blowfish-tradeoff")
         # the legend lives under the plot, where it covers no line and no point

@@ -191,3 +191,23 @@ def test_small_epsilon_keeps_the_current_point_off_the_title_and_the_histogram_n
                            ".innerText)")
     assert "Δ = 2 at every θ" in note.inner_text()
     page.screenshot(path=str(ARTIFACTS / "explorer-histogram-note.png"))
+
+
+def test_the_explorer_fits_1280x800_with_its_plots_and_canvas_in_view_together(lab, page):
+    """Issue 28 (2): scrolled to its controls, the whole explorer is in the notebook's view at 1280×800 — sliders,
+    both plots and the canvas's graph — so a θ move and what it did to the graph are seen without scrolling."""
+    _ready(page, lab)
+    page.locator(f"{EXPLORER} .blowfish-theta").scroll_into_view_if_needed()
+    page.evaluate(f"() => document.querySelector('{EXPLORER}').scrollIntoView({{block: 'start'}})")
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(ARTIFACTS / "explorer-fits-1280x800.png"))
+    view = page.evaluate(f"""() => {{
+        let e = document.querySelector('{EXPLORER}');
+        while (e && !(e.scrollHeight > e.clientHeight + 1 && /(auto|scroll)/.test(getComputedStyle(e).overflowY)))
+            e = e.parentElement;
+        const r = (e || document.documentElement).getBoundingClientRect();
+        return {{top: Math.max(r.top, 0), bottom: Math.min(r.bottom, window.innerHeight)}};
+    }}""")
+    for part in (".blowfish-theta", ".blowfish-epsilon", ".blowfish-bars", ".blowfish-tradeoff", ".blowfish-canvas"):
+        box = page.eval_on_selector(f"{EXPLORER} {part}", BOX_JS)
+        assert view["top"] - 1 <= box["y"] and box["y"] + box["h"] <= view["bottom"] + 1, (part, box, view)
