@@ -169,11 +169,13 @@ class _Plan:
         in the tests).
         """
         k, theta = self.policy.domain.size, self.policy.theta
-        for u, v in self.policy.edge_chunks():
-            lower = np.minimum(u, v)
-            keep = (lower < 3 * theta) | (lower >= k - 4 * theta)
-            if keep.any():
-                yield u[keep], v[keep]
+        # built directly (G^θ on one attribute: (u, u + d), d = 1 … θ), not filtered from all kθ edges
+        lower = np.arange(k)
+        lower = lower[(lower < 3 * theta) | (lower >= k - 4 * theta)]
+        for d in range(1, theta + 1):
+            u = lower[lower + d < k]
+            if u.size:
+                yield u, u + d
 
     def _distances(self, u, v):
         rows, _, _ = self.paths.between(u, v)

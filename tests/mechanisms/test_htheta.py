@@ -106,3 +106,18 @@ def test_window_edges_give_the_sensitivity_and_stretch_of_all_edges(k, theta):
     plan = _Plan(g)
     assert plan.exact_sensitivity() == plan.exact_sensitivity(every_edge=True)
     assert plan.stretch == stretch(g, plan.tree)
+
+
+def test_window_edges_are_the_policy_edges_near_either_end():
+    """The directly built window (issue 28: no scan of all kθ edges) is the filter of every edge it replaced."""
+    import numpy as np
+
+    from blowfish_nb import Domain, policy
+    from blowfish_nb.mechanisms.htheta import HThetaRanges
+
+    for k, theta in ((5, 1), (9, 2), (40, 3), (100, 7), (64, 16)):
+        plan = HThetaRanges().plan(policy.threshold(Domain.grid(k), theta))
+        got = {(int(a), int(b)) for u, v in plan.window_edges() for a, b in zip(u, v)}
+        want = {(int(a), int(b)) for u, v in plan.policy.edge_chunks() for a, b in zip(u, v)
+                if min(a, b) < 3 * theta or min(a, b) >= k - 4 * theta}
+        assert got == want, (k, theta)
