@@ -457,11 +457,32 @@ class CuratorExplorer(w.VBox):
         else:
             deltas = (f"Δ of the query = {query_delta:g} · Δ of the strategy {html.escape(release.mechanism)} "
                       f"measures = {float(strategy_delta):g}: noise is calibrated to the strategy")
-        return (
+        details = (
             f"<b>{html.escape(release.mechanism)}</b> · ε = {release.epsilon:.3g}{theta} · {deltas} · "
             f"expected squared error per answer <b>{release.expected_error:.4g}</b> (± {se:.3g}) · "
             f"{html.escape(pol.summary())}"
         )
+        # a plain sentence first; the mechanism, the sensitivities and the exact figures one click away
+        plain = (f"Each answer is typically within <b>±{se:.3g}</b> of the truth at ε = {release.epsilon:.3g}; "
+                 f"{html.escape(self._protects(pol))}.")
+        return (f"<span class='blowfish-readout-plain'>{plain}</span> "
+                f"<details class='blowfish-readout-details' style='display:inline'><summary>details</summary>"
+                f"{details}</details>")
+
+    def _protects(self, pol: Policy) -> str:
+        """What the policy hides, in words and data units."""
+        family = pol.family
+        if family in ("threshold", "line"):
+            width = self._theta_span(int(pol.params["theta"]))
+            if family == "line":
+                return f"values in neighbouring bins{f' ({width} apart)' if width else ''} cannot be told apart"
+            return f"values within {width or str(pol.params['theta']) + ' bins'} of each other cannot be told apart"
+        return {
+            "dp": "whether any one person is in the data cannot be told",
+            "bounded": "no value can be told apart from any other",
+            "partition": "values in the same block cannot be told apart",
+            "custom": "the values joined on the graph below cannot be told apart",
+        }.get(family, f"the pairs of {pol.summary()} cannot be told apart")
 
     def _theta_span(self, theta: int) -> str | None:
         attr = self.domain.attributes[0]

@@ -106,7 +106,7 @@ def test_theta_slider_and_tradeoff_click(lab, page):
     m = cell_text(page, "# What the kernel holds now", r"explorer: theta = 1, epsilon = 0\.1,")
     assert m is not None
     assert page.locator(f"{EXPLORER} .blowfish-theta .widget-readout").inner_text() == "1"
-    assert "ε = 0.1 " in page.locator(f"{EXPLORER} .blowfish-readout").inner_text()
+    assert "ε = 0.1 " in page.locator(f"{EXPLORER} .blowfish-readout").text_content()  # details included
 
 
 def test_analyst_two_queries_then_refused(lab, page):

@@ -135,7 +135,9 @@ def test_error_theta_plot_and_readouts_read_cleanly_at_1280x800(lab, page):
     assert "rms error" in tip_text and not re.search(r"\d\.\d{4,}", tip_text), tip_text
 
     # the readout names both sensitivities; the query's is the one the canvas shows
-    readout = page.locator(f"{EXPLORER} .blowfish-readout").inner_text()
+    shown = page.locator(f"{EXPLORER} .blowfish-readout").inner_text()  # what reads without a click
+    assert shown.startswith("Each answer is typically within ±") and "Δ" not in shown, shown
+    readout = page.locator(f"{EXPLORER} .blowfish-readout").text_content()  # with the details behind the click
     query_delta = re.search(r"Δ of the query = ([\d.]+)", readout)
     assert query_delta and re.search(r"Δ of the strategy .+ measures = [\d.]+", readout), readout
     facts = page.locator(f"{EXPLORER} .blowfish-canvas-facts").inner_text()

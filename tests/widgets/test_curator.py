@@ -236,3 +236,18 @@ def test_a_new_graph_is_answered_at_once_then_by_the_best_mechanism():
     plan = Plan(ex.domain, build_query(ex.domain, "cumulative"), ex.canvas.policy, ["age"])
     best = plan_budget(plan, epsilon=1.0, projection=False).mechanism
     assert ex.release.mechanism == best.name and "choosing" not in ex.readout.value
+
+
+def test_the_readout_leads_with_a_plain_sentence_and_keeps_the_details_one_click_away():
+    """Issue 28 (6): no Δ, ⊥ or mechanism names before the user asks for them."""
+    import re
+
+    df = datasets.salaries(n=800, seed=3)
+    ex = CuratorExplorer(df, column="salary", bins=50, policy="threshold", theta=3, rng=0)
+    plain, details = re.match(r"<span class='blowfish-readout-plain'>(.*?)</span> <details.*?>(.*)</details>",
+                              ex.readout.value).groups()
+    assert "values within 15,000 of each other cannot be told apart" in plain
+    assert "Δ" not in plain and ex.release.mechanism not in plain
+    assert "Δ of the query" in details and ex.release.mechanism in details
+    ex.family_dropdown.value = "dp"
+    assert "whether any one person is in the data cannot be told" in ex.readout.value
