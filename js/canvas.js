@@ -307,6 +307,7 @@ function render({ model, el }) {
   let frame = 0;
   let pending = null; // first node of a click-click edge
   let drawnWidth = 0; // the container width of the last layout
+  let drawnKey = ""; // the nodes, arrangement and size last drawn: when unchanged only the edges are replaced
 
   const applyMode = () => {
     const mode = model.get("mode");
@@ -360,6 +361,7 @@ function render({ model, el }) {
     const width = box.clientWidth || 800;
     const height = box.clientHeight || model.get("height");
     const elements = elementsFrom(model, width, height);
+    const key = JSON.stringify([model.get("nodes"), model.get("arrangement"), width, height]);
     if (cy === null) {
       cy = cytoscape({
         container: box,
@@ -407,6 +409,12 @@ function render({ model, el }) {
         else if (!target) localMessage("✗ release on a node to add an edge (the drag ended between nodes)");
       });
       box.__cy = cy; // read by the browser tests to find where nodes are drawn
+    } else if (key === drawnKey) {
+      // the same cells at the same size (a θ step, an edit): swap the edges only, keep the nodes
+      cy.batch(() => {
+        cy.edges().remove();
+        cy.add(elements.filter((e) => e.group === "edges"));
+      });
     } else {
       cy.batch(() => {
         cy.elements().remove();
@@ -414,7 +422,8 @@ function render({ model, el }) {
       });
     }
     cy.resize();
-    cy.fit(undefined, 16);
+    cy.fit(undefined, 16); // every time: a new long arc may reach above the nodes' box
+    drawnKey = key;
     drawnWidth = width;
     setLine(caption, model.get("title"));
     applyMode();

@@ -73,7 +73,8 @@ class CuratorExplorer(w.VBox):
       edit on the canvas switches the family to "drawn on the canvas" and
       recomputes everything.
 
-    Slider bursts cost one recomputation (debounced inside a kernel).
+    A control's first change is answered at once, and the rest of a burst of
+    slider events costs one more recomputation (debounced inside a kernel).
 
     Parameters
     ----------
@@ -178,9 +179,10 @@ class CuratorExplorer(w.VBox):
         self._pending = None
         self._syncing = False
         self._batching = False
-        self._debouncer = Debouncer(self._recompute, debounce, on_error=self._show_error)
+        # leading: one step of a control is answered at once; the rest of a burst costs one more recomputation
+        self._debouncer = Debouncer(self._recompute, debounce, on_error=self._show_error, leading=True)
         # the full mechanism choice comes after the quick answer has been drawn
-        self._refiner = Debouncer(self._refine, max(0.2, 4 * debounce), on_error=self._show_error)
+        self._refiner = Debouncer(self._refine, max(0.1, debounce), on_error=self._show_error)  # was max(0.2, 4·debounce)
         self._load_column(column, theta=theta, block=block)
         for control in (self.query_dropdown, self.family_dropdown, self.epsilon_slider, self.theta_slider,
                         self.block_slider):
