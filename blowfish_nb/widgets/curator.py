@@ -294,7 +294,8 @@ class CuratorExplorer(w.VBox):
         self.tradeoff_y_axis = bqplot.Axis(scale=ys, orientation="vertical", label="rms error per answer",
                                            tick_format=",~g", label_offset="45px")
         self.tradeoff = bqplot.Figure(
-            marks=[*self.tradeoff_lines, *self.tradeoff_points, self.current_point],
+            # the current point under the series: it stays visible (larger) and never takes a click meant for a dot
+            marks=[self.current_point, *self.tradeoff_lines, *self.tradeoff_points],
             axes=[self.tradeoff_x_axis, self.tradeoff_y_axis],
             title="error against θ (click a point)",
             display_toolbar=False,

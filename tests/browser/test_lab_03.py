@@ -37,8 +37,12 @@ def test_lab_03_click_on_the_tradeoff_plot_moves_the_release(lab, page, tmp_path
     explorer.screenshot(path=str(ARTIFACTS / "lab-03-explorer-before-click.png"))
 
     tradeoff = f"{EXPLORER} .blowfish-tradeoff"
-    dots = page.locator(f"{tradeoff} g.object_grp").first.locator("path.dot")  # the ε = 0.1 series
-    dots.first.click()  # its first point: θ = 1
+    # the ε = 0.1 series' first point (θ = 1): each point is a g.object_grp, a series their parent; the current
+    # point (a series of one, drawn first, under the others) is skipped
+    page.evaluate_handle(
+        """(sel) => [...new Set(Array.from(document.querySelectorAll(sel + ' g.object_grp')).map(g => g.parentElement))]
+             .filter(g => g.children.length > 1)[0].children[0].querySelector('path.dot')""", tradeoff,
+    ).as_element().click()
     page.wait_for_function(f"() => /Δ of the query = 1 /.test({READOUT}) && /line on salary/.test({READOUT})",
                            timeout=60_000)
     text = readout.text_content()
