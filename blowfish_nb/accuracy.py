@@ -113,13 +113,15 @@ def epsilon_for_accuracy(mechanism, workload: Workload, policy: Policy, alpha: f
 
 
 def clear_memory() -> None:
-    """Forget every remembered quote: ε, closed forms, draws, mechanism choices and optimised strategies.
+    """Forget every remembered quote: ε, closed forms, draws, mechanism choices, optimised strategies, H^θ plans.
 
     No result changes by it (each is recomputed, to the last bit, when asked
     again); for tests that count or replace the work behind a quote.
     """
     from .analysis import selection
+    from .mechanisms import htheta
 
+    htheta._PLANS.clear()  # H^θ's plans per (k, θ)
     _EPSILONS.clear()
     _LAWS.clear()
     selection._CHOICES.clear()

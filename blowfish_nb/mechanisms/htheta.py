@@ -19,6 +19,8 @@ group's entries of x_H; groups are disjoint, so they share the budget.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,7 +80,7 @@ class HThetaRanges(Mechanism):
     def plan(self, policy: Policy) -> "_Plan":
         if not (isinstance(policy, Threshold) and len(policy.domain.shape) == 1 and policy.metric == "l1"):
             raise PolicyError(f"{self.name} is for G^θ on one ordered attribute, got {policy.summary()}")
-        return _Plan(policy)
+        return _plan_for(policy)
 
     def sensitivity(self, policy: Policy) -> float:
         """Δ of the grouped wavelet strategy: exact under the policy, or stretch × its Δ under the tree."""
@@ -129,6 +131,34 @@ class HThetaRanges(Mechanism):
 
     def __repr__(self) -> str:
         return f"HThetaRanges(budget={self.budget!r})"
+
+
+#: plans remembered: a plan is a function of (k, θ) alone (public), and one quote or release asks for it up to three
+#: times (sensitivity, noise scale, expected error), each a spanning tree, a transform and the tree's paths
+_PLANS: "OrderedDict[tuple[int, int], _Plan]" = OrderedDict()
+PLANS_REMEMBERED = 8
+_PLANS_LOCK = threading.Lock()
+
+
+def _plan_for(policy: Threshold) -> "_Plan":
+    """The plan of G^θ on k cells, built once per (k, θ) (the most recent :data:`PLANS_REMEMBERED` kept).
+
+    Everything in a plan depends on k and θ only (the tree H^θ, its groups,
+    the wavelet, the window of edges), so two policies with the same k and
+    θ share one; nothing in it is written after it is built.
+    """
+    key = (policy.domain.size, policy.theta)
+    with _PLANS_LOCK:
+        plan = _PLANS.get(key)
+        if plan is not None:
+            _PLANS.move_to_end(key)
+            return plan
+    plan = _Plan(policy)
+    with _PLANS_LOCK:
+        _PLANS[key] = plan
+        while len(_PLANS) > PLANS_REMEMBERED:
+            _PLANS.popitem(last=False)
+    return plan
 
 
 class _Plan:
