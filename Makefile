@@ -43,9 +43,12 @@ lab: $(STAMP)
 # solution and student version anyway. A teacher's `make labs` keeps that run.
 LABS_FLAGS ?=
 
-# Teaching labs: student and solution versions (otter assign) of every notebooks/labs/source/*.ipynb, into build/labs/.
+# Teaching labs: student and solution versions (otter assign) of every notebooks/labs/source/*.ipynb, into build/labs/,
+# each autograder zip with a wheel of this package (build/labs/wheel) and the exact pin that installs it from the zip.
 labs: $(STAMP)
-	$(PY) -m blowfish_nb.labs.build build/labs $(LABS_FLAGS)
+	rm -rf build/labs/wheel
+	$(PY) -m pip wheel $(PIP_QUIET) --no-deps -w build/labs/wheel .
+	$(PY) -m blowfish_nb.labs.build build/labs --wheel build/labs/wheel/blowfish_nb-*.whl $(LABS_FLAGS)
 
 # The documentation site, warnings as errors, into build/docs/html (the labs' student versions are its course section).
 docs: labs

@@ -151,8 +151,11 @@ def _start_server(tmp: Path, accounts: list[str]):
               # the per-analyst rate limit is lifted: this measures the server, not the limiter
               + '\n[server]\nhost = "127.0.0.1"\nport = 0\nrate = 100000\nburst = 100000\n')
     (tmp / "service.toml").write_text(config)
-    proc = subprocess.Popen([sys.executable, "-m", "blowfish_nb.service.cli", "serve", str(tmp / "service.toml")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    key = Path(tempfile.mkdtemp()) / "ledger.key"  # the ledger's key, outside the ledger's folder
+    subprocess.run([sys.executable, "-m", "blowfish_nb.service.cli", "init", "--config", str(tmp / "service.toml"),
+                    "--key", str(key)], check=True, capture_output=True)
+    proc = subprocess.Popen([sys.executable, "-m", "blowfish_nb.service.cli", "serve", str(tmp / "service.toml"),
+                             "--key", str(key)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tokens, url = {}, None
     for line in proc.stdout:
         if line.startswith("token for new analyst "):

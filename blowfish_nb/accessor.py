@@ -23,7 +23,7 @@ from ._validation import as_generator
 from .domain import CELL_LIMIT
 from .mechanisms import Mechanism
 from .planning import (  # noqa: F401  (re-exported)
-    MECHANISMS, Budgeted, Plan, execute, histogram, plan_budget, prepare, release_counts,
+    MECHANISMS, Budgeted, Plan, Request, execute, histogram, plan_budget, prepare, release_counts,
 )
 from .queries import QUERIES
 from .release import Release
@@ -118,9 +118,13 @@ def release(
     >>> r.mechanism, round(r.expected_error, 4)  # noisy prefix sums; n is public under G^1 (no ⊥)
     ('Transformed+Laplace', 1.8116)
     """
-    plan = prepare(df, query, columns, column=column, bins=bins, width=width, bounds=bounds, ranges=ranges,
-                   keep=keep, policy=policy, theta=theta, blocks=blocks, attributes=attributes, constraints=constraints)
-    budgeted = plan_budget(plan, epsilon=epsilon, accuracy=accuracy, mechanism=mechanism, projection=projection)
+    # the request's own checks, once (the columns are the frame's: prepare checks them against it)
+    request = Request.of(query, ranges=ranges, keep=keep, epsilon=epsilon, accuracy=accuracy, mechanism=mechanism,
+                         projection=projection)
+    plan = prepare(df, request.query, columns, column=column, bins=bins, width=width, bounds=bounds, policy=policy,
+                   theta=theta, blocks=blocks, attributes=attributes, constraints=constraints,
+                   **request.template_parameters())
+    budgeted = plan_budget(plan, request)
     as_generator(rng)  # a bad rng is refused before the pass over the rows
     return execute(histogram(df, plan.domain), budgeted, rng=rng)
 

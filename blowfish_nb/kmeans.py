@@ -1,27 +1,16 @@
-"""Blowfish k-means (He et al. 2014, §6): SuLQ iterations with exact policy-specific sensitivity, or a noisy histogram.
+"""Blowfish k-means (He et al. 2014, §6): a front end over SuLQ (a mechanism) or a noisy histogram.
 
 The data are binned into a Domain; every cell is a point at its bin centre,
 weighted by its count.
 
-``method="sulq"`` — every iteration assigns cells to the nearest (public)
-centroid and releases the cluster sizes and the cluster coordinate sums with
-Laplace noise, ε/iterations each time. For fixed centroids both are linear
-in the histogram, q = S x, so their joint sensitivity under the policy is
-exact by edge differences: Δ = max over edges (u, v) of ‖S e_u − S e_v‖₁.
-
-**He et al. Lemma 6.1 does not hold as stated.** It gives 2θ for the sums
-under the L1 distance-threshold policy. A record that moves from x to y
-(‖x − y‖₁ ≤ θ) across a cluster boundary leaves one cluster's sum and joins
-another's: the sums change by ‖x‖₁ + ‖y‖₁ (plus 2 for the sizes), which can
-far exceed 2θ. The exact value is max over such edges of that, and over the
-edges inside a cluster of ‖x − y‖₁. We compute it for the current centroids
-and use **centred coordinates** (the domain's centre at 0), which shrinks
-‖x‖₁ + ‖y‖₁ without changing the clustering (centroids are shifted back).
-
-Compared with the complete graph (any value may become any other: the
-paper's baseline) a threshold policy lowers Δ; compared with *unbounded* DP
-it need not: adding a record changes the sums by ‖x‖₁ only, a move by
-‖x‖₁ + ‖y‖₁ (see the tests).
+``method="sulq"`` — the :class:`~blowfish_nb.mechanisms.sulq.SuLQ` mechanism
+(:mod:`blowfish_nb.mechanisms.sulq`: exact policy-specific sensitivity per
+step, the counter-example to He et al. Lemma 6.1, the public start). Being a
+mechanism, it goes through planning like any release: a
+:class:`~blowfish_nb.Session`, a :class:`~blowfish_nb.service.RemoteSession`
+and the analyst service charge it (``session.kmeans(...)``, or
+``session.release("kmeans", columns, k=..., epsilon=...)``), the whole ε of
+all its steps at once.
 
 ``method="histogram"`` — one release of the histogram with the mechanism
 ``choose_mechanism`` picks for the policy, then weighted k-means on the
@@ -33,14 +22,6 @@ next one ∝ w·D², D the distance to the nearest centre so far), and the run
 with the lowest objective Σ w·D² on the noisy counts is kept. A single
 uniform start put two centres into one of three separated clusters, or one
 onto the noise of empty cells, on more than half the seeds.
-
-**Which steps of SuLQ spend budget.** Only the releases of each iteration's
-(sizes, sums) read the data, so only they are charged (ε/iterations each).
-The start is free only if it reads no data: SuLQ's k-means++ start is drawn
-on the domain's cell centres with *equal* weights (public: the bins), best
-of ``restarts`` by that public objective — centres spread over the domain,
-not over the data. Restarts judged by the data's objective would need a
-noisy objective per restart, i.e. budget, so SuLQ runs once from that start.
 """
 
 from __future__ import annotations
@@ -51,17 +32,18 @@ import numpy as np
 import pandas as pd
 
 from ._validation import as_generator, check_epsilon
-from .mechanisms.noise import lattice_noisy
 from .domain import OrderedAttribute
 from .exceptions import InvalidParameterError
+from .mechanisms import Mechanism
+from .mechanisms.sulq import (  # noqa: F401  (re-exported: they lived here before SuLQ became a mechanism)
+    RESTARTS, SuLQ, _cost, _lloyd, _nearest, _stacked, best_of_kmeanspp, cell_centres, kmeanspp, sulq_sensitivity,
+)
 from .policy import Policy
-from .workload import Identity, Matrix
+from .workload import Identity
 
 __all__ = ["kmeans", "KMeansResult", "sulq_sensitivity", "kmeanspp", "best_of_kmeanspp"]
 
 METHODS = ("sulq", "histogram")
-#: k-means++ starts tried by default
-RESTARTS = 10
 
 
 @dataclass(frozen=True)
@@ -155,133 +137,18 @@ def kmeans(data: pd.DataFrame, columns, k: int, policy="dp", epsilon: float = 1.
     check_policy_params(policy, theta=theta)  # a θ given with a policy that takes none is refused, not ignored
     pol = resolve_policy(policy, domain, theta=theta)
     x = domain.histogram(data).astype(float)
-    coords = _cell_centres(domain)
-    centre = np.array([(a.edges[0] + a.edges[-1]) / 2 for a in domain.attributes])
-    P = coords - centre  # centred coordinates: same clustering, smaller sums
-    lo, hi = P.min(axis=0), P.max(axis=0)
-    sens, steps = [], []
     if method == "sulq":
-        # public start: k-means++ on the cell centres with equal weights (reads no data, spends nothing)
-        C = best_of_kmeanspp(P, np.ones(P.shape[0]), k, restarts, iterations, generator)
-        eps = epsilon / iterations
-        for _ in range(iterations):
-            assign = _nearest(P, C)
-            S = _stacked(P, assign, k)
-            delta = pol.sensitivity(Matrix(S))
-            # real-valued sums (centred coordinates): the lattice sampler; a move changes the size and the d sums
-            # of at most two clusters
-            noisy = lattice_noisy(S @ x, float(delta), eps, 2 * (P.shape[1] + 1), generator)
-            sizes, sums = noisy[:k], noisy[k:].reshape(P.shape[1], k).T
-            ok = sizes >= 1
-            C = np.where(ok[:, None], np.clip(sums / np.where(ok, sizes, 1.0)[:, None], lo, hi), C)
-            sens.append(float(delta))
-            steps.append(eps)
-    else:
-        from .analysis import choose_mechanism
+        C, sens = SuLQ(k=int(k), iterations=int(iterations), restarts=int(restarts)).fit(x, pol, epsilon, generator)
+        return KMeansResult(pd.DataFrame(C, columns=cols), sens, [epsilon / iterations] * int(iterations), method,
+                            pol, tuple(cols))
+    from .analysis import choose_mechanism
 
-        W = Identity(domain.size)
-        mech = choose_mechanism(W, pol, epsilon)[0] if isinstance(mechanism, str) and mechanism == "auto" else mechanism
-        if not hasattr(mech, "release"):
-            raise InvalidParameterError(f"mechanism must be 'auto' or a mechanism object, got {mechanism!r}")
-        w = np.clip(mech.release(x, W, pol, epsilon, rng=generator), 0.0, None)
-        C = best_of_kmeanspp(P, w, k, restarts, iterations, generator)  # post-processing of the noisy counts
-        steps.append(epsilon)
-    return KMeansResult(pd.DataFrame(C + centre, columns=cols), sens, steps, method, pol, tuple(cols))
-
-
-def sulq_sensitivity(policy: Policy, coords: np.ndarray, assignment: np.ndarray, k: int) -> float:
-    """Exact Δ of (cluster sizes, cluster coordinate sums) for a fixed assignment of cells to clusters.
-
-    Examples
-    --------
-    >>> from blowfish_nb import Domain, policy as P
-    >>> pts = np.arange(10.0)[:, None]  # cells at 0..9, centroids at 0 and 9: the boundary is at 4.5
-    >>> sulq_sensitivity(P.threshold(Domain.grid(10), 1), pts, (pts[:, 0] > 4.5).astype(int), 2)
-    11.0
-    """
-    return float(policy.sensitivity(Matrix(_stacked(np.asarray(coords, dtype=float), np.asarray(assignment), k))))
-
-
-def kmeanspp(P: np.ndarray, w: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """k centres among the points ``P`` by k-means++ seeding with weights ``w`` (Arthur & Vassilvitskii 2007).
-
-    The first centre is drawn with probability ∝ w, each next one ∝ w·D²
-    (D: distance to the nearest centre so far); uniformly when that mass is
-    zero (all weight already on centres, or no weight at all).
-
-    Examples
-    --------
-    >>> P = np.array([[0.0], [1.0], [10.0], [11.0]])
-    >>> np.sort(kmeanspp(P, np.array([1.0, 1.0, 0.0, 0.0]), 2, np.random.default_rng(0))[:, 0]).tolist()
-    [0.0, 1.0]
-    """
-    picks = [_draw(w, rng)]
-    d2 = ((P - P[picks[0]]) ** 2).sum(axis=1)
-    for _ in range(1, k):
-        picks.append(_draw(w * d2, rng))
-        d2 = np.minimum(d2, ((P - P[picks[-1]]) ** 2).sum(axis=1))
-    return P[np.asarray(picks)].copy()
-
-
-def best_of_kmeanspp(P: np.ndarray, w: np.ndarray, k: int, restarts: int, iterations: int,
-                     rng: np.random.Generator) -> np.ndarray:
-    """Weighted Lloyd from ``restarts`` k-means++ starts; the centres with the lowest Σ w·D² (post-processing).
-
-    Examples
-    --------
-    >>> P = np.arange(10.0)[:, None]
-    >>> w = np.array([5, 5, 0, 0, 0, 0, 0, 0, 5, 5.0])
-    >>> np.sort(best_of_kmeanspp(P, w, 2, 10, 10, np.random.default_rng(1))[:, 0]).tolist()
-    [0.5, 8.5]
-    """
-    best, best_cost = None, np.inf
-    for _ in range(restarts):
-        C = _lloyd(P, w, kmeanspp(P, w, k, rng), iterations)
-        cost = _cost(P, w, C)
-        if cost < best_cost:
-            best, best_cost = C, cost
-    return best
-
-
-def _draw(mass: np.ndarray, rng: np.random.Generator) -> int:
-    total = float(mass.sum())
-    if not np.isfinite(total) or total <= 0:
-        return int(rng.integers(mass.size))
-    return int(min(np.searchsorted(np.cumsum(mass), rng.random() * total, side="right"), mass.size - 1))
-
-
-def _lloyd(P: np.ndarray, w: np.ndarray, C: np.ndarray, iterations: int) -> np.ndarray:
-    """At most ``iterations`` weighted Lloyd steps; a centre with no weight stays where it is."""
-    k = C.shape[0]
-    for _ in range(iterations):
-        assign = _nearest(P, C)
-        mass = np.bincount(assign, weights=w, minlength=k)
-        sums = np.stack([np.bincount(assign, weights=w * P[:, d], minlength=k) for d in range(P.shape[1])], 1)
-        ok = mass > 0
-        new = np.where(ok[:, None], sums / np.where(ok, mass, 1.0)[:, None], C)
-        if np.array_equal(new, C):
-            break
-        C = new
-    return C
-
-
-def _cost(P: np.ndarray, w: np.ndarray, C: np.ndarray) -> float:
-    return float(np.sum(w * np.min(((P[:, None, :] - C[None, :, :]) ** 2).sum(axis=2), axis=1)))
-
-
-def _stacked(P: np.ndarray, assign: np.ndarray, k: int) -> np.ndarray:
-    """Rows: cluster indicators (sizes), then one block of k rows per coordinate (sums)."""
-    cells = P.shape[0]
-    ind = np.zeros((k, cells))
-    ind[assign, np.arange(cells)] = 1.0
-    return np.vstack([ind] + [ind * P[:, d][None, :] for d in range(P.shape[1])])
-
-
-def _nearest(X: np.ndarray, C: np.ndarray) -> np.ndarray:
-    return np.argmin(((X[:, None, :] - C[None, :, :]) ** 2).sum(axis=2), axis=1)
-
-
-def _cell_centres(domain) -> np.ndarray:
-    mids = [(a.edges[:-1] + a.edges[1:]) / 2 for a in domain.attributes]
-    grids = np.meshgrid(*mids, indexing="ij")
-    return np.column_stack([g.reshape(-1) for g in grids])
+    centre = np.array([(a.edges[0] + a.edges[-1]) / 2 for a in domain.attributes])
+    P = cell_centres(domain) - centre  # centred coordinates: same clustering, smaller sums
+    W = Identity(domain.size)
+    mech = choose_mechanism(W, pol, epsilon)[0] if isinstance(mechanism, str) and mechanism == "auto" else mechanism
+    if not isinstance(mech, Mechanism):
+        raise InvalidParameterError(f"mechanism must be 'auto' or a mechanism object, got {mechanism!r}")
+    w = np.clip(mech.release(x, W, pol, epsilon, rng=generator), 0.0, None)
+    C = best_of_kmeanspp(P, w, k, restarts, iterations, generator)  # post-processing of the noisy counts
+    return KMeansResult(pd.DataFrame(C + centre, columns=cols), [], [epsilon], method, pol, tuple(cols))

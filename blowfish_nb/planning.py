@@ -4,8 +4,10 @@
 :class:`~blowfish_nb.accounting.Session`, the analyst service and k-means all
 go through here, in the same steps:
 
-1. :func:`prepare` (or a :class:`Catalog` of curator-fixed columns) checks
-   every argument and builds the :class:`Plan`: domain, query, policy;
+1. a :class:`Request` (query, columns, template parameters, ε or (α, β),
+   mechanism, projection) is validated once (:meth:`Request.validated`);
+   :func:`prepare` (or a :class:`Catalog` of curator-fixed columns) builds the
+   :class:`Plan` from it: domain, query, policy;
 2. :func:`plan_budget` fixes the mechanism and the ε (from ``epsilon=`` or
    from an accuracy request) from public facts only — what a quote shows and
    what a session charges;
@@ -30,13 +32,15 @@ from .domain import CELL_LIMIT, Domain
 from .exceptions import DomainError, InvalidParameterError, PolicyError
 from .mechanisms import REGISTRY, Laplace, Mechanism, by_name
 from .mechanisms.noise import check_scale
+from .mechanisms.sulq import SuLQ
 from .policy import Policy, project
 from .queries import Query, build_query
 from .release import Release
+from .request import Request
 from .spec import check_policy_params, columns_of, domain_for, frame_schema, resolve_policy
 from .operators import Identity
 
-__all__ = ["Plan", "Budgeted", "Catalog", "prepare", "plan_budget", "execute", "histogram", "release_counts",
+__all__ = ["Request", "Plan", "Budgeted", "Catalog", "prepare", "plan_budget", "execute", "histogram", "release_counts",
            "pick_mechanism", "resolve_budget", "noise_source", "MECHANISMS", "SEEDED", "CALLER_GENERATOR",
            "OS_ENTROPY"]
 
@@ -60,14 +64,17 @@ class Plan:
         self.domain, self.query, self.policy, self.columns = domain, query, policy, columns
 
 
-def prepare(df, query="histogram", columns=None, *, column=None, bins=None, width=None, bounds=None, ranges=None,
-            keep=None, policy="dp", theta=None, blocks=None, attributes=None, constraints=None) -> Plan:
-    """Check every argument and build the domain, query and policy (no pass over the rows)."""
+def prepare(df, query="histogram", columns=None, *, column=None, bins=None, width=None, bounds=None, policy="dp",
+            theta=None, blocks=None, attributes=None, constraints=None, **params) -> Plan:
+    """Check every argument and build the domain, query and policy (no pass over the rows).
+
+    ``params`` are the query template's parameters (``ranges``, ``keep``, ...: :data:`blowfish_nb.queries.TEMPLATES`).
+    """
     frame, lazy = frame_schema(df)
     cols = columns_of(frame, columns, column)
     check_policy_params(policy, theta=theta, blocks=blocks, attributes=attributes)
     domain = domain_for(frame, cols, bins, width, bounds, lazy=lazy)
-    q = build_query(domain, query, ranges=ranges, keep=keep)
+    q = build_query(domain, query, **params)
     pol = resolve_policy(policy, domain, theta=theta, blocks=blocks, attributes=attributes)
     if constraints is not None:
         pol = _constrained(pol, domain, q, constraints)
@@ -122,11 +129,20 @@ class Budgeted:
         self.epsilon, self.accuracy = epsilon, accuracy
 
 
-def plan_budget(plan: Plan, *, epsilon=None, accuracy=None, mechanism="auto", projection: bool = True) -> Budgeted:
-    """Choose the mechanism and the ε (from ``epsilon`` or from ``accuracy``) without touching the data."""
-    eps, acc = resolve_budget(epsilon, accuracy)
-    if not isinstance(projection, (bool, np.bool_)):
-        raise InvalidParameterError(f"projection must be True or False, got {projection!r}")
+def plan_budget(plan: Plan, request: Request | None = None, *, epsilon=None, accuracy=None, mechanism="auto",
+                projection: bool = True) -> Budgeted:
+    """Choose the mechanism and the ε (from ``epsilon`` or from ``accuracy``) without touching the data.
+
+    ``request`` (a :class:`Request`, validated) gives the budget, the mechanism and the projection instead of the
+    keywords.
+    """
+    if request is not None:
+        r = request.validated()
+        eps, acc, mechanism, projection = r.epsilon, r.accuracy, r.mechanism, r.projection
+    else:
+        eps, acc = resolve_budget(epsilon, accuracy)
+        if not isinstance(projection, (bool, np.bool_)):
+            raise InvalidParameterError(f"projection must be True or False, got {projection!r}")
     if isinstance(plan.policy, policies.Constrained):
         if not (mechanism == "auto" or isinstance(mechanism, Laplace)
                 or (isinstance(mechanism, str) and mechanism.lower() == "laplace")):
@@ -148,7 +164,10 @@ def plan_budget(plan: Plan, *, epsilon=None, accuracy=None, mechanism="auto", pr
     if acc is not None:
         eps = epsilon_for_accuracy(m, run.workload, run.policy, *acc)
     # an ε too small to draw noise for is refused here, from public facts, before any row is read
-    scale = m.noise_scale(run.policy, eps) if hasattr(m, "noise_scale") else DATA_DEPENDENT_SCALE / eps
+    m.require(run.policy)  # a mechanism that cannot protect the policy is refused before any row is read
+    scale = m.noise_scale(run.policy, eps)
+    if scale is None:
+        scale = DATA_DEPENDENT_SCALE / eps
     check_scale(scale, value=eps)
     return Budgeted(plan, run, m, table, eps, acc)
 
@@ -181,7 +200,7 @@ def execute(x: np.ndarray, b: Budgeted, rng=None) -> Release:
             "noise": noise_source(rng),
             "mechanism": repr(m),
             "projected cells": run.cells if run.projected else None,
-            "sensitivity": m.sensitivity(run.policy) if hasattr(m, "sensitivity") else None,
+            "sensitivity": m.sensitivity(run.policy),
             "candidates": b.table,
         },
         error_sampler=(lambda n, seed=0: error_draws(m, workload, pol, eps, n, seed)) if m.linear else None,
@@ -216,7 +235,7 @@ class Run:
     """The computation actually run: full domain, or the projected one."""
 
     def __init__(self, plan: Plan, projection: bool):
-        q = plan.query
+        q = self.query = plan.query
         self.projected = bool(projection and q.blocks is not None and int(q.blocks.max()) + 1 < plan.domain.size)
         if self.projected:
             self._proj = project(plan.policy, q.blocks)
@@ -233,6 +252,8 @@ class Run:
 
 def pick_mechanism(mechanism, run: Run, accuracy: bool = False):
     """(mechanism, comparison table or None) for ``"auto"``, a name, or an instance."""
+    if run.query.name == "kmeans" or isinstance(mechanism, SuLQ):
+        return _kmeans_mechanism(mechanism, run, accuracy), None
     if isinstance(mechanism, Mechanism):
         if accuracy and not mechanism.linear:
             raise InvalidParameterError(
@@ -250,6 +271,23 @@ def pick_mechanism(mechanism, run: Run, accuracy: bool = False):
     raise InvalidParameterError(
         f"mechanism must be 'auto', one of {sorted(MECHANISMS)} or a mechanism object, got {mechanism!r}"
     )
+
+
+def _kmeans_mechanism(mechanism, run: Run, accuracy: bool) -> SuLQ:
+    """SuLQ for a k-means query (its k and iterations from the query); nothing else answers one, nor it another."""
+    params = run.query.params
+    if run.query.name != "kmeans":
+        raise InvalidParameterError(
+            f"mechanism {mechanism!r} answers query='kmeans' only, got query={run.query.name!r}")
+    if accuracy:
+        raise InvalidParameterError("accuracy= is not available for query='kmeans'; give epsilon=")
+    if isinstance(mechanism, SuLQ):
+        if mechanism.k != params["k"]:
+            raise InvalidParameterError(f"mechanism has k={mechanism.k}, the query k={params['k']}")
+        return mechanism
+    if not (isinstance(mechanism, str) and mechanism.lower() in ("auto", "sulq")):
+        raise InvalidParameterError(f"mechanism must be 'auto' or 'sulq' for query='kmeans', got {mechanism!r}")
+    return SuLQ(k=params["k"], iterations=params["iterations"])
 
 
 class Catalog:
@@ -326,20 +364,26 @@ class Catalog:
                 f"columns must be distinct columns of this session {self.columns}, got {columns!r}")
         return cols
 
-    def plan(self, query="histogram", columns=None, *, ranges=None, keep=None) -> Plan:
-        """The Plan of a query over some of the columns (the cell limit checked from the bins first)."""
+    def plan(self, query="histogram", columns=None, **params) -> Plan:
+        """The Plan of a query over some of the columns (the cell limit checked from the bins first).
+
+        ``params`` are the query template's parameters (``ranges``, ``keep``, ``k``, ...: see
+        :data:`blowfish_nb.queries.TEMPLATES`).
+        """
         cols = self.check_columns(columns)
         cells = math.prod(self._attributes[c].size for c in cols)
         if cells > CELL_LIMIT:
             raise DomainError(too_many_cells(cols, cells))
         domain = Domain([self._attributes[c] for c in cols])
-        return Plan(domain, build_query(domain, query, ranges=ranges, keep=keep), self.policy_for(cols), cols)
+        return Plan(domain, build_query(domain, query, **params), self.policy_for(cols), cols)
 
-    def quote(self, query="histogram", columns=None, *, ranges=None, keep=None, epsilon=None, accuracy=None,
-              mechanism="auto", projection: bool = True) -> "Budgeted":
-        """The budgeted plan (mechanism and ε) of a query, from public facts only."""
-        plan = self.plan(query, columns, ranges=ranges, keep=keep)
-        return plan_budget(plan, epsilon=epsilon, accuracy=accuracy, mechanism=mechanism, projection=projection)
+    def quote(self, query: "str | Request" = "histogram", columns=None, **fields) -> "Budgeted":
+        """The budgeted plan (mechanism and ε) of a request, from public facts only.
+
+        ``query`` is a :class:`Request`, or the request's query with ``columns`` and its other fields by name.
+        """
+        r = Request.of(query, columns, **fields)
+        return plan_budget(self.plan(r.query, r.columns, **r.template_parameters()), r)
 
     def to_dict(self) -> dict:
         """The public description: bins and policies per column (JSON-ready)."""

@@ -13,7 +13,14 @@ Templates (BlowfishDB's analyst view, extended):
   ``hi`` equal to the domain's upper bound takes the last bin, which holds its
   right edge. Each answer is labelled with the interval its bins span (e.g.
   ``(20, 35)`` on 5-year bins from 17 answers ``[17, 37)``);
-* ``"marginal"`` — counts over the attributes in ``keep``, the others summed out.
+* ``"marginal"`` — counts over the attributes in ``keep``, the others summed out;
+* ``"kmeans"`` — ``k`` cluster centres over ordered attributes, found by SuLQ
+  (:mod:`blowfish_nb.mechanisms.sulq`) in ``iterations`` noisy steps; the
+  answers are the centres' coordinates, labelled (cluster, column).
+
+:data:`TEMPLATES` is the registry: each template with the request parameters
+it takes. The request object (:class:`blowfish_nb.request.Request`), the
+service's HTTP schema and its ``describe`` read their query names from it.
 
 **Dynamic projection** (BlowfishDB Def. 3.1, Thm 3): a template is answered
 on the coarsest partition of the cells that supports it — range queries on
@@ -25,8 +32,8 @@ computation, and the guarantee is still (ε, G).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -34,14 +41,26 @@ import pandas as pd
 from ._validation import is_number
 from .domain import CategoricalAttribute, Domain
 from .exceptions import DomainError, InvalidParameterError
+from .mechanisms.sulq import ITERATIONS
 from .operators import Identity, Kron, Prefix, Workload
 from .ranges import Boxes, Ranges
 from .units import decimals, format_edge, format_edges
 from .workload import marginal
 
-__all__ = ["Query", "build_query", "covered_bins", "QUERIES"]
+__all__ = ["Query", "build_query", "covered_bins", "QUERIES", "TEMPLATES", "PARAMETERS"]
 
-QUERIES = ("histogram", "cumulative", "range", "marginal")
+#: the query templates, each with the request parameters it takes (besides columns, the budget and the mechanism)
+TEMPLATES: dict[str, tuple[str, ...]] = {
+    "histogram": (),
+    "cumulative": (),
+    "range": ("ranges",),
+    "marginal": ("keep",),
+    "kmeans": ("k", "iterations"),
+}
+#: the template names
+QUERIES = tuple(TEMPLATES)
+#: every template parameter, once
+PARAMETERS = tuple(dict.fromkeys(p for ps in TEMPLATES.values() for p in ps))
 
 
 @dataclass(frozen=True)
@@ -58,19 +77,22 @@ class Query:
         One label per answer.
     blocks : int array or None
         Block id per cell of the coarsest supporting partition (None: no coarser one).
+    params : dict
+        Template parameters the mechanism needs too (k-means: ``k`` and ``iterations``).
     """
 
     name: str
     workload: Workload
     labels: pd.Index
     blocks: np.ndarray | None = None
+    params: Mapping = field(default_factory=dict)
 
     def projected(self) -> Workload:
         """The workload over the blocks (W* = W T⁺), as a structured operator."""
         return _project_workload(self)
 
 
-def build_query(domain: Domain, query, *, ranges=None, keep=None) -> Query:
+def build_query(domain: Domain, query, **params) -> Query:
     """The Query for a template name (or a ready Workload) over ``domain``.
 
     Examples
@@ -81,17 +103,23 @@ def build_query(domain: Domain, query, *, ranges=None, keep=None) -> Query:
     ([2, 0], [3, 9], [0, 0, 1, 1, 2, 2, 2, 2, 2, 2])
     >>> list(q.labels)
     ['[20, 40)', '[0, 100]']
+
+    ``params`` are the template's parameters (:data:`TEMPLATES`); one given to a template that does not take it is
+    refused, naming it.
     """
+    unknown = [p for p in params if p not in PARAMETERS]
+    if unknown:
+        raise InvalidParameterError(f"unknown query parameter {unknown[0]!r}; parameters are {list(PARAMETERS)}")
     if isinstance(query, Workload):
         if query.shape[1] != domain.size:
             raise InvalidParameterError(f"query has {query.shape[1]} columns but the domain has {domain.size} cells")
         return Query("workload", query, pd.RangeIndex(query.shape[0], name="query"))
     if not isinstance(query, str) or query not in QUERIES:
         raise InvalidParameterError(f"query must be one of {QUERIES} or a Workload, got {query!r}")
-    if ranges is not None and query != "range":
-        raise InvalidParameterError(f"ranges= is for query='range', got query={query!r}")
-    if keep is not None and query != "marginal":
-        raise InvalidParameterError(f"keep= is for query='marginal', got query={query!r}")
+    for p, value in params.items():
+        if value is not None and p not in TEMPLATES[query]:
+            owner = next(t for t, ps in TEMPLATES.items() if p in ps)
+            raise InvalidParameterError(f"{p}= is for query={owner!r}, got query={query!r}")
     shape = domain.shape
     if query == "histogram":
         return Query("histogram", Identity(domain.size), domain.labels)
@@ -100,8 +128,10 @@ def build_query(domain: Domain, query, *, ranges=None, keep=None) -> Query:
         W = Prefix(shape[0]) if len(shape) == 1 else Kron([Prefix(s) for s in shape])
         return Query("cumulative", W, _upper_labels(domain))
     if query == "range":
-        return _ranges(domain, ranges)
-    return _marginal(domain, keep)
+        return _ranges(domain, params.get("ranges"))
+    if query == "kmeans":
+        return _kmeans(domain, params.get("k"), params.get("iterations"))
+    return _marginal(domain, params.get("keep"))
 
 
 def _ordered_only(domain: Domain, what: str) -> None:
@@ -222,6 +252,17 @@ def _marginal(domain: Domain, keep) -> Query:
     axes = [domain.names.index(n) for n in order]
     blocks = np.ravel_multi_index([coords[a] for a in axes], kept.shape).astype(np.intp)
     return Query("marginal", W, kept.labels, blocks)
+
+
+def _kmeans(domain: Domain, k, iterations) -> Query:
+    """k centres: the mechanism reads the whole histogram; one answer per (cluster, column)."""
+    for name, value in (("k", k), ("iterations", ITERATIONS if iterations is None else iterations)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise InvalidParameterError(f"query='kmeans' needs {name}=<a positive whole number>, got {value!r}")
+    _ordered_only(domain, "kmeans")
+    labels = pd.MultiIndex.from_product([range(int(k)), list(domain.names)], names=["cluster", "column"])
+    steps = ITERATIONS if iterations is None else int(iterations)
+    return Query("kmeans", Identity(domain.size), labels, params={"k": int(k), "iterations": steps})
 
 
 def _project_workload(q: Query) -> Workload:

@@ -34,9 +34,13 @@ def copy_student_labs(built: Path, dest: Path) -> list[str]:
 
 
 def write_course_toc(course: Path, labs: list[str]) -> None:
-    """Write ``course/_toc.md``: a toctree over the teacher's page (when it exists) and ``labs/<name>`` per lab."""
+    """Write ``course/_toc.md``: a toctree over the teacher's page (when it exists) and ``labs/<name>`` per lab, and a
+    download link to each lab's ``.ipynb``."""
     entries = (["teaching"] if (course / "teaching.md").exists() else []) + [f"labs/{name}" for name in labs]
     toc = ["```{toctree}", ":maxdepth: 1", "", *entries, "```", ""] if entries else ["*No lab has been built yet.*", ""]
+    if labs:  # the student notebooks as files to open in JupyterLab (Sphinx copies them into _downloads/)
+        toc += ["Download a student notebook:", ""]
+        toc += [f"* {{download}}`{name}.ipynb <labs/{name}.ipynb>`" for name in labs] + [""]
     (course / "_toc.md").write_text("\n".join(toc), encoding="utf-8")
 
 
@@ -54,7 +58,8 @@ API_AREAS = [
     ("analysis", "Analysis: error, lower bounds, audit", ["blowfish_nb.analysis"]),
     ("accuracy", "Accuracy: (α, β) → ε", ["blowfish_nb.accuracy"]),
     ("accessor", "The df.blowfish accessor", ["blowfish_nb.accessor"]),
-    ("session", "Sessions and releases", ["blowfish_nb.accounting", "blowfish_nb.release", "blowfish_nb.planning"]),
+    ("session", "Sessions and releases", ["blowfish_nb.accounting", "blowfish_nb.session_file", "blowfish_nb.request",
+                                          "blowfish_nb.release", "blowfish_nb.planning"]),
     ("constraints", "Count constraints", ["blowfish_nb.constraints"]),
     ("kmeans", "k-means", ["blowfish_nb.kmeans"]),
     ("datasets", "Data sets", ["blowfish_nb.datasets"]),
@@ -62,6 +67,7 @@ API_AREAS = [
     ("service", "The analyst service", [
         "blowfish_nb.service.launch", "blowfish_nb.service.client", "blowfish_nb.service.config",
         "blowfish_nb.service.core", "blowfish_nb.service.app", "blowfish_nb.service.ledger",
+        "blowfish_nb.service.chain", "blowfish_nb.service.audit", "blowfish_nb.service.migrate",
     ]),
     ("widgets", "Widgets", ["blowfish_nb.widgets"]),
     ("labs", "Labs", ["blowfish_nb.labs.build", "blowfish_nb.labs"]),

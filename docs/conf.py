@@ -62,6 +62,24 @@ intersphinx_mapping: dict = {}  # no internet in CI
 html_theme = "pydata_sphinx_theme"
 html_title = "blowfish_nb"
 html_static_path: list[str] = []
+
+# -- Math: MathJax 2 served from the build (no CDN). jupyter-server-mathjax (the docs extra) ships MathJax with the
+# TeX-AMS-MML_HTMLorMML-full configuration; its static folder is copied into _static/mathjax when the site is built.
+try:
+    import jupyter_server_mathjax
+except ImportError as e:  # the docs extra is not installed: say so rather than fall back to a CDN
+    raise ImportError('the docs need MathJax served locally: pip install "blowfish_nb[docs]" '
+                      "(jupyter-server-mathjax)") from e
+MATHJAX = Path(jupyter_server_mathjax.__file__).resolve().parent / "static"
+mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
+# MyST marks each section tex2jax_ignore and each formula class "math" (MathJax 3's processHtmlClass); MathJax 2 is
+# told the same, and to use the STIX-Web fonts, the only ones the package ships.
+mathjax2_config = {
+    "tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]], "processEscapes": True,
+                "processClass": "math|output_area", "ignoreClass": "tex2jax_ignore|mathjax_ignore"},
+    "HTML-CSS": {"availableFonts": [], "webFont": "STIX-Web", "imageFont": None, "preferredFont": None},
+    "showMathMenu": False,
+}
 html_show_sourcelink = False
 html_theme_options = {
     "navbar_start": ["navbar-logo"],
@@ -82,6 +100,26 @@ html_sidebars = {"index": []}
 def setup(app):
     # run before numpydoc (priority 500) so that its sections see the escaped text
     app.connect("autodoc-process-docstring", escape_bars, priority=400)
+    app.connect("autodoc-process-docstring", _no_builtin_docstring, priority=300)
+    app.connect("build-finished", _copy_mathjax)
+
+
+_BUILTIN_DOCS = {" ".join((t.__doc__ or "").split()) for t in (bool, int, float, str, dict, list, tuple, type(None))}
+
+
+def _no_builtin_docstring(app, what, name, obj, options, lines):
+    """Drop the docstring of a built-in type that autodoc inherits for an undocumented property or attribute (a
+    property ``linear`` overriding a class attribute ``linear: bool = False`` showed ``bool``'s docstring)."""
+    if lines and " ".join(" ".join(lines).split()) in _BUILTIN_DOCS:
+        lines.clear()
+
+
+def _copy_mathjax(app, exception):
+    """MathJax into ``_static/mathjax`` of an HTML build (``mathjax_path`` is relative to ``_static``)."""
+    if exception is None and app.builder.format == "html":
+        import shutil
+
+        shutil.copytree(MATHJAX, Path(app.outdir) / "_static" / "mathjax", dirs_exist_ok=True)
 
 
 # -- generated pages: the course (student notebooks only, a toctree over what exists) and the API reference ------

@@ -1,5 +1,11 @@
 """Suite-wide hooks."""
 
+import os
+
+#: the analyst service's ledger key for tests that do not name a key file (blowfish_nb.service.chain reads it;
+#: subprocesses such as ``blowfish-nb serve`` inherit it). Tests of key files and of a missing key unset it.
+os.environ.setdefault("BLOWFISH_LEDGER_KEY", "test-ledger-key-" + "0123456789abcdef" * 3)
+
 
 def pytest_collection_modifyitems(items):
     """Slow audits and notebook runs first (stable sort), so no xdist worker is left alone with one at the end."""

@@ -218,9 +218,7 @@ def test_restarts_keep_the_lowest_objective_on_the_noisy_counts():
 
 def test_sulq_start_reads_no_data(monkeypatch):
     """SuLQ's k-means++ start is drawn on the cells with equal weights: the same for any data (it spends nothing)."""
-    import importlib
-
-    km = importlib.import_module("blowfish_nb.kmeans")  # the package's ``kmeans`` attribute is the function
+    import blowfish_nb.mechanisms.sulq as km  # the SuLQ mechanism draws its start here
     starts = []
     original = km.best_of_kmeanspp
 

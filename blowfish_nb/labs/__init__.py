@@ -1,6 +1,8 @@
-"""Checks for the teaching labs in ``notebooks/labs/``: each lab's questions, with hints that explain a wrong answer.
+"""The teaching labs in ``notebooks/labs/``: each lab's setting and hint checks, the grader the notebooks use, and the build.
 
-The labs are written for otter-grader (``otter assign``); their test cells call the functions of
-``blowfish_nb.labs.labNN`` so that a student sees a hint about the mistake, never the expected value. The
-building of student and solution versions lives in :mod:`blowfish_nb.labs.build` (``make labs``).
+``blowfish_nb.labs.labNN`` holds lab NN's public setting and its hint checks ``qN`` (hints, not answers: salted
+hashes in ``hints/labNN.json``); :class:`blowfish_nb.labs._check.Grader` is the student notebook's ``grader``;
+:mod:`blowfish_nb.labs._grade` is what the autograder's hidden tests compare with; :mod:`blowfish_nb.labs.build`
+makes the student and solution versions and the autograder zips (``make labs``) from the master notebooks and the
+answer keys, which live in the repository only (``notebooks/labs/key/``).
 """

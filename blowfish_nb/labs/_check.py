@@ -1,38 +1,46 @@
-"""The one way a lab question judges an answer: compare with the library's value, explain a wrong one.
+"""The student side of a lab check: hints keyed by salted hashes, one line of feedback, the first attempt kept.
 
-A lab's check function computes the right answer with the library, then calls :func:`judge` with the
-mistakes it knows how to recognise (the answer a student gets by using plain DP, by forgetting θ, by counting
-a move as one change …), each with a hint that names the idea to revisit without giving the value away.
+A lab's public checks know *hints, not answers*. For each question the package ships a table
+(``blowfish_nb/labs/hints/labNN.json``, written by ``python -m blowfish_nb.labs.build --hints`` from the answer
+key that lives outside the package, in ``notebooks/labs/key/``): the salted hash of the right answer rounded to
+the question's precision, the salted hashes of the wrong answers a typical mistake produces with the hint for
+each, and the hint for any other wrong answer. Grading never uses these checks: the autograder's hidden tests
+compare with literal values written at build time (:mod:`blowfish_nb.labs._grade`).
+
+In a notebook, ``grader = Grader("lab02")`` and ``grader.check("q1")`` print one line: the hint, or that the
+check passed. Every checked answer's first attempt is kept in ``labNN-first-attempts.json`` beside the notebook
+(the teacher collects it with the notebook: the record of the "predict first" questions).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import hashlib
+import inspect
+import json
+import math
+import os
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import import_module, resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["LabCheckFailed", "Mistake", "judge", "unanswered"]
+__all__ = ["LabCheckFailed", "Grader", "CheckResult", "public_check", "make_check", "unanswered", "digest",
+           "canonical"]
+
+#: where a lab's first attempts are kept (relative to the notebook's working folder); ``{lab}`` is e.g. lab02
+ATTEMPTS_FILE = "{lab}-first-attempts.json"
+#: steps of the grid of relative offsets tried when a question accepts an answer within ``rtol``
+_GRID = 100
 
 
 class LabCheckFailed(AssertionError):
-    """A lab answer is wrong; the message is the hint a student sees (never the expected value).
+    """A lab answer is wrong; the message is the one-line hint a student sees (never the expected value).
 
     An ``AssertionError`` so that otter-grader counts it as a failed test case.
     """
-
-
-@dataclass(frozen=True)
-class Mistake:
-    """A recognisable wrong answer and the hint shown for it.
-
-    ``matches`` is either the wrong value the mistake produces (compared like the answer) or a predicate on
-    the student's answer.
-    """
-
-    matches: Any
-    hint: str
 
 
 def unanswered(answer: Any) -> bool:
@@ -46,63 +54,231 @@ def unanswered(answer: Any) -> bool:
     return answer is Ellipsis or answer is None
 
 
-def judge(
-    answer: Any,
-    expected: Any,
-    *,
-    question: str,
-    mistakes: Iterable[Mistake] = (),
-    otherwise: str,
-    rtol: float = 1e-6,
-    atol: float = 1e-9,
-) -> None:
-    """Pass silently when ``answer`` equals ``expected``; raise :class:`LabCheckFailed` with a hint otherwise.
-
-    Parameters
-    ----------
-    answer : the student's value (number, array-like, bool or string).
-    expected : the library's value.
-    question : short name shown in the message, e.g. ``"q2a (Δ of the histogram under the line policy)"``.
-    mistakes : known wrong answers with their hints, tried in order.
-    otherwise : the hint for a wrong answer no mistake explains (a direction to think in, not the value).
-    rtol, atol : tolerances for numeric answers.
+def digits_for(rtol: float) -> int:
+    """Significant digits at which a value is hashed: the rounding step (relative, at most 10^(1−digits)) no coarser
+    than the step rtol/_GRID of the offsets tried, so that an answer within ``rtol`` meets the right hash.
 
     Examples
     --------
-    >>> judge(2.0, 2, question="q1", otherwise="count the cells one move changes")
-    >>> judge(float("inf"), np.inf, question="q2", otherwise="are the two values joined at all?")
+    >>> digits_for(1e-6), digits_for(1e-3), digits_for(0.05)
+    (8, 5, 3)
+    """
+    return max(2, math.floor(math.log10(_GRID / rtol)))
+
+
+def canonical(value: Any, kind: str, digits: int = 8) -> str | None:
+    """The text a value is hashed as: a number to ``digits`` significant digits, a choice lower-cased, a bool.
+
+    ``None`` when ``value`` is not of the question's kind (a number typed as a string, say).
+
+    Examples
+    --------
+    >>> canonical(3, "number"), canonical(" Line ", "choice"), canonical(False, "bool"), canonical("1", "number")
+    ('3', 'line', 'False', None)
+    """
+    if kind == "choice":
+        return value.strip().lower() if isinstance(value, str) else None
+    if kind == "bool":
+        return str(bool(value)) if isinstance(value, (bool, np.bool_)) else None
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if math.isnan(x):
+        return None
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x + 0.0:.{digits}g}"  # + 0.0: −0 and 0 are one answer
+
+
+def digest(salt: str, text: str) -> str:
+    """The salted hash a hint table stores for one canonical answer.
+
+    Examples
+    --------
+    >>> len(digest("lab00/q1", "3"))
+    20
+    """
+    return hashlib.sha256(f"{salt}\x00{text}".encode()).hexdigest()[:20]
+
+
+def matches(answer: Any, entry: dict, kind: str, salt: str) -> bool:
+    """Whether ``answer`` hashes like the table ``entry`` (``{"hashes": [...], "rtol": r}``) within its ``rtol``."""
+    rtol = float(entry.get("rtol", 1e-6))
+    digits = digits_for(rtol)
+    if kind != "number":
+        text = canonical(answer, kind)
+        return text is not None and digest(salt, text) in entry["hashes"]
+    if canonical(answer, kind, digits) is None:
+        return False
+    x = float(answer)
+    offsets = [0.0] if math.isinf(x) else [rtol * i / _GRID for i in range(-_GRID, _GRID + 1)]
+    tried = {canonical(x * (1 + t), kind, digits) for t in offsets}
+    return any(digest(salt, t) in entry["hashes"] for t in tried if t is not None)
+
+
+def public_check(lab: str, question: str, *answers: Any) -> None:
+    """Judge the student's answers to one question with the lab's hint table: pass silently or raise a one-line hint.
+
+    Parameters
+    ----------
+    lab : the lab module's name, e.g. ``"lab02"``.
+    question : the question's name, e.g. ``"q1"``.
+    answers : the values of the question's answer variables, in the order of its table's parts.
+
+    Raises
+    ------
+    LabCheckFailed
+        With the hint for the first part that is not right.
+
+    Examples
+    --------
     >>> try:
-    ...     judge(1, 2, question="q1", mistakes=[Mistake(1, "a move changes two cells")], otherwise="…")
+    ...     public_check("lab02", "q1", ...)
     ... except LabCheckFailed as e:
     ...     print(e)
-    q1: not yet. Hint: a move changes two cells
+    q1 (histogram, unbounded DP): replace the `...` with your answer, then run this check again.
     """
+    spec = _table(lab)[question]
+    values = dict(zip(spec["args"], answers))
+    for part in spec["parts"]:  # in the key's order (e.g. Δ before the ε computed from it)
+        _judge_part(part, values.get(part["arg"], answers[0] if len(answers) == 1 else ...), spec["title"])
+
+
+def make_check(lab: str, question: str):
+    """The public check ``labNN.qN(answer, ...)``: silence for a right answer, :class:`LabCheckFailed` with a
+    one-line hint otherwise (never the value: the check only holds salted hashes)."""
+
+    def check(*answers: Any) -> None:
+        public_check(lab, question, *answers)
+
+    check.__name__ = check.__qualname__ = question
+    check.__doc__ = (f"Question {question[1:]}'s check: silent when your answer is right, else a one-line hint.\n\n"
+                     f"In the notebook, ``grader.check({question!r})`` runs it on your variables.")
+    return check
+
+
+def _judge_part(part: dict, answer: Any, title: str) -> None:
+    kind, salt = part["kind"], part["salt"]
     if unanswered(answer):
-        raise LabCheckFailed(f"{question}: replace the `...` with your answer, then run this check again.")
-    if _same(answer, expected, rtol, atol):
+        raise LabCheckFailed(f"{title}: replace the `...` with your answer, then run this check again.")
+    if canonical(answer, kind) is None:
+        raise LabCheckFailed(f"{title}: not yet. Hint: {_kind_hint(answer, part)}")
+    if matches(answer, part["right"], kind, salt):
         return
-    for mistake in mistakes:
-        m = mistake.matches
-        hit = m(answer) if callable(m) and not isinstance(m, type) else _same(answer, m, rtol, atol)
-        if hit:
-            raise LabCheckFailed(f"{question}: not yet. Hint: {mistake.hint}")
-    raise LabCheckFailed(f"{question}: not yet. Hint: {otherwise}")
+    for mistake in part["mistakes"]:
+        if matches(answer, mistake, kind, salt):
+            raise LabCheckFailed(f"{title}: not yet. Hint: {mistake['hint']}")
+    if kind == "choice" and part.get("choices") and answer.strip().lower() not in part["choices"]:
+        names = ", ".join(repr(c) for c in part["choices"])
+        raise LabCheckFailed(f"{title}: not yet. Hint: answer with one of {names}.")
+    raise LabCheckFailed(f"{title}: not yet. Hint: {part['otherwise']}")
 
 
-def _same(a: Any, b: Any, rtol: float, atol: float) -> bool:
-    if isinstance(a, str) or isinstance(b, str):  # a choice among named options: case and spaces do not count
-        return isinstance(a, str) and isinstance(b, str) and a.strip().lower() == b.strip().lower()
-    if isinstance(b, (bool, np.bool_)):  # a yes/no question wants True or False, not 1 or 0
-        return isinstance(a, (bool, np.bool_)) and bool(a) == bool(b)
-    try:
-        x = np.asarray(a, dtype=float)
-        y = np.asarray(b, dtype=float)
-    except (TypeError, ValueError):
-        return False
-    if x.shape != y.shape or np.isnan(x).any():
-        return False
-    # ∞ is a right answer where the library says ∞ (values with no protection from each other)
-    inf = np.isinf(y)
-    if not np.array_equal(np.isinf(x), inf) or not np.array_equal(x[inf], y[inf]):
-        return False
-    return bool(np.allclose(x[~inf], y[~inf], rtol=rtol, atol=atol))
+def _kind_hint(answer: Any, part: dict) -> str:
+    kind = part["kind"]
+    if kind == "number" and isinstance(answer, str):
+        return "store a number, not text: remove the quotes around it."
+    if kind == "number":
+        return "store one number (an int or a float)."
+    if kind == "bool":
+        return "answer with a Python bool, True or False (not a number or a string)."
+    names = ", ".join(repr(c) for c in part.get("choices", []))
+    return f"answer with one of {names} (a string)." if names else "answer with a string."
+
+
+@lru_cache(maxsize=None)
+def _table(lab: str) -> dict:
+    text = resources.files("blowfish_nb.labs").joinpath("hints", f"{lab}.json").read_text(encoding="utf-8")
+    return json.loads(text)["questions"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What ``grader.check`` shows: one line, the hint or that the answer passed (``passed`` for tests)."""
+
+    question: str
+    passed: bool
+    message: str
+    first_attempt: str | None = None
+
+    def __repr__(self) -> str:
+        line = f"{self.question} results: " + ("All test cases passed!" if self.passed else self.message)
+        if self.first_attempt is not None:
+            line += f"\n(first attempt, kept for your teacher: {self.first_attempt})"
+        return line
+
+    def _repr_html_(self) -> str:
+        import html
+
+        colour = "#1a7f37" if self.passed else "#9a6700"
+        text = "<br>".join(html.escape(s) for s in repr(self).split("\n"))
+        return f'<p style="color:{colour};font-family:monospace">{text}</p>'
+
+
+class Grader:
+    """The student notebook's ``grader``: ``grader.check("q1")`` runs question 1's public check on the notebook's
+    variables and shows one line. Works whatever the notebook file is called (renamed, duplicated, downloaded).
+
+    Parameters
+    ----------
+    lab : the lab module's name, e.g. ``"lab02"``.
+    attempts_dir : the folder of the first-attempts file; the working folder (the notebook's) by default.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> g = Grader("lab02", attempts_dir=tempfile.mkdtemp())
+    >>> delta_hist_dp = "1"
+    >>> g.check("q1")
+    q1 results: q1 (histogram, unbounded DP): not yet. Hint: store a number, not text: remove the quotes around it.
+    (first attempt, kept for your teacher: '1')
+    """
+
+    def __init__(self, lab: str, attempts_dir: str | os.PathLike | None = None):
+        self.lab = lab
+        self._attempts = Path(attempts_dir) if attempts_dir is not None else None
+        self._module = import_module(f"blowfish_nb.labs.{lab}")
+
+    def check(self, question: str, global_env: dict | None = None) -> CheckResult:
+        """Run ``question``'s public check on the caller's variables; never raises for a wrong answer."""
+        env = global_env if global_env is not None else inspect.currentframe().f_back.f_globals
+        spec = _table(self.lab).get(question)
+        if spec is None:
+            return CheckResult(question, False, f"{self.lab} has no question {question!r}.")
+        answers = [env.get(name, ...) for name in spec["args"]]
+        first = self._record(question, answers)
+        try:
+            getattr(self._module, question)(*answers)
+        except LabCheckFailed as e:
+            return CheckResult(question, False, str(e), first)
+        except Exception as e:  # the student's own code (a function they wrote) broke: one line, no traceback
+            return CheckResult(question, False, f"{spec['title']}: your answer raised {type(e).__name__}: {e}", first)
+        return CheckResult(question, True, "", first)
+
+    def _record(self, question: str, answers: list) -> str | None:
+        if all(unanswered(a) for a in answers):
+            return None
+        path = (self._attempts or Path.cwd()) / ATTEMPTS_FILE.format(lab=self.lab)
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        except (OSError, ValueError):
+            kept = {}
+        if question not in kept:
+            kept[question] = ", ".join(_show(a) for a in answers)
+            try:
+                path.write_text(json.dumps(kept, indent=1, sort_keys=True), encoding="utf-8")
+            except OSError:
+                pass  # a read-only folder: the check still runs
+        return kept[question]
+
+
+def _show(answer: Any) -> str:
+    if callable(answer):
+        return f"function {getattr(answer, '__name__', '?')}"
+    if isinstance(answer, (list, tuple, np.ndarray)) and np.size(answer) > 8:
+        return f"{type(answer).__name__} of {np.size(answer)} values"
+    text = repr(answer)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -8,15 +8,26 @@ and lays the result out per lab::
     dest/NN-slug/solution/NN-slug.ipynb       otter's "autograder" notebook: solutions and every test
     dest/NN-slug/autograder/NN-slug-autograder_*.zip   for ``otter run`` / ``otter grade`` / Gradescope
 
-From the shell: ``python -m blowfish_nb.labs.build build/labs [--no-run-tests] [NN-slug ...]`` (``make labs``).
-otter-grader is imported only when a lab is built (``pip install "blowfish_nb[labs]"``).
+Before otter runs, each question's test cell (``check.qN(var, ...)`` in the master) is replaced by two kinds of
+exception-based otter tests: a public one worth no points (the student module's hint check, which knows hints,
+not answers) and hidden ones holding the points, whose expected values are literals computed here from the answer
+key ``notebooks/labs/key/labNN.py`` (:mod:`blowfish_nb.labs._key`). The hidden tests import
+:mod:`blowfish_nb.labs._grade` and read nothing else from the student's namespace than the answer variables.
+The student and solution notebooks get a ``grader`` of :class:`blowfish_nb.labs._check.Grader`, which works under
+any file name. Cells tagged ``solution-only`` are left out of the student version.
+
+From the shell: ``python -m blowfish_nb.labs.build build/labs [--no-run-tests] [NN-slug ...]`` (``make labs``);
+``python -m blowfish_nb.labs.build --hints`` rewrites the hint tables ``blowfish_nb/labs/hints/labNN.json``
+from the keys. otter-grader is imported only when a lab is built (``pip install "blowfish_nb[labs]"``).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -25,7 +36,15 @@ from pathlib import Path
 
 from blowfish_nb.exceptions import BlowfishError, InvalidParameterError
 
-__all__ = ["SOURCE", "LabBuildError", "build", "lab_sources", "main"]
+from ._key import hidden_test, hint_table, load_key, public_test
+
+__all__ = ["SOURCE", "HINTS", "LabBuildError", "build", "lab_sources", "lab_module", "requirements", "write_hints",
+           "main"]
+
+#: where the student-facing hint tables live (package data)
+HINTS = Path(__file__).resolve().parent / "hints"
+#: cells with this tag are left out of the student version (e.g. a table of the library's answers)
+SOLUTION_ONLY = "solution-only"
 
 #: where the master notebooks live (the repository's ``notebooks/labs/source``)
 SOURCE = Path(__file__).resolve().parents[2] / "notebooks" / "labs" / "source"
@@ -81,6 +100,8 @@ def build(
     names: Iterable[str] | None = None,
     run_tests: bool = True,
     source: str | Path | None = None,
+    keys: str | Path | None = None,
+    wheel: str | Path | None = None,
 ) -> list[Path]:
     """Generate the student and solution versions (and the autograder zip) of each lab into ``dest``.
 
@@ -93,6 +114,11 @@ def build(
     names : lab slugs to build; ``None`` builds every ``*.ipynb`` in ``source``.
     run_tests : let otter run every test against the solution (``False`` is ``otter assign --no-run-tests``).
     source : folder of master notebooks; :data:`SOURCE` by default.
+    keys : folder of the answer keys ``labNN.py``; ``notebooks/labs/key`` by default.
+    wheel : a wheel of this package (``pip wheel --no-deps .``, which ``make labs`` runs) to put in each autograder
+        zip (``files/``), required with its exact version: ``otter grade`` and Gradescope then install the package
+        from the zip, with no package index that has it. Without it the requirement is still pinned to the
+        installed version.
 
     Returns
     -------
@@ -122,7 +148,9 @@ def build(
     if not sources:
         return []
     assign = _otter_assign()
-    return [_build_one(src, dest, assign, run_tests) for src in sources]
+    if wheel is not None and not Path(wheel).is_file():
+        raise InvalidParameterError(f"wheel: no such file {wheel}")
+    return [_build_one(src, dest, assign, run_tests, keys, wheel) for src in sources]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -131,12 +159,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m blowfish_nb.labs.build",
         description="Generate student and solution versions of the teaching labs (otter assign).",
     )
-    parser.add_argument("dest", type=Path, help="output folder, e.g. build/labs")
+    parser.add_argument("dest", type=Path, nargs="?", help="output folder, e.g. build/labs")
+    parser.add_argument("--hints", action="store_true",
+                        help="rewrite the hint tables blowfish_nb/labs/hints/labNN.json from the answer keys")
     parser.add_argument("names", nargs="*", help="lab slugs (e.g. 01-neighbours); every lab when none is given")
     parser.add_argument("--no-run-tests", action="store_true", help="do not run the tests against the solutions")
+    parser.add_argument("--wheel", type=Path, help="a wheel of this package to put in each autograder zip, pinned")
     args = parser.parse_intermixed_args(argv)  # `DEST --no-run-tests NN-slug` as well as `DEST NN-slug --no-run-tests`
+    if args.hints:  # `--hints [NN-slug ...]`: the positionals are lab names
+        names = ([str(args.dest)] if args.dest is not None else []) + list(args.names)
+        try:
+            for path in write_hints(names or None):
+                print(path)
+        except BlowfishError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
+    if args.dest is None:
+        parser.error("DEST is required unless --hints is given")
     try:
-        built = build(args.dest, names=args.names or None, run_tests=not args.no_run_tests)
+        built = build(args.dest, names=args.names or None, run_tests=not args.no_run_tests, wheel=args.wheel)
     except BlowfishError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -145,7 +187,175 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def lab_module(src: str | Path) -> str:
+    """The lab module's name of a master notebook: ``"lab02"`` for ``02-sensitivity-by-hand.ipynb``.
+
+    Examples
+    --------
+    >>> lab_module("notebooks/labs/source/02-sensitivity-by-hand.ipynb")
+    'lab02'
+    """
+    m = re.match(r"(\d+)-", Path(src).name)
+    if m is None:
+        raise InvalidParameterError(f"src: a lab source is named NN-slug.ipynb, got {Path(src).name!r}")
+    return f"lab{int(m.group(1)):02d}"
+
+
+def write_hints(names: Iterable[str] | None = None, *, source: str | Path | None = None,
+                dest: str | Path | None = None) -> list[Path]:
+    """Write the hint table of each lab (``hints/labNN.json``) from its answer key and master notebook.
+
+    Returns the paths written. A test (``tests/labs/test_keys.py``) checks that the committed tables are current.
+    """
+    out = Path(dest) if dest is not None else HINTS
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for src in lab_sources(names, source=source):
+        lab = lab_module(src)
+        path = out / f"{lab}.json"
+        path.write_text(json.dumps(hints_for(src), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def hints_for(src: Path) -> dict:
+    """The hint table of the lab whose master notebook is ``src`` (computed from its key, not written)."""
+    lab = lab_module(src)
+    nb = json.loads(Path(src).read_text(encoding="utf-8"))
+    args = {name: names for name, names, _ in _test_cells(nb["cells"])}
+    return hint_table(lab, load_key(lab), args)
+
+
 # --- helpers ---------------------------------------------------------------------------------------------
+
+
+def _src(cell) -> str:
+    return "".join(cell.get("source", ""))
+
+
+def _test_cells(cells) -> list[tuple[str, list[str], int]]:
+    """(question, the answer names its test cell passes to ``check.qN``, the cell's index) for every question."""
+    found, question, in_tests = [], None, False
+    for i, cell in enumerate(cells):
+        text = _src(cell).strip()
+        if cell.get("cell_type") == "raw":
+            if text.startswith("# BEGIN QUESTION"):
+                m = re.search(r"^name:\s*(\S+)", text, re.M)
+                question = m.group(1) if m else None
+            in_tests = text.startswith("# BEGIN TESTS") or (in_tests and not text.startswith("# END TESTS"))
+            continue
+        if in_tests and cell.get("cell_type") == "code" and question is not None:
+            call = ast.parse(text).body[0].value
+            found.append((question, [a.id for a in call.args], i))
+    return found
+
+
+def requirements(wheel: Path | None = None) -> list[str]:
+    """The autograder's requirement of this package: an exact pin, found in the zip's ``files/`` with a wheel.
+
+    Examples
+    --------
+    >>> requirements()[-1].startswith("blowfish_nb[widgets]==")
+    True
+    """
+    if wheel is None:
+        from importlib.metadata import version
+
+        return [f"blowfish_nb[widgets]=={version('blowfish_nb')}"]
+    name, ver = Path(wheel).name.split("-")[:2]
+    return [f"--find-links {AUTOGRADER_FILES}", f"{name}[widgets]=={ver}"]
+
+
+#: where Gradescope and ``otter grade`` unpack the zip's ``files/``
+AUTOGRADER_FILES = "/autograder/source/files"
+
+
+def _pin(master: Path, wheel: Path | None) -> None:
+    import yaml
+
+    nb = json.loads(master.read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        text = _src(cell)
+        if cell.get("cell_type") == "raw" and text.lstrip().startswith(_CONFIG_MARKER):
+            config = yaml.safe_load(text) or {}
+            config["requirements"] = requirements(wheel)
+            config["overwrite_requirements"] = False
+            if wheel is not None:
+                shutil.copyfile(wheel, master.parent / wheel.name)
+                config["autograder_files"] = [wheel.name]
+            cell["source"] = f"{_CONFIG_MARKER}\n" + yaml.safe_dump(config, sort_keys=False)
+    master.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+def _prepare(src: Path, dest: Path, lab: str, keys: Path | None = None) -> None:
+    """Write the master ``src`` to ``dest`` with its test cells replaced by the public and hidden otter tests."""
+    import yaml
+
+    nb = json.loads(src.read_text(encoding="utf-8"))
+    cells = nb["cells"]
+    try:
+        key = load_key(lab, keys)
+    except OSError as e:
+        raise LabBuildError(f"lab {src.stem}: no answer key {lab}.py ({e})") from e
+    try:
+        tests = _test_cells(cells)
+    except (SyntaxError, AttributeError, IndexError) as e:
+        raise LabBuildError(f"lab {src.stem}: a test cell is not one call check.qN(answer, ...) ({e})") from e
+    missing = sorted({q for q, _, _ in tests} ^ set(key))
+    if missing:
+        raise LabBuildError(f"lab {src.stem}: the key and the notebook disagree on the questions {missing}")
+    replace = {}
+    for question, names, index in tests:
+        q = key[question]
+        new = [public_test(lab, question, names)]
+        new += [hidden_test(question, q, i, part) for i, part in enumerate(q.parts)]
+        replace[index] = [{"cell_type": "code", "id": f"test-{question}-{j}", "metadata": {}, "source": t,
+                           "outputs": [], "execution_count": None} for j, t in enumerate(new)]
+    out = []
+    question = None
+    for i, cell in enumerate(cells):
+        text = _src(cell)
+        if cell.get("cell_type") == "raw" and text.lstrip().startswith(_CONFIG_MARKER):
+            config = yaml.safe_load(text) or {}
+            config["tests"] = {**(config.get("tests") or {}), "ok_format": False}
+            cell = {**cell, "source": f"{_CONFIG_MARKER}\n" + yaml.safe_dump(config, sort_keys=False)}
+        elif cell.get("cell_type") == "raw" and text.lstrip().startswith("# BEGIN QUESTION"):
+            config = yaml.safe_load(text.replace("# BEGIN QUESTION", "", 1)) or {}
+            question = config["name"]
+            n = len(key[question].parts)
+            total = config.get("points", 1)
+            config["points"] = [0] + [round(total / n, 6)] * n  # the public test carries no points
+            cell = {**cell, "source": "# BEGIN QUESTION\n" + yaml.safe_dump(config, sort_keys=False)}
+        if i in replace:
+            out.extend(replace[i])
+        else:
+            out.append(cell)
+    nb["cells"] = out
+    dest.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+_INIT = ('# Checks: each grader.check cell shows a one-line hint for a wrong answer (your teacher grades with hidden '
+         'tests)\n'
+         "from blowfish_nb.labs._check import Grader\n\n"
+         'grader = Grader("{lab}")')
+
+
+def _finish(path: Path, lab: str, *, student: bool) -> None:
+    """Give the built notebook the lab's own ``grader`` (any file name works) and drop solution-only cells."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    cells = []
+    for cell in nb["cells"]:
+        text = _src(cell)
+        if cell.get("cell_type") == "code" and "otter.Notebook(" in text:
+            cell = {**cell, "source": _INIT.format(lab=lab)}
+        if student and SOLUTION_ONLY in cell.get("metadata", {}).get("tags", []):
+            continue
+        cells.append(cell)
+    nb["cells"] = cells
+    if student:
+        nb.get("metadata", {}).pop("otter", None)  # otter's copy of the public tests: the grader does not need it
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
 
 
 def _otter_assign():
@@ -171,15 +381,20 @@ def _check_source(src: Path) -> None:
         raise LabBuildError(f"lab {slug}: {src} has no raw cell '{_CONFIG_MARKER}' (otter assign format)")
 
 
-def _build_one(src: Path, dest: Path, assign, run_tests: bool) -> Path:
+def _build_one(src: Path, dest: Path, assign, run_tests: bool, keys, wheel) -> Path:
     slug = src.stem
     _check_source(src)
     out = dest / slug
     shutil.rmtree(out, ignore_errors=True)
+    lab = lab_module(src)
     with tempfile.TemporaryDirectory(prefix=f"lab-{slug}-") as tmp:
         dist = Path(tmp) / "dist"
+        master = Path(tmp) / "master" / src.name
+        master.parent.mkdir()
+        _prepare(src, master, lab, Path(keys) if keys is not None else None)
+        _pin(master, Path(wheel) if wheel is not None else None)
         try:
-            assign(str(src), str(dist), no_run_tests=not run_tests, no_pdfs=True)
+            assign(str(master), str(dist), no_run_tests=not run_tests, no_pdfs=True)
         except Exception as e:  # otter raises bare exceptions of many kinds for a malformed source
             detail = f"{type(e).__name__}: {e}".strip()
             raise LabBuildError(f"lab {slug}: otter assign failed on {src}: {detail}") from e
@@ -187,6 +402,8 @@ def _build_one(src: Path, dest: Path, assign, run_tests: bool) -> Path:
         notebook = f"{src.stem}.ipynb"
         if not (student / notebook).is_file() or not (autograder / notebook).is_file():
             raise LabBuildError(f"lab {slug}: otter assign wrote no student/solution notebook for {src}")
+        _finish(student / notebook, lab, student=True)
+        _finish(autograder / notebook, lab, student=False)
         staged = Path(tmp) / slug
         shutil.copytree(student, staged / "student")
         (staged / "solution").mkdir()

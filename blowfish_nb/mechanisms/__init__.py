@@ -10,8 +10,9 @@ from .ordered import Ordered
 from .ordered_hierarchical import OrderedHierarchical
 from .partition_first import PartitionFirst
 from .privelet import Privelet
+from .sulq import SuLQ
 from .transformed import Transformed
 
 __all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "REGISTRY", "by_name", "DAWA", "HThetaRanges",
            "PartitionFirst", "Laplace", "Ordered", "OrderedHierarchical", "Hierarchical", "Privelet", "Transformed",
-           "Optimized"]
+           "Optimized", "SuLQ"]

@@ -44,6 +44,10 @@ __all__ = ["HThetaRanges"]
 BUDGETS = ("exact", "stretch")
 
 
+#: H^θ+Privelet is offered by "auto" up to this θ: it is built for small θ (Haney et al. §5), and its exact
+#: sensitivity scans a window of edges that grows with θ (seconds at θ = 256, minutes at θ = k on 4,096 cells)
+AUTO_MAX_THETA = 64
+
 @dataclass(frozen=True)
 class HThetaRanges(Mechanism):
     """Privelet on the groups of the H^θ tree's transformed data, for 1-D ranges under G^θ.
@@ -67,6 +71,8 @@ class HThetaRanges(Mechanism):
 
     linear = True
     registry = {"h-theta": {}}
+    auto = ({},)
+    auto_rank = 60
 
     def __post_init__(self):
         if self.budget not in BUDGETS:
@@ -76,11 +82,23 @@ class HThetaRanges(Mechanism):
     def name(self) -> str:  # type: ignore[override]
         return "H^θ+Privelet" + (" (ε/3)" if self.budget == "stretch" else "")
 
+    analytic_error = True
+
+    def refusal(self, policy: Policy) -> str | None:
+        """Only G^θ (L1 distance threshold) on one ordered attribute."""
+        reason = super().refusal(policy)
+        if reason is None and not (isinstance(policy, Threshold) and len(policy.domain.shape) == 1
+                                   and policy.metric == "l1"):
+            reason = f"{self.name} is for G^θ on one ordered attribute, got {policy.summary()}"
+        return reason
+
+    def offered(self, policy: Policy) -> bool:
+        """"auto" offers it up to θ = :data:`AUTO_MAX_THETA`."""
+        return super().offered(policy) and policy.theta <= AUTO_MAX_THETA
+
     # -- the plan: tree, groups, wavelet --------------------------------------------------
     def plan(self, policy: Policy) -> "_Plan":
-        if not (isinstance(policy, Threshold) and len(policy.domain.shape) == 1 and policy.metric == "l1"):
-            raise PolicyError(f"{self.name} is for G^θ on one ordered attribute, got {policy.summary()}")
-        return _plan_for(policy)
+        return _plan_for(self.require(policy))
 
     def sensitivity(self, policy: Policy) -> float:
         """Δ of the grouped wavelet strategy: exact under the policy, or stretch × its Δ under the tree."""

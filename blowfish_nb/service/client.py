@@ -20,14 +20,15 @@ from typing import Any
 import pandas as pd
 
 from .. import exceptions
+from .._validation import as_float, short_repr
 from ..exceptions import BlowfishError, InvalidParameterError
-from ..planning import Catalog
+from ..planning import Catalog, Request
 from ..release import Release
-from .wire import decode_release, plain
+from .wire import as_request, decode_release
 
 __all__ = ["connect", "RemoteSession", "Quote", "ServiceUnavailable"]
 
-#: how long a release is retried (same request id) while the service cannot be reached, in seconds
+#: how long a request is retried (a release with the same request id) while the service cannot be reached, in seconds
 RETRY_FOR = 30.0
 LEDGER_COLUMNS = ("time", "analyst", "query", "columns", "epsilon", "policy", "mechanism", "expected_error",
                   "accuracy")
@@ -56,7 +57,7 @@ class Quote:
     columns: tuple[str, ...]
 
 
-def connect(url: str, token: str, *, timeout: float = 30.0) -> "RemoteSession":
+def connect(url: str, token: str, *, timeout: float = 30.0, retry_for: float = RETRY_FOR) -> "RemoteSession":
     """Open a session on an analyst service.
 
     Parameters
@@ -67,22 +68,29 @@ def connect(url: str, token: str, *, timeout: float = 30.0) -> "RemoteSession":
         The analyst's token (from the curator; keep it secret: it spends your account's budget).
     timeout : float
         Seconds to wait for one request.
+    retry_for : float
+        Seconds every request (this first one included) is retried while
+        nothing answers at ``url`` (a release keeps its request id, so a
+        retry never charges twice); 0: no retry.
 
     Raises
     ------
+    InvalidParameterError
+        A malformed url, token, timeout or retry_for (a token with a line break or a space, as copied with the
+        end of its line, is refused here rather than as an unreachable service).
     AuthError
         The token is unknown (401) or revoked (403).
     ServiceUnavailable
-        Nothing answers at ``url``.
+        Nothing answers at ``url`` within ``retry_for`` seconds.
 
     Examples
     --------
-    >>> connect("http://127.0.0.1:9", "x", timeout=0.5)  # doctest: +ELLIPSIS
+    >>> connect("http://127.0.0.1:9", "x", timeout=0.5, retry_for=0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     blowfish_nb.service.client.ServiceUnavailable: cannot reach the analyst service at 'http://127.0.0.1:9'...
     """
-    return RemoteSession(url, token, timeout=timeout)
+    return RemoteSession(url, token, timeout=timeout, retry_for=retry_for)
 
 
 class RemoteSession:
@@ -96,15 +104,18 @@ class RemoteSession:
 
     reproducible = False
 
-    def __init__(self, url: str, token: str, *, timeout: float = 30.0):
+    def __init__(self, url: str, token: str, *, timeout: float = 30.0, retry_for: float = RETRY_FOR):
         import httpx
 
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise InvalidParameterError(f"url must be an http:// or https:// address, got {url!r}")
-        if not isinstance(token, str) or not token:
-            raise InvalidParameterError("token must be the non-empty string the curator gave you")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")) or not url.isascii() or any(
+                c.isspace() for c in url):
+            raise InvalidParameterError(f"url must be an http:// or https:// address, got {short_repr(url)}")
+        _check_token(token)
+        self._timeout = _seconds(timeout, "timeout", positive=True)
+        self._retry_for = _seconds(retry_for, "retry_for", positive=False)
         self.url = url.rstrip("/")
-        self._http = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
+        self._http = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"},
+                                  timeout=self._timeout)
         info = self._call("GET", "/v1/describe")
         self.analyst: str = info["analyst"]
         self.budget: float = float(info["budget"])
@@ -150,16 +161,17 @@ class RemoteSession:
                 frame[c] = None
         return frame[list(LEDGER_COLUMNS)]
 
-    def quote(self, query="histogram", columns=None, *, ranges=None, keep=None, epsilon=None, accuracy=None,
-              mechanism="auto", projection: bool = True) -> Quote:
-        """The ε and mechanism of a release, as the service quotes it; nothing is charged."""
-        body = _body(query, columns, ranges, keep, epsilon, accuracy, mechanism, projection)
-        q = self._call("POST", "/v1/quote", body)
+    def quote(self, query="histogram", columns=None, **fields) -> Quote:
+        """The ε and mechanism of a release, as the service quotes it; nothing is charged.
+
+        ``query`` is a :class:`~blowfish_nb.planning.Request`, or its query with ``columns`` and the other fields by
+        name, as for :meth:`blowfish_nb.Session.quote`.
+        """
+        q = self._call("POST", "/v1/quote", as_request(Request.of(query, columns, **fields)).to_dict())
         return Quote(float(q["epsilon"]), MechanismName(q["mechanism"], bool(q["linear"])),
                      None if q["accuracy"] is None else tuple(q["accuracy"]), q["query"], tuple(q["columns"]))
 
-    def release(self, query="histogram", columns=None, *, ranges=None, keep=None, epsilon=None, accuracy=None,
-                mechanism="auto", projection: bool = True, rng=None) -> Release:
+    def release(self, query="histogram", columns=None, *, rng=None, **fields) -> Release:
         """A release charged to the account; retried with the same request id while the service is unreachable.
 
         A retry never charges twice: the service returns the answers it
@@ -176,10 +188,14 @@ class RemoteSession:
             raise InvalidParameterError(
                 f"rng: the analyst service draws noise from OS entropy only, got {type(rng).__name__}; a seed would "
                 "let its holder remove the noise")
-        body = _body(query, columns, ranges, keep, epsilon, accuracy, mechanism, projection)
+        body = as_request(Request.of(query, columns, **fields)).to_dict()
         body["request_id"] = secrets.token_urlsafe(18)
-        payload = self._call("POST", "/v1/release", body, retry_for=RETRY_FOR)
+        payload = self._call("POST", "/v1/release", body)
         return decode_release(payload, self._catalog)
+
+    def kmeans(self, columns, k: int, *, epsilon: float, iterations: int = 10, rng=None) -> Release:
+        """SuLQ k-means on the service, charged to the account like any release (see ``Session.kmeans``)."""
+        return self.release("kmeans", columns, k=k, iterations=iterations, epsilon=epsilon, rng=rng)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -189,10 +205,12 @@ class RemoteSession:
         return f"<RemoteSession {self.analyst!r} at {self.url} · ε budget {self.budget:g} · columns {self.columns}>"
 
     # -- HTTP ------------------------------------------------------------------------------
-    def _call(self, method: str, path: str, body: dict | None = None, retry_for: float = 0.0) -> Any:
+    def _call(self, method: str, path: str, body: dict | None = None) -> Any:
+        """One request, retried while the service cannot be reached (every route is safe to repeat: reads, quotes,
+        and releases by their request id)."""
         import httpx
 
-        deadline = time.monotonic() + retry_for
+        deadline = time.monotonic() + self._retry_for
         pause = 0.05
         while True:
             try:
@@ -214,28 +232,25 @@ class RemoteSession:
         return data
 
 
-def _body(query, columns, ranges, keep, epsilon, accuracy, mechanism, projection) -> dict:
-    if not isinstance(mechanism, str):
+def _check_token(token) -> None:
+    """A token as the curator prints it: printable ASCII, no spaces or line breaks (never echoed in full)."""
+    if not isinstance(token, str) or not token:
+        raise InvalidParameterError(f"token must be the non-empty string the curator gave you, got "
+                                    f"{short_repr(token) if not isinstance(token, str) else repr(token)}")
+    bad = next((i for i, c in enumerate(token) if not (c.isascii() and c.isprintable()) or c.isspace()), None)
+    if bad is not None:
+        where = "ends in" if bad == len(token) - 1 else ("starts with" if bad == 0 else f"has at position {bad}")
         raise InvalidParameterError(
-            f"mechanism must be 'auto' or a vetted mechanism's name, got a {type(mechanism).__name__}: the service "
-            "takes names only")
-    body = {"query": query, "columns": list(columns) if isinstance(columns, tuple) else columns,
-            "mechanism": mechanism, "projection": projection}
-    for name, value in (("ranges", ranges), ("keep", keep), ("epsilon", epsilon), ("accuracy", accuracy)):
-        if value is not None:
-            body[name] = plain(value)
-            if not _finite(body[name]):
-                raise InvalidParameterError(f"{name} must hold finite numbers only, got {value!r}")
-    return body
+            f"token {where} {token[bad]!r}: a token is printable ASCII without spaces or line breaks (as the "
+            "curator printed it); copy it without the end of the line or surrounding spaces")
 
 
-def _finite(value) -> bool:
-    """No NaN or infinity anywhere in a (nested) value: JSON has no such numbers."""
-    if isinstance(value, list):
-        return all(_finite(v) for v in value)
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return True
+def _seconds(value, name: str, *, positive: bool) -> float:
+    v = as_float(value)
+    if v is None or not math.isfinite(v) or v < 0 or (positive and v == 0):
+        what = "a positive" if positive else "a non-negative"
+        raise InvalidParameterError(f"{name} must be {what} finite number of seconds, got {short_repr(value)}")
+    return v
 
 
 def _exception(data: Any, status: int) -> BlowfishError:

@@ -34,11 +34,10 @@ import numpy as np
 
 from ..exceptions import BlowfishError, BudgetExceededError, DataDerivedBinsWarning, DomainError, InvalidParameterError
 from ..analysis.selection import memo_scope
-from ..mechanisms import REGISTRY
-from ..planning import MECHANISMS, Budgeted, Catalog, execute, histogram
+from ..planning import MECHANISMS, Budgeted, Catalog, Request, execute, histogram
 from ..queries import QUERIES
 from .ledger import Ledger
-from .wire import encode_release, normalise, planning_args, request_key
+from .wire import as_request, encode_release
 
 __all__ = ["Service", "RequestConflict"]
 
@@ -61,8 +60,14 @@ class Service:
         The queryable columns, their bins and per-column policies, as for
         :class:`blowfish_nb.Session` (public facts, shown to every analyst).
     ledger : str or path-like
-        The SQLite ledger file (created when missing; verified when opened:
-        a tampered file stops the service here).
+        The SQLite ledger file (verified when opened: a tampered file stops
+        the service here).
+    key_file : str or path-like, optional
+        The ledger's key file (mode 0600, outside the ledger's folder; its
+        folder keeps the witness head). Default: ``$BLOWFISH_LEDGER_KEY``.
+    create : bool, default False
+        Make a new ledger (and key file) when ``ledger`` does not exist;
+        otherwise a missing ledger is refused.
     accounts : dict, optional
         Account → total ε. An account that exists keeps its spending; a
         different budget here is recorded as a budget change.
@@ -75,10 +80,10 @@ class Service:
     --------
     >>> import tempfile, os
     >>> from blowfish_nb import datasets
-    >>> path = os.path.join(tempfile.mkdtemp(), "ledger.db")
+    >>> path, key = os.path.join(tempfile.mkdtemp(), "ledger.db"), os.path.join(tempfile.mkdtemp(), "ledger.key")
     >>> svc = Service(datasets.salaries(n=500, seed=1), bins={"age": 31}, policy="line", ledger=path,
-    ...               accounts={"course": 1.0}, analysts={"ana": "course"})
-    >>> q = svc.quote("ana", {"columns": "age", "accuracy": [25, 0.05]})
+    ...               key_file=key, create=True, accounts={"course": 1.0}, analysts={"ana": "course"})
+    >>> q = svc.quote("ana", Request("histogram", "age", accuracy=(25, 0.05)))
     >>> q["mechanism"], q["epsilon"] < 1.0
     ('Transformed+Laplace', True)
     >>> r = json.loads(svc.release("ana", {"columns": "age", "epsilon": 0.25}, "req-1"))
@@ -88,13 +93,15 @@ class Service:
     """
 
     def __init__(self, data, *, bins: Mapping, policy="dp", bounds: Mapping | None = None, ledger,
-                 accounts: Mapping[str, float] | None = None, analysts: Mapping[str, str] | None = None):
+                 accounts: Mapping[str, float] | None = None, analysts: Mapping[str, str] | None = None,
+                 key_file=None, create: bool = False):
         self.catalog = _public_catalog(data, bins, policy, bounds)
         self._data = data
         self._counts: dict[tuple[str | None, tuple[str, ...]], np.ndarray] = {}
         self._counts_lock = threading.Lock()
+        self._counting: dict[tuple[str | None, tuple[str, ...]], threading.Lock] = {}
         self._check_fit()
-        self.ledger = Ledger(Path(ledger))
+        self.ledger = Ledger(Path(ledger), key_file=key_file, create=create)
         self.new_tokens: dict[str, str] = {}
         try:
             self._declare(accounts or {}, analysts or {})
@@ -180,15 +187,18 @@ class Service:
         """The ledger entries of the analyst's account (releases only, in order)."""
         return self.ledger.entries(analyst)
 
-    def quote(self, analyst: str, request: Mapping) -> dict:
-        """What a release would cost (ε and mechanism), from public facts; nothing is read or charged."""
-        req = normalise(request)
+    def quote(self, analyst: str, request: Request | Mapping) -> dict:
+        """What a release would cost (ε and mechanism), from public facts; nothing is read or charged.
+
+        ``request`` is a :class:`~blowfish_nb.planning.Request` (names only, no objects) or its JSON object.
+        """
+        req = as_request(request)
         b = self._budgeted(analyst, req)
         return {"epsilon": float(b.epsilon), "mechanism": b.mechanism.name, "linear": bool(b.mechanism.linear),
-                "accuracy": req["accuracy"], "query": b.plan.query.name, "columns": list(b.plan.columns),
-                "remaining": self.ledger.remaining(analyst)}
+                "accuracy": None if req.accuracy is None else list(req.accuracy), "query": b.plan.query.name,
+                "columns": list(b.plan.columns), "remaining": self.ledger.remaining(analyst)}
 
-    def release(self, analyst: str, request: Mapping, request_id: str) -> str:
+    def release(self, analyst: str, request: Request | Mapping, request_id: str) -> str:
         """Release a query and charge the analyst's account; returns the JSON the analyst receives.
 
         A request id seen before returns the stored answers (nothing charged
@@ -201,8 +211,8 @@ class Service:
         RequestConflict
             ``request_id`` was used for another request.
         """
-        req = normalise(request)
-        key = request_key(req)
+        req = as_request(request)
+        key = req.to_json()  # canonical: what a retry must repeat exactly
         previous = self.ledger.outcome(analyst, request_id)
         if previous is not None:
             return self._replay(previous, key, request_id)
@@ -231,7 +241,7 @@ class Service:
                 return self._replay(self.ledger.outcome(analyst, request_id), key, request_id)
             raise BlowfishError(stored) from None
         entry.update(expected_error=None if result.expected_error is None else float(result.expected_error),
-                     accuracy=req["accuracy"])
+                     accuracy=None if req.accuracy is None else list(req.accuracy))
         stored, charged = self.ledger.charge(analyst, request_id, b.epsilon, entry, payload)
         if not charged:  # the same id was charged meanwhile (a concurrent retry): its request must be this one
             return self._replay(self.ledger.outcome(analyst, request_id), key, request_id)
@@ -255,23 +265,17 @@ class Service:
             raise BlowfishError(previous["response"])
         return previous["response"]
 
-    def _budgeted(self, analyst: str, req: dict) -> Budgeted:
+    def _budgeted(self, analyst: str, req: Request) -> Budgeted:
         # cached per analyst: a shared cache would let one analyst time another's quotes
-        key = request_key(req)
+        key = req.key()
         with self._quotes_lock:
             mine = self._quotes.setdefault(analyst, OrderedDict())  # own bound too: no eviction by others
             hit = mine.get(key)
             if hit is not None:
                 mine.move_to_end(key)
                 return hit
-        if req["mechanism"] != "auto" and req["mechanism"].lower() not in REGISTRY:
-            raise InvalidParameterError(
-                f"mechanism must be 'auto' or one of {sorted(REGISTRY)}, got {req['mechanism']!r}")
-        a = planning_args(req)
         with memo_scope(analyst):  # what the planning layer remembers is per analyst too
-            b = self.catalog.quote(a["query"], a["columns"], ranges=a["ranges"], keep=a["keep"],
-                                   epsilon=a["epsilon"], accuracy=a["accuracy"], mechanism=a["mechanism"],
-                                   projection=a["projection"])
+            b = self.catalog.quote(req)
             _dry_run(b)
         with self._quotes_lock:
             mine = self._quotes.setdefault(analyst, OrderedDict())
@@ -284,12 +288,22 @@ class Service:
         """The counts over ``cols``, remembered per analyst: a release's time must not tell one analyst which
         columns another released (one-column counts are made at start-up for everyone, ``analyst=None``)."""
         key = (None, cols) if len(cols) == 1 else (analyst, cols)
-        with self._counts_lock:
-            if key not in self._counts:
+        with self._counts_lock:  # held only to look up: counting one key never delays another key's release
+            done = self._counts.get(key)
+            if done is not None:
+                return done
+            lock = self._counting.setdefault(key, threading.Lock())
+        with lock:  # one count per key, however many requests ask for it at once
+            with self._counts_lock:
+                done = self._counts.get(key)
+            if done is None:
                 plan = self.catalog.plan("histogram", list(cols))
-                self._counts[key] = np.asarray(histogram(self._data, plan.domain), dtype=float)
-                self._counts[key].setflags(write=False)
-            return self._counts[key]
+                done = np.asarray(histogram(self._data, plan.domain), dtype=float)
+                done.setflags(write=False)
+                with self._counts_lock:
+                    self._counts[key] = done
+                    self._counting.pop(key, None)
+            return done
 
     def _check_fit(self) -> None:
         """Count every column now: data outside the curator's bins stop the service before any analyst queries."""

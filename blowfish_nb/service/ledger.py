@@ -1,52 +1,52 @@
-"""The analyst service's budget ledger: append-only, hash-chained events in one SQLite file.
+"""The analyst service's budget ledger: append-only events under a keyed hash chain, in one SQLite file.
 
 Every change to the service's accounts, analysts and spending is one row of
 the table ``events`` (kinds: ``account``, ``budget``, ``analyst``, ``revoke``,
-``charge``, ``failed``). Row ``seq`` carries ``hash = sha256(prev ||
-canonical JSON of its other fields, seq included)``, where ``prev`` is the
-hash of row ``seq − 1`` (64 zeros for row 1). The tables ``accounts``,
-``analysts`` and ``tokens`` are derived from the events for speed; the events
-are the truth.
+``charge``, ``failed``), chained by an HMAC under a key kept outside the
+ledger's folder (:mod:`blowfish_nb.service.chain`). The events are the only
+truth: a :class:`Ledger` decides every check — budget, spend, token,
+revocation, request id — from its replay of them
+(:class:`~blowfish_nb.service.audit.State`), never from a table it derived.
 
 Semantics
 ---------
+* A ledger is made only on purpose: ``Ledger(path, create=True)``
+  (``blowfish-nb init``, ``serve(..., create=True)``). A missing file is
+  refused otherwise, and refused even then when a signed head says the
+  ledger existed (it was deleted).
 * A release is charged with the check in **one** ``BEGIN IMMEDIATE``
-  transaction: the account's remaining budget (its budget minus the exact sum
-  of its charges, 1e-12 tolerance) is read and the charge appended under
-  SQLite's write lock, so threads and processes sharing the file never
-  overspend. A refused charge writes nothing.
-* A charge is keyed by (analyst, request id). Retrying a committed request —
-  a client that lost the answer, or a server killed after the commit —
-  returns the stored answer and charges nothing. A server killed before the
-  commit has charged nothing. SQLite (WAL, ``synchronous=FULL``) makes a commit
-  all or nothing, also under SIGKILL or power loss.
+  transaction: the events committed since the last look are read, their
+  HMACs checked and applied, and the account's spend in that replay (exact
+  sum of its charges, 1e-12 tolerance) decides, under SQLite's write lock —
+  threads and processes sharing the file never overspend. A refused charge
+  writes nothing.
+* A charge is keyed by (analyst, request id). Retrying a committed request
+  returns the stored answer and charges nothing. SQLite (WAL,
+  ``synchronous=FULL``) makes a commit all or nothing, also under SIGKILL.
 * Tokens are ``secrets.token_urlsafe(32)``, shown once; the file holds only
   their SHA-256. :meth:`Ledger.authenticate` compares digests with
-  :func:`hmac.compare_digest` against every stored token.
+  :func:`hmac.compare_digest` against every token the events created.
 
-What is detected at start-up (and by :meth:`Ledger.verify`)
------------------------------------------------------------
-* An edited event (any field: ε, analyst, token hash, body, time): its hash no
-  longer matches — "event 17 (charge by alice) was altered".
-* A deleted event in the middle: a gap in ``seq``, or a ``prev`` that is not
-  the previous hash when the rows were renumbered.
-* A forged event whose hash was recomputed but whose ``prev`` is not its
-  predecessor's hash; a forged event that breaks the ledger's own rules (over
-  budget, by a revoked or unknown analyst, a reused request id, ...).
-* Derived tables that disagree with the events (an edited ``spent``, budget,
-  revocation or token hash), and dropped or rewritten append-only triggers.
-* With ``anchor=True`` (the default) the head (event count and last hash) is
-  written to ``<path>.head`` after each commit; a database with fewer events
-  than the head file, a different hash at that count, or a missing head file
-  is refused: this catches removed *last* events and a deleted database.
+What is detected
+----------------
+At start-up and by :meth:`Ledger.verify`: any edited, inserted, removed or
+reordered event (its keyed hash or its ``prev`` fails: without the key no
+event can be forged or re-chained); an event that breaks the ledger's rules;
+derived tables that disagree with the events; dropped append-only triggers;
+removed last events or an older copy of the database, against the signed
+head beside it and the witness head in the key's folder (see
+:mod:`~blowfish_nb.service.chain`). While open: every read and write first
+checks that the last event it knows is still there, unchanged, and compares
+the derived rows it touches (all tokens when authenticating) with the
+replay; any difference raises :class:`LedgerIntegrityError` and the ledger
+refuses every later call until it is opened again.
 
-What is not detected: the chain is unkeyed, so whoever can write both the
-database and the head file can rewrite the whole history consistently
-(recompute every hash and the head), or append a well-formed event within
-budget. The head file is a lower bound (a process killed between its commit
-and the head write leaves it one behind), so events appended after the head
-are accepted. For evidence against an attacker with write access to the
-service's disk, copy :meth:`Ledger.head` somewhere they cannot write.
+What is not detected: whoever holds the key can write anything. With the key
+in ``$BLOWFISH_LEDGER_KEY`` there is no witness, so putting back an older
+genuine copy of the database *and* its head file (a rollback) is accepted.
+A head is written just after its commit, so a process killed in between
+leaves the heads one commit behind: that last commit can be removed
+undetected.
 """
 
 from __future__ import annotations
@@ -54,39 +54,30 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import math
 import os
-import re
 import secrets
 import sqlite3
 import threading
 from contextlib import contextmanager, suppress
-from datetime import datetime, timezone
 from fractions import Fraction
 from typing import Any, Callable
 
 from .._validation import check_epsilon
 from ..exceptions import BlowfishError, BudgetExceededError, InvalidParameterError, SessionError
+from .audit import KINDS, NAME, REQUEST_ID, TOLERANCE, State, check_derived, event_fields, extend, fits, replay_all
+from .chain import LedgerIntegrityError, load_key, read_head, witness_path, write_head
+from .chain import canonical as _canonical
+from .schema import COLUMNS, FORMAT, append_event, open_schema, refuse_missing
 
 try:
     import fcntl
 except ImportError:  # not POSIX: writers of other processes queue on SQLite's busy timeout only
     fcntl = None
 
-__all__ = ["Ledger", "LedgerIntegrityError", "AuthError", "KINDS", "TOLERANCE", "GENESIS"]
+__all__ = ["Ledger", "LedgerIntegrityError", "AuthError", "KINDS", "TOLERANCE", "FORMAT"]
 
-#: spending within this of the budget counts as exact (sums of floats)
-TOLERANCE = 1e-12
-#: the kinds of event, in the order a ledger usually meets them
-KINDS = ("account", "budget", "analyst", "revoke", "charge", "failed")
-#: the ``prev`` of event 1
-GENESIS = "0" * 64
 #: seconds a connection waits for another writer (SQLite busy timeout)
 BUSY_TIMEOUT = 30.0
-
-
-class LedgerIntegrityError(SessionError):
-    """The ledger's database disagrees with its hash chain, its own rules or its head file: it was edited."""
 
 
 class AuthError(BlowfishError):
@@ -112,24 +103,29 @@ class Ledger:
     Parameters
     ----------
     path : str or os.PathLike
-        The SQLite file. Created with its schema when new (if ``create``).
-    create : bool, default True
-        Create the file when it does not exist; otherwise a missing file is refused.
+        The SQLite file.
+    key_file : str or os.PathLike, optional
+        The file holding the chain's key (mode 0600, outside the ledger's folder); its folder also keeps the
+        witness head. Default: the key in ``$BLOWFISH_LEDGER_KEY`` (no witness).
+    create : bool, default False
+        Make a new ledger (and a new key file, when ``key_file`` names none) if ``path`` does not exist.
     anchor : bool, default True
-        Check the head file ``<path>.head`` at start-up and rewrite it after each commit (see the module notes).
+        Check the signed heads at start-up and rewrite them after each commit (see the module notes).
 
     Raises
     ------
     LedgerIntegrityError
-        The chain, the derived tables, the triggers or the head file show an edit (the first bad event is named).
+        The chain, the derived tables, the triggers or a signed head show an edit (the first bad event is named);
+        or the key is not this ledger's key.
     SessionError
-        The file is missing (``create=False``) or is not a SQLite database.
+        The file is missing (without ``create``), is not a ledger, is of the unkeyed format 1 (``blowfish-nb
+        upgrade`` converts it), or there is no key.
 
     Examples
     --------
     >>> import os, shutil, tempfile
-    >>> folder = tempfile.mkdtemp()
-    >>> ledger = Ledger.open(os.path.join(folder, "ledger.db"))
+    >>> folder, keys = tempfile.mkdtemp(), tempfile.mkdtemp()
+    >>> ledger = Ledger(os.path.join(folder, "ledger.db"), key_file=os.path.join(keys, "ledger.key"), create=True)
     >>> ledger.add_account("course", 1.0)
     >>> token = ledger.add_analyst("alice", "course")
     >>> ledger.authenticate(token)
@@ -140,44 +136,64 @@ class Ledger:
     ('{"answers": [3, 4]}', False)
     >>> ledger.remaining("alice"), ledger.head()[0]
     (0.75, 3)
-    >>> ledger.close(); shutil.rmtree(folder)
+    >>> ledger.close(); shutil.rmtree(folder); shutil.rmtree(keys)
     """
 
-    def __init__(self, path, *, create: bool = True, anchor: bool = True):
+    def __init__(self, path, *, key_file=None, create: bool = False, anchor: bool = True):
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidParameterError(f"ledger must be a path, got {type(path).__name__}")
         self._path = os.fspath(path)
         self._anchor = bool(anchor)
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._state_lock = threading.Lock()
         self._lock_fd: int | None = None
-        self._lock_pid = os.getpid()
-        self._pid = os.getpid()
+        self._lock_pid = self._pid = os.getpid()
         self._closed = False
-        if not create and not os.path.exists(self._path):
-            raise SessionError(f"no ledger at path {self._path!r} (pass create=True to start a new one)")
+        self._broken: str | None = None
+        exists = os.path.exists(self._path)
+        if not exists and os.path.exists(self._head_path):
+            raise LedgerIntegrityError(f"no ledger at path {self._path!r}, but its head file is there: the database "
+                                       "was deleted or moved. Restore it from a backup; a new ledger would forget "
+                                       "every account's spending")
+        self._key = load_key(key_file, ledger=self._path, create=bool(create) and not exists)
+        if not exists:
+            refuse_missing(self._key, self._path, create)
         try:
             try:
-                self._create_schema()
+                self._id = self._open_schema(new=not exists)
             except sqlite3.DatabaseError as error:
                 raise SessionError(f"path {self._path!r} is not a ledger database: {error}") from None
-            count, last = self.verify()
+            self._state = self._audit()
         except BaseException:
             self.close()
             raise
         if self._anchor:
-            with self._exclusive():
-                self._write_head(count, last)
+            try:
+                with self._exclusive():
+                    self._write_heads(self._state.count, self._state.last)
+            except OSError as error:  # found now, not after the first commit
+                self.close()
+                raise SessionError(f"cannot write the ledger's heads ({error.strerror or error}: "
+                                   f"{error.filename!r}); the ledger's folder and the key's folder must be writable "
+                                   "by the service") from None
 
     @classmethod
-    def open(cls, path, *, create: bool = True, anchor: bool = True) -> "Ledger":
-        """Open (or create) the ledger at ``path`` and verify it: the same as ``Ledger(path, ...)``."""
-        return cls(path, create=create, anchor=anchor)
+    def open(cls, path, *, key_file=None, create: bool = False, anchor: bool = True) -> "Ledger":
+        """Open (or, with ``create``, make) the ledger at ``path`` and verify it: the same as ``Ledger(path, ...)``."""
+        return cls(path, key_file=key_file, create=create, anchor=anchor)
 
     @property
     def path(self) -> str:
         """The SQLite file."""
         return self._path
+
+    @property
+    def key_created(self) -> bool:
+        """Whether opening this ledger wrote a new key file (``create=True`` with a ``key_file`` that did not exist)."""
+        return self._key.created
 
     # -- curator actions ------------------------------------------------------------------
     def add_account(self, name: str, budget: float) -> None:
@@ -185,8 +201,9 @@ class Ledger:
         name = _check_name(name, "account")
         budget = check_epsilon(budget, "budget")
 
-        def work(conn, append):
-            if _account_row(conn, name) is not None:
+        def work(conn, state, append):
+            self._check_rows(conn, state, accounts=[name])
+            if name in state.accounts:
                 raise InvalidParameterError(f"account {name!r} exists already")
             append("account", account=name, body={"budget": budget})
             conn.execute("INSERT INTO accounts (name, budget, spent) VALUES (?, ?, '0')", (name, budget))
@@ -198,11 +215,11 @@ class Ledger:
         name = _check_name(name, "account")
         budget = check_epsilon(budget, "budget")
 
-        def work(conn, append):
-            row = _account_row(conn, name)
-            if row is None:
+        def work(conn, state, append):
+            self._check_rows(conn, state, accounts=[name])
+            if name not in state.accounts:
                 raise InvalidParameterError(f"account must name an existing account, got {name!r}")
-            spent = Fraction(row[1])
+            spent = state.accounts[name][1]
             if Fraction(budget) < spent - Fraction(TOLERANCE):
                 raise InvalidParameterError(f"budget of account {name!r} cannot go below what it has spent "
                                             f"({float(spent):.6g}), got {budget!r}")
@@ -218,10 +235,11 @@ class Ledger:
         token = secrets.token_urlsafe(32)
         digest = _digest(token)
 
-        def work(conn, append):
-            if _account_row(conn, account) is None:
+        def work(conn, state, append):
+            self._check_rows(conn, state, accounts=[account], analysts=[name])
+            if account not in state.accounts:
                 raise InvalidParameterError(f"account must name an existing account, got {account!r}")
-            if _analyst_row(conn, name) is not None:
+            if name in state.analysts:
                 raise InvalidParameterError(f"analyst {name!r} exists already")
             append("analyst", analyst=name, account=account, body={"token_sha256": digest})
             conn.execute("INSERT INTO analysts (name, account, revoked) VALUES (?, ?, 0)", (name, account))
@@ -234,13 +252,14 @@ class Ledger:
         """Revoke an analyst: their token now gets 403 and they cannot be charged (a no-op when revoked already)."""
         name = _check_name(name, "analyst")
 
-        def work(conn, append):
-            row = _analyst_row(conn, name)
-            if row is None:
+        def work(conn, state, append):
+            self._check_rows(conn, state, analysts=[name])
+            known = state.analysts.get(name)
+            if known is None:
                 raise InvalidParameterError(f"analyst must name an existing analyst, got {name!r}")
-            if row[1]:
+            if known[1]:
                 return
-            append("revoke", analyst=name, account=row[0], body={})
+            append("revoke", analyst=name, account=known[0], body={})
             conn.execute("UPDATE analysts SET revoked = 1 WHERE name = ?", (name,))
             conn.execute("UPDATE tokens SET revoked = 1 WHERE analyst = ?", (name,))
 
@@ -252,11 +271,12 @@ class Ledger:
         token = secrets.token_urlsafe(32)
         digest = _digest(token)
 
-        def work(conn, append):
-            row = _analyst_row(conn, name)
-            if row is None:
+        def work(conn, state, append):
+            self._check_rows(conn, state, analysts=[name])
+            known = state.analysts.get(name)
+            if known is None:
                 raise InvalidParameterError(f"analyst must name an existing analyst, got {name!r}")
-            append("analyst", analyst=name, account=row[0], body={"token_sha256": digest})
+            append("analyst", analyst=name, account=known[0], body={"token_sha256": digest})
             conn.execute("UPDATE tokens SET revoked = 1 WHERE analyst = ?", (name,))
             conn.execute("INSERT INTO tokens (hash, analyst, revoked) VALUES (?, ?, 0)", (digest, name))
             conn.execute("UPDATE analysts SET revoked = 0 WHERE name = ?", (name,))
@@ -266,25 +286,25 @@ class Ledger:
 
     def accounts(self) -> list[dict]:
         """Every account, in creation order: ``{account, budget, spent, remaining, analysts}``."""
-        conn = self._connect()
-        members: dict[str, list[str]] = {}
-        for name, account in conn.execute("SELECT name, account FROM analysts ORDER BY rowid"):
-            members.setdefault(account, []).append(name)
-        return [{"account": name, "budget": budget, "spent": float(Fraction(spent)),
-                 "remaining": _remaining(budget, Fraction(spent)), "analysts": members.get(name, [])}
-                for name, budget, spent in conn.execute("SELECT name, budget, spent FROM accounts ORDER BY rowid")]
+        with self._reading() as (_, state):
+            members: dict[str, list[str]] = {}
+            for name, known in state.analysts.items():
+                members.setdefault(known[0], []).append(name)
+            return [{"account": name, "budget": a[0], "spent": float(a[1]), "remaining": _remaining(a[0], a[1]),
+                     "analysts": members.get(name, [])} for name, a in state.accounts.items()]
 
     def analysts(self) -> list[dict]:
         """Every analyst, in creation order: ``{analyst, account, revoked, last_seen}`` (last release time or None)."""
-        rows = self._connect().execute("SELECT name, account, revoked, last_seen FROM analysts ORDER BY rowid")
-        return [{"analyst": n, "account": a, "revoked": bool(r), "last_seen": t} for n, a, r, t in rows]
+        with self._reading() as (_, state):
+            return [{"analyst": n, "account": a[0], "revoked": a[1], "last_seen": a[2]}
+                    for n, a in state.analysts.items()]
 
     # -- analyst actions ------------------------------------------------------------------
     def authenticate(self, token: str | None) -> str:
         """The analyst a token belongs to; :class:`AuthError` 401 (unknown, missing) or 403 (revoked).
 
-        Every stored digest is compared with :func:`hmac.compare_digest` (no early exit); messages never show the
-        token.
+        Every digest the events created is compared with :func:`hmac.compare_digest` (no early exit); the
+        ``tokens`` table must agree with them. Messages never show the token.
         """
         if not isinstance(token, str) or not token:
             raise AuthError("no token: send the token the curator gave you", status=401)
@@ -292,10 +312,12 @@ class Ledger:
             digest = _digest(token).encode("ascii")
         except UnicodeEncodeError:
             raise AuthError("unknown token", status=401) from None
-        found = None
-        for stored, name, revoked in self._connect().execute("SELECT hash, analyst, revoked FROM tokens"):
-            if hmac.compare_digest(stored.encode("ascii", "replace"), digest):
-                found = (name, revoked)
+        with self._reading() as (conn, state):
+            found = None
+            for stored, (name, revoked, _) in state.tokens.items():
+                if hmac.compare_digest(stored.encode("ascii"), digest):
+                    found = (name, revoked)
+            self._check_rows(conn, state, analysts=[] if found is None else [found[0]], tokens=True)
         if found is None:
             raise AuthError("unknown token: it opens no analyst's account", status=401)
         if found[1]:
@@ -327,9 +349,11 @@ class Ledger:
         Raises
         ------
         BudgetExceededError
-            ``epsilon`` exceeds what the account has left; nothing is written.
+            ``epsilon`` exceeds what the account has left by its events; nothing is written.
         AuthError
             The analyst is unknown (401) or revoked (403).
+        LedgerIntegrityError
+            The file was edited since the ledger was opened (nothing is written).
         """
         return self._release("charge", analyst, request_id, epsilon, entry, _check_text(response, "response"))
 
@@ -354,16 +378,17 @@ class Ledger:
         """
         analyst = _check_name(analyst, "analyst")
         request_id = _check_request_id(request_id)
-        row = self._connect().execute("SELECT kind, time, epsilon, body FROM events WHERE analyst = ? AND "
-                                      "request_id = ?", (analyst, request_id)).fetchone()
+        with self._reading() as (conn, state):
+            seq = state.requests.get((analyst, request_id))
+            row = None if seq is None else self._event(conn, seq)
         if row is None:
             return None
-        body = json.loads(row[3])
-        return {"kind": row[0], "time": row[1], "epsilon": row[2], "entry": body["entry"],
-                "response": _stored_text(row[0], body)}
+        body = json.loads(row[7])
+        return {"kind": row[2], "time": row[1], "epsilon": row[5], "entry": body["entry"],
+                "response": _stored_text(row[2], body)}
 
     def balance(self, analyst: str) -> dict:
-        """``{budget, spent, remaining}`` of the analyst's account, from one read."""
+        """``{budget, spent, remaining}`` of the analyst's account, from one read of the events."""
         budget, spent = self._budget_of(analyst)
         return {"budget": budget, "spent": float(spent), "remaining": _remaining(budget, spent)}
 
@@ -382,57 +407,48 @@ class Ledger:
 
     def entries(self, analyst: str) -> list[dict]:
         """The ledger entries of the analyst's account, in order: each stored entry plus ``analyst`` and ``time``."""
-        conn = self._connect()
-        account = self._account_of(conn, analyst)
-        rows = conn.execute("SELECT analyst, time, body FROM events WHERE account = ? AND kind IN "
-                            "('charge', 'failed') ORDER BY seq", (account,))
-        return [{**json.loads(body)["entry"], "analyst": who, "time": time} for who, time, body in rows]
+        with self._reading() as (conn, state):
+            account = _account_of(state, analyst)
+            rows = conn.execute(f"SELECT {COLUMNS} FROM events WHERE account = ? AND kind IN ('charge', 'failed') "
+                                "AND seq <= ? ORDER BY seq", (account, state.count)).fetchall()
+            bad = [r[0] for r in rows if not self._genuine(r)]
+            if bad or len(rows) != state.accounts[account][3]:
+                self._fail([f"the releases of account {account!r} in the file are not the ones its events hold "
+                            f"({len(rows)} found, {state.accounts[account][3]} charged; first altered: "
+                            f"{bad[0] if bad else None})"])
+        return [{**json.loads(r[7])["entry"], "analyst": r[3], "time": r[1]} for r in rows]
 
     # -- integrity --------------------------------------------------------------------------
     def head(self) -> tuple[int, str]:
-        """``(count, hash)`` of the last event (``(0, GENESIS)`` when empty): keep a copy to compare later."""
-        row = self._connect().execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-        return (0, GENESIS) if row is None else (row[0], row[1])
+        """``(count, hash)`` of the last event (the ledger's genesis value when empty): keep a copy to compare later."""
+        with self._reading() as (_, state):
+            return state.count, state.last
 
     def verify(self) -> tuple[int, str]:
-        """Recompute the whole chain and check the rules, derived tables, triggers and head file; return head().
+        """Recompute the whole keyed chain and check the rules, derived tables, triggers and heads; return head().
 
         Raises
         ------
         LedgerIntegrityError
-            Naming the first bad event and what is wrong ("event 17 (charge by alice) was altered: ..."), and any
-            further finding (derived tables, triggers, head file).
+            Naming the first bad event and what is wrong ("event 17 (charge by alice) was altered or forged: ..."),
+            and any further finding (derived tables, triggers, heads).
         """
-        anchored = self._read_head() if self._anchor else None  # before the snapshot: it may only lag the events
-        conn = self._connect()
-        problems: list[str] = []
-        conn.execute("BEGIN")
+        self._usable()
         try:
-            count, last, state, chain_ok = _replay(conn, problems)
-            if chain_ok:
-                _compare_derived(conn, state, problems)
-            _check_triggers(conn, problems)
-            if chain_ok and anchored is not None:
-                _check_anchor(conn, anchored, count, problems, self._head_path)
-        except sqlite3.DatabaseError as error:
-            problems.append(f"the database cannot be read as a ledger: {error}")
-            count, last = 0, GENESIS
-        finally:
-            with suppress(sqlite3.Error):
-                conn.execute("COMMIT")
-        if anchored is None and self._anchor and count > 0 and not os.path.exists(self._head_path):
-            problems.append(f"the head file {self._head_path!r} is missing but the ledger holds {count} events "
-                            "(it was deleted, or the database was copied without it): open with anchor=False, "
-                            "compare head() with a trusted record, then call write_head()")
-        if problems:
-            raise LedgerIntegrityError(f"ledger {self._path!r}: " + "; also ".join(problems))
-        return count, last
+            state = self._audit()
+        except LedgerIntegrityError as error:
+            self._broken = str(error)
+            raise
+        with self._state_lock:
+            if state.count >= self._state.count:
+                self._state = state
+        return state.count, state.last
 
     def write_head(self) -> tuple[int, str]:
-        """Write the head file from the database as it is now (after checking :meth:`head` against a trusted copy)."""
+        """Sign and write both heads from the database as it is now (after checking :meth:`head` against a trusted copy)."""
         with self._exclusive():
             count, last = self.head()
-            self._write_head(count, last, force=True)
+            self._write_heads(count, last, force=True)
         return count, last
 
     def close(self) -> None:
@@ -467,15 +483,15 @@ class Ledger:
         body = {"entry": entry, "response" if kind == "charge" else "message": text}
         _canonical(body, "entry")
 
-        def work(conn, append):
-            account = _active_account(conn, analyst)
-            row = conn.execute("SELECT kind, body FROM events WHERE analyst = ? AND request_id = ?",
-                               (analyst, request_id)).fetchone()
-            if row is not None:
-                return _stored_text(row[0], json.loads(row[1])), False
-            budget, spent = _account_row(conn, account)
-            spent = Fraction(spent)
-            if not _fits(budget, spent, epsilon):
+        def work(conn, state, append):
+            account = _active_account(state, analyst)
+            self._check_rows(conn, state, accounts=[account], analysts=[analyst])
+            seq = state.requests.get((analyst, request_id))
+            if seq is not None:
+                row = self._event(conn, seq)
+                return _stored_text(row[2], json.loads(row[7])), False
+            budget, spent = state.accounts[account][:2]
+            if not fits(budget, spent, epsilon):
                 raise BudgetExceededError(
                     f"this release needs epsilon={epsilon:.6g} but account {account!r} has "
                     f"{_remaining(budget, spent):.6g} of its budget {budget:.6g} left; nothing was charged")
@@ -487,16 +503,11 @@ class Ledger:
         return self._write(work)
 
     def _budget_of(self, analyst) -> tuple[float, Fraction]:
-        conn = self._connect()
-        budget, spent = _account_row(conn, self._account_of(conn, analyst))
-        return budget, Fraction(spent)
-
-    def _account_of(self, conn, analyst) -> str:
-        analyst = _check_name(analyst, "analyst")
-        row = _analyst_row(conn, analyst)
-        if row is None:
-            raise InvalidParameterError(f"analyst must name an existing analyst, got {analyst!r}")
-        return row[0]
+        with self._reading() as (conn, state):
+            account = _account_of(state, analyst)
+            self._check_rows(conn, state, accounts=[account])
+            budget, spent = state.accounts[account][:2]
+        return budget, spent
 
     def _connect(self) -> sqlite3.Connection:
         """This thread's connection (one per thread; new ones after a fork)."""
@@ -523,27 +534,94 @@ class Ledger:
             self._conns.append(conn)
         return conn
 
-    def _write(self, work: Callable) -> Any:
-        """Run ``work(conn, append)`` in one BEGIN IMMEDIATE transaction; anchor the new head after the commit."""
+    def _usable(self) -> None:
+        if self._broken is not None:
+            raise LedgerIntegrityError(self._broken)
+
+    def _fail(self, problems: list[str]) -> None:
+        """Record an edit found while open (every later call is refused) and raise it."""
+        self._broken = (f"ledger {self._path!r} was edited while open: " + "; also ".join(problems)
+                        + "; nothing more is read or written until it is opened (and verified) again")
+        raise LedgerIntegrityError(self._broken)
+
+    def _sync(self, conn) -> None:
+        """Apply the events committed since the last look (inside a transaction, state lock held).
+
+        The last event known must still be there unchanged; each new one must chain, carry its keyed hash and
+        keep the rules.
+        """
+        self._usable()
+        state = self._state
+        if state.count:
+            row = conn.execute("SELECT hash FROM events WHERE seq = ?", (state.count,)).fetchone()
+            if row is None or row[0] != state.last:
+                self._fail([f"event {state.count} was {'removed' if row is None else 'replaced'}"])
+        problems: list[str] = []
+        rows = conn.execute(f"SELECT {COLUMNS} FROM events WHERE seq > ? ORDER BY seq", (state.count,))
+        if not extend(state, rows, self._key, problems):
+            self._fail(problems)
+
+    @contextmanager
+    def _reading(self):
+        """``(connection, state)`` in one read transaction, the state brought up to the database first."""
         conn = self._connect()
-        heads: list[tuple[int, str]] = []
+        with self._state_lock:
+            conn.execute("BEGIN")
+            try:
+                self._sync(conn)
+                yield conn, self._state
+            finally:
+                with suppress(sqlite3.Error):
+                    conn.execute("COMMIT")
 
-        def append(kind, **fields) -> str:
-            seq, digest, time = _append(conn, kind, **fields)
-            heads.append((seq, digest))
-            return time
+    def _check_rows(self, conn, state, *, accounts=(), analysts=(), tokens: bool = False) -> None:
+        """The derived rows a call relies on must be what the events say."""
+        problems: list[str] = []
+        check_derived(conn, state, problems, accounts=list(accounts), analysts=list(analysts), tokens=tokens)
+        if problems:
+            self._fail(problems)
 
+    def _genuine(self, row) -> bool:
+        seq, time, kind, analyst, account, epsilon, request_id, body, prev, stored = row
+        try:
+            fields = event_fields(seq, time, kind, analyst, account, epsilon, request_id, body)
+        except InvalidParameterError:
+            return False
+        return hmac.compare_digest(self._key.event_hash(prev, fields), str(stored))
+
+    def _event(self, conn, seq: int) -> tuple:
+        """Event ``seq``, its keyed hash checked."""
+        row = conn.execute(f"SELECT {COLUMNS} FROM events WHERE seq = ?", (seq,)).fetchone()
+        if row is None or not self._genuine(row):
+            self._fail([f"event {seq} was {'removed' if row is None else 'altered'}"])
+        return row
+
+    def _write(self, work: Callable) -> Any:
+        """Run ``work(conn, state, append)`` in one BEGIN IMMEDIATE transaction on the synced state; sign the heads."""
+        conn = self._connect()
         with self._exclusive():
             conn.execute("BEGIN IMMEDIATE")
             try:
-                result = work(conn, append)
-                conn.execute("COMMIT")
+                with self._state_lock:
+                    self._sync(conn)
+                    state, rows = self._state, []
+
+                    def append(kind, **fields) -> str:
+                        count, last = (state.count, state.last) if not rows else (rows[-1][0], rows[-1][9])
+                        rows.append(append_event(conn, self._key, count + 1, last, kind, **fields))
+                        return rows[-1][1]
+
+                    result = work(conn, state, append)
+                    conn.execute("COMMIT")
+                    problems: list[str] = []
+                    if not extend(state, rows, self._key, problems):  # never: the rules were checked by work
+                        self._fail(problems)
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-            if heads and self._anchor:
-                self._write_head(*heads[-1])
+            if rows and self._anchor:
+                self._write_heads(state.count, state.last)
         return result
 
     @contextmanager
@@ -566,116 +644,44 @@ class Ledger:
             finally:
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
-    def _create_schema(self) -> None:
+    def _open_schema(self, new: bool) -> str:
+        """Create the schema of a new ledger, or check the format and key of an existing one; return its id."""
         conn = self._connect()
         with self._exclusive():
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'").fetchone()
-                if not exists:  # never re-create a dropped trigger or table silently: verify reports those
-                    for statement in _SCHEMA:
-                        conn.execute(statement)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+            return open_schema(conn, self._key, new=new, path=self._path)
+
+    def _audit(self) -> State:
+        """Replay the whole chain from genesis and check everything else (the heads included); the verified state."""
+        heads = []
+        if self._anchor:
+            with self._exclusive():  # no writer is between its commit and its head writes
+                heads.append(("head file", self._head_path, read_head(self._head_path, "head file")))
+                witness = witness_path(self._key, self._id)
+                if witness is not None:
+                    heads.append(("witness head", witness, read_head(witness, "witness head")))
+        problems: list[str] = []
+        state = replay_all(self._connect(), self._key, self._id, heads, problems)
+        if self._anchor and heads[0][2] is None and state.count > 0:
+            problems.append(f"the head file {self._head_path!r} is missing but the ledger holds {state.count} events "
+                            "(it was deleted, or the database was copied without it): open with anchor=False, "
+                            "compare head() with a trusted record, then call write_head()")
+        if problems:
+            raise LedgerIntegrityError(f"ledger {self._path!r}: " + "; also ".join(problems))
+        return state
 
     @property
     def _head_path(self) -> str:
         return self._path + ".head"
 
-    def _read_head(self) -> tuple[int, str] | None:
-        with self._exclusive():  # no writer is between its commit and its head write
-            try:
-                with open(self._head_path, "rb") as file:
-                    data = file.read(4096)
-            except FileNotFoundError:
-                return None
-        parsed = _parse_head(data)
-        if parsed is None:
-            raise LedgerIntegrityError(f"ledger {self._path!r}: the head file {self._head_path!r} is unreadable "
-                                       f"(it was edited): {data[:200]!r}")
-        return parsed
-
-    def _write_head(self, count: int, last: str, force: bool = False) -> None:
-        """Write the head in place (fixed length, one write) unless the file holds a later one; under _exclusive."""
-        fd = os.open(self._head_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            current = _parse_head(os.read(fd, 4096))
-            if not force and current is not None and current[0] >= count:
-                return
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.write(fd, _HEAD.format(count, last).encode("ascii"))
-            if current is None:  # a new file: make sure it is never found empty after a power loss
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-# -- schema ----------------------------------------------------------------------------------
-_SCHEMA = (
-    "CREATE TABLE events (seq INTEGER PRIMARY KEY, time TEXT NOT NULL, kind TEXT NOT NULL, analyst TEXT, "
-    "account TEXT, epsilon REAL, request_id TEXT, body TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL)",
-    "CREATE UNIQUE INDEX events_request ON events (analyst, request_id) WHERE request_id IS NOT NULL",
-    "CREATE INDEX events_account ON events (account, seq)",
-    "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
-    "BEGIN SELECT RAISE(ABORT, 'ledger events are append-only: UPDATE refused'); END",
-    "CREATE TRIGGER events_no_delete BEFORE DELETE ON events "
-    "BEGIN SELECT RAISE(ABORT, 'ledger events are append-only: DELETE refused'); END",
-    "CREATE TABLE accounts (name TEXT PRIMARY KEY, budget REAL NOT NULL, spent TEXT NOT NULL)",
-    "CREATE TABLE analysts (name TEXT PRIMARY KEY, account TEXT NOT NULL REFERENCES accounts (name), "
-    "revoked INTEGER NOT NULL, last_seen TEXT)",
-    "CREATE TABLE tokens (hash TEXT PRIMARY KEY, analyst TEXT NOT NULL REFERENCES analysts (name), "
-    "revoked INTEGER NOT NULL)",
-)
-_TRIGGERS = {s.split()[2]: s for s in _SCHEMA if s.startswith("CREATE TRIGGER")}
-_COLUMNS = "seq, time, kind, analyst, account, epsilon, request_id, body, prev, hash"
-_WHO = "SELECT kind, analyst, account FROM events WHERE seq = ?"
-_HEAD = "blowfish_nb ledger head\ncount {:020d}\nhash {}\n"
-_HEAD_RE = re.compile(rb"blowfish_nb ledger head\ncount (\d{20})\nhash ([0-9a-f]{64})\n")
-_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
-_REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-
-
-# -- writing ---------------------------------------------------------------------------------
-def _append(conn, kind: str, *, analyst=None, account=None, epsilon=None, request_id=None,
-            body: dict) -> tuple[int, str, str]:
-    """Append one event after the last one; return its seq, hash and time."""
-    row = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-    seq, prev = (1, GENESIS) if row is None else (row[0] + 1, row[1])
-    time = datetime.now(timezone.utc).isoformat(timespec="microseconds")
-    text = _canonical(body, "body")
-    digest = _event_hash(prev, seq, time, kind, analyst, account, epsilon, request_id, text)
-    conn.execute(f"INSERT INTO events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 (seq, time, kind, analyst, account, epsilon, request_id, text, prev, digest))
-    return seq, digest, time
-
-
-def _event_hash(prev, seq, time, kind, analyst, account, epsilon, request_id, body) -> str:
-    """sha256(prev || canonical JSON of the event's other fields, seq included)."""
-    fields = {"seq": seq, "time": time, "kind": kind, "analyst": analyst, "account": account,
-              "epsilon": epsilon, "request_id": request_id, "body": body}
-    return hashlib.sha256(str(prev).encode("utf-8", "replace") + _canonical(fields, "event").encode("ascii")).hexdigest()
-
-
-def _canonical(value, name: str) -> str:
-    """Canonical JSON (sorted keys, fixed separators, ASCII, no NaN)."""
-    try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-    except (TypeError, ValueError) as error:
-        raise InvalidParameterError(f"{name} must hold plain JSON values (str, finite numbers, bool, None, lists, "
-                                    f"dicts with str keys): {error}") from None
+    def _write_heads(self, count: int, last: str, force: bool = False) -> None:
+        """Sign and write the head beside the database and the witness in the key's folder (under _exclusive)."""
+        for where in (self._head_path, witness_path(self._key, self._id)):
+            if where is not None:
+                write_head(where, self._key, self._id, count, last, self._path, force=force)
 
 
 def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def _fits(budget: float, spent: Fraction, epsilon: float) -> bool:
-    """Whether ε fits in budget − spent (exact arithmetic: the correctly rounded fsum, 1e-12 tolerance)."""
-    return Fraction(epsilon) <= Fraction(budget) - spent + Fraction(TOLERANCE)
 
 
 def _remaining(budget: float, spent: Fraction) -> float:
@@ -686,32 +692,32 @@ def _stored_text(kind: str, body: dict) -> str:
     return body["response"] if kind == "charge" else body["message"]
 
 
-def _account_row(conn, name):
-    return conn.execute("SELECT budget, spent FROM accounts WHERE name = ?", (name,)).fetchone()
-
-
-def _analyst_row(conn, name):
-    return conn.execute("SELECT account, revoked FROM analysts WHERE name = ?", (name,)).fetchone()
-
-
-def _active_account(conn, analyst: str) -> str:
-    row = _analyst_row(conn, analyst)
-    if row is None:
+def _active_account(state: State, analyst: str) -> str:
+    known = state.analysts.get(analyst)
+    if known is None:
         raise AuthError(f"unknown analyst {analyst!r}", status=401)
-    if row[1]:
+    if known[1]:
         raise AuthError(f"analyst {analyst!r} was revoked: nothing is charged or released", status=403)
-    return row[0]
+    return known[0]
+
+
+def _account_of(state: State, analyst) -> str:
+    analyst = _check_name(analyst, "analyst")
+    known = state.analysts.get(analyst)
+    if known is None:
+        raise InvalidParameterError(f"analyst must name an existing analyst, got {analyst!r}")
+    return known[0]
 
 
 def _check_name(value, name: str) -> str:
-    if not isinstance(value, str) or not _NAME.fullmatch(value):
+    if not isinstance(value, str) or not NAME.fullmatch(value):
         raise InvalidParameterError(f"{name} must be 1 to 64 characters among A-Z a-z 0-9 _ . @ -, "
                                     f"got {_short(value)}")
     return value
 
 
 def _check_request_id(value) -> str:
-    if not isinstance(value, str) or not _REQUEST_ID.fullmatch(value):
+    if not isinstance(value, str) or not REQUEST_ID.fullmatch(value):
         raise InvalidParameterError(f"request_id must be 1 to 64 characters among A-Z a-z 0-9 _ -, "
                                     f"got {_short(value)}")
     return value
@@ -726,218 +732,3 @@ def _check_text(value, name: str) -> str:
 def _short(value) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _parse_head(data: bytes) -> tuple[int, str] | None:
-    match = _HEAD_RE.fullmatch(data)
-    return None if match is None else (int(match.group(1)), match.group(2).decode("ascii"))
-
-
-# -- verifying -------------------------------------------------------------------------------
-class _Broken(Exception):
-    """An event that breaks the ledger's rules (raised by _State.apply, reported by _replay)."""
-
-
-class _State:
-    """The accounts, analysts, tokens and request ids the events add up to (the replay of the ledger)."""
-
-    def __init__(self):
-        self.accounts: dict[str, list] = {}  # name -> [budget, spent (exact), seq that last set it]
-        self.analysts: dict[str, list] = {}  # name -> [account, revoked, last_seen, seq]
-        self.tokens: dict[str, list] = {}  # sha256 -> [analyst, revoked, seq]
-        self.requests: set[tuple[str, str]] = set()
-
-    def apply(self, seq, time, kind, analyst, account, epsilon, request_id, body) -> None:
-        try:
-            body = json.loads(body)
-        except ValueError:
-            raise _Broken("its body is not JSON") from None
-        if not isinstance(body, dict):
-            raise _Broken("its body is not a JSON object")
-        if kind not in KINDS:
-            raise _Broken(f"its kind {_short(kind)} is none of {', '.join(KINDS)}")
-        if kind in ("account", "budget"):
-            self._budget(seq, kind, analyst, account, epsilon, request_id, body)
-        elif kind in ("analyst", "revoke"):
-            self._analyst(seq, kind, analyst, account, epsilon, request_id, body)
-        else:
-            self._charge(seq, time, kind, analyst, account, epsilon, request_id, body)
-
-    def _budget(self, seq, kind, analyst, account, epsilon, request_id, body) -> None:
-        if analyst is not None or epsilon is not None or request_id is not None:
-            raise _Broken(f"a {kind} event names no analyst, epsilon or request id")
-        budget = body.get("budget")
-        if not _positive(budget):
-            raise _Broken(f"its budget {_short(budget)} is not a positive finite number")
-        if kind == "account":
-            if not (isinstance(account, str) and _NAME.fullmatch(account)) or account in self.accounts:
-                raise _Broken(f"account {_short(account)} is not a new account name")
-            self.accounts[account] = [float(budget), Fraction(0), seq]
-            return
-        if account not in self.accounts:
-            raise _Broken(f"account {_short(account)} does not exist")
-        if Fraction(budget) < self.accounts[account][1] - Fraction(TOLERANCE):
-            raise _Broken("the budget is set below what the account has spent")
-        self.accounts[account][0], self.accounts[account][2] = float(budget), seq
-
-    def _analyst(self, seq, kind, analyst, account, epsilon, request_id, body) -> None:
-        if epsilon is not None or request_id is not None:
-            raise _Broken(f"an {kind} event names no epsilon or request id")
-        if account not in self.accounts:
-            raise _Broken(f"account {_short(account)} does not exist")
-        known = self.analysts.get(analyst)
-        if known is not None and known[0] != account:
-            raise _Broken(f"analyst {analyst} belongs to account {known[0]}, not {_short(account)}")
-        if kind == "revoke":
-            if known is None or known[1]:
-                raise _Broken(f"analyst {_short(analyst)} is not an active analyst")
-            known[1], known[3] = True, seq
-            self._revoke_tokens(analyst, seq)
-            return
-        digest = body.get("token_sha256")
-        if not (isinstance(digest, str) and _HEX64.fullmatch(digest)) or digest in self.tokens:
-            raise _Broken("its token_sha256 is not a new SHA-256 hex digest")
-        if known is None:
-            if not (isinstance(analyst, str) and _NAME.fullmatch(analyst)):
-                raise _Broken(f"analyst {_short(analyst)} is not a valid name")
-            self.analysts[analyst] = [account, False, None, seq]
-        else:  # a rotation: older tokens are revoked, the analyst is active
-            known[1], known[3] = False, seq
-            self._revoke_tokens(analyst, seq)
-        self.tokens[digest] = [analyst, False, seq]
-
-    def _charge(self, seq, time, kind, analyst, account, epsilon, request_id, body) -> None:
-        known = self.analysts.get(analyst)
-        if known is None or known[1]:
-            raise _Broken(f"analyst {_short(analyst)} is not an active analyst")
-        if account != known[0]:
-            raise _Broken(f"analyst {analyst} belongs to account {known[0]}, not {_short(account)}")
-        if not _positive(epsilon):
-            raise _Broken(f"its epsilon {_short(epsilon)} is not a positive finite number")
-        if not (isinstance(request_id, str) and _REQUEST_ID.fullmatch(request_id)):
-            raise _Broken(f"its request id {_short(request_id)} is not valid")
-        if (analyst, request_id) in self.requests:
-            raise _Broken(f"request id {request_id} was charged before")
-        text = body.get("response" if kind == "charge" else "message")
-        if not isinstance(body.get("entry"), dict) or not isinstance(text, str):
-            raise _Broken("its body is not an entry with a stored answer")
-        budget, spent, _ = self.accounts[account]
-        if not _fits(budget, spent, epsilon):
-            raise _Broken(f"it spends more than account {account} had left")
-        self.requests.add((analyst, request_id))
-        self.accounts[account][1] = spent + Fraction(epsilon)
-        self.accounts[account][2] = seq
-        known[2], known[3] = time, seq
-
-    def _revoke_tokens(self, analyst: str, seq: int) -> None:
-        for token in self.tokens.values():
-            if token[0] == analyst and not token[1]:
-                token[1], token[2] = True, seq
-
-
-def _positive(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-
-
-def _describe(kind, analyst, account) -> str:
-    """How an event is named in messages ("charge by alice")."""
-    who, where = _label(analyst), _label(account)
-    return {"charge": f"charge by {who}", "failed": f"failed release by {who}", "analyst": f"analyst {who}",
-            "revoke": f"revoke of {who}", "account": f"account {where}",
-            "budget": f"budget of {where}"}.get(kind, f"kind {_short(kind)}")
-
-
-def _label(value) -> str:
-    return value if isinstance(value, str) and _NAME.fullmatch(value) else _short(value)
-
-
-def _replay(conn, problems: list[str]) -> tuple[int, str, _State, bool]:
-    """Recompute every hash and apply every event in order; stop at the first bad one."""
-    state, prev, expected = _State(), GENESIS, 1
-    for seq, time, kind, analyst, account, epsilon, request_id, body, stored_prev, stored in conn.execute(
-            f"SELECT {_COLUMNS} FROM events ORDER BY seq"):
-        what = f"event {seq} ({_describe(kind, analyst, account)})"
-        if seq != expected:
-            problems.append(f"event {expected} is missing: the events go from seq {expected - 1} to {seq} "
-                            "(rows were deleted)" if isinstance(seq, int) and seq > expected else
-                            f"{what} is numbered out of order: seq {expected} was due")
-            return expected - 1, prev, state, False
-        if stored_prev != prev:
-            problems.append(f"{what} does not follow event {seq - 1}: its prev is not that event's hash "
-                            "(an event was removed, replaced or forged)")
-            return seq - 1, prev, state, False
-        try:
-            computed = _event_hash(prev, seq, time, kind, analyst, account, epsilon, request_id, body)
-        except InvalidParameterError:  # a field no writer stores (a BLOB, a NaN)
-            computed = None
-        if computed != stored:
-            problems.append(f"{what} was altered: its hash does not match its content")
-            return seq - 1, prev, state, False
-        try:
-            state.apply(seq, time, kind, analyst, account, epsilon, request_id, body)
-        except _Broken as why:
-            problems.append(f"{what} breaks the ledger's rules: {why} (a forged event)")
-            return seq - 1, prev, state, False
-        prev, expected = stored, expected + 1
-    return expected - 1, prev, state, True
-
-
-def _compare_derived(conn, state: _State, problems: list[str]) -> None:
-    """The derived tables must hold exactly what the events add up to."""
-    def spent(text):
-        try:
-            return Fraction(text)
-        except (TypeError, ValueError):
-            return text
-
-    tables = {
-        "accounts": ({n: (b, spent(s)) for n, b, s in conn.execute("SELECT name, budget, spent FROM accounts")},
-                     {n: ((a[0], a[1]), a[2]) for n, a in state.accounts.items()}, "account", ("budget", "spent")),
-        "analysts": ({n: (a, bool(r), t) for n, a, r, t in
-                      conn.execute("SELECT name, account, revoked, last_seen FROM analysts")},
-                     {n: ((a[0], a[1], a[2]), a[3]) for n, a in state.analysts.items()}, "analyst",
-                     ("account", "revoked", "last_seen")),
-        "tokens": ({h: (a, bool(r)) for h, a, r in conn.execute("SELECT hash, analyst, revoked FROM tokens")},
-                   {h: ((t[0], t[1]), t[2]) for h, t in state.tokens.items()}, "token sha256", ("analyst", "revoked")),
-    }
-    for table, (found, due, key_name, fields) in tables.items():
-        for key in sorted(due, key=lambda k: due[k][1]):  # in the events' order: the first event wronged is named
-            value, seq = due[key]
-            made_by = f"event {seq} ({_describe(*conn.execute(_WHO, (seq,)).fetchone())})"
-            if key not in found:
-                problems.append(f"the {table} table lacks the {key_name} {_short(key)} that {made_by} made")
-                return
-            for field, have, want in zip(fields, found[key], value):
-                if have != want:
-                    problems.append(f"the {table} table disagrees with {made_by}: {key_name} {_short(key)} has "
-                                    f"{field} {_shown(have)} in the table, {_shown(want)} by the events")
-                    return
-        extra = sorted(set(found) - set(due), key=str)
-        if extra:
-            problems.append(f"the {table} table has a row no event made ({key_name} {_short(extra[0])})")
-            return
-
-
-def _shown(value) -> str:
-    return repr(float(value) if isinstance(value, Fraction) else value)
-
-
-def _check_triggers(conn, problems: list[str]) -> None:
-    found = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'events'"))
-    for name, sql in _TRIGGERS.items():
-        if found.get(name) != sql:
-            problems.append(f"the append-only trigger {name} on events was {'rewritten' if name in found else 'dropped'}")
-
-
-def _check_anchor(conn, anchored: tuple[int, str], count: int, problems: list[str], where: str) -> None:
-    """The database must extend the head the head file recorded (it may be ahead: the file is written after)."""
-    want_count, want_hash = anchored
-    if want_count == 0:
-        return
-    row = conn.execute("SELECT hash FROM events WHERE seq = ?", (want_count,)).fetchone()
-    if row is None or count < want_count:
-        problems.append(f"the head file {where!r} records {want_count} events but the database holds "
-                        f"{count}: the last events were removed")
-    elif row[0] != want_hash:
-        problems.append(f"event {want_count} is not the one the head file {where!r} recorded (its hash differs): "
-                        "the history was rewritten")

@@ -12,49 +12,33 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..accuracy import error_draws
 from ..exceptions import InvalidParameterError
-from ..planning import Catalog
+from ..planning import Catalog, Request
 from ..release import Release
 
-__all__ = ["QUERY_FIELDS", "normalise", "request_key", "encode_release", "decode_release", "frame_json"]
-
-#: the fields of a query request, with their defaults (everything an analyst may say about a release)
-QUERY_FIELDS: dict[str, Any] = {"query": "histogram", "columns": None, "ranges": None, "keep": None, "epsilon": None,
-                                "accuracy": None, "mechanism": "auto", "projection": True}
+__all__ = ["as_request", "encode_release", "decode_release", "frame_json"]
 
 
-def normalise(request: Mapping) -> dict:
-    """The request with every field present (defaults filled), unknown fields refused.
+def as_request(request: Request | Mapping) -> Request:
+    """The validated request of a wire body (a JSON object) or an in-process :class:`Request`; names only.
 
     Examples
     --------
-    >>> normalise({"columns": "age", "epsilon": 0.5})["mechanism"]
+    >>> as_request({"columns": "age", "epsilon": 0.5}).mechanism
     'auto'
     """
-    if not isinstance(request, Mapping):
-        raise InvalidParameterError(f"a request must be a JSON object, got {type(request).__name__}")
-    unknown = sorted(set(request) - set(QUERY_FIELDS))
-    if unknown:
-        raise InvalidParameterError(f"unknown request field {unknown[0]!r}; fields are {sorted(QUERY_FIELDS)}")
-    out = {**QUERY_FIELDS, **request}
-    if not isinstance(out["mechanism"], str):
+    r = request.validated() if isinstance(request, Request) else Request.from_dict(request)
+    if not isinstance(r.mechanism, str) or not isinstance(r.query, str):
+        what = "mechanism" if not isinstance(r.mechanism, str) else "query"
         raise InvalidParameterError(
-            f"mechanism must be 'auto' or the name of a vetted mechanism, got a {type(out['mechanism']).__name__}: "
-            "the service takes names only, never mechanism objects")
-    for name in ("columns", "keep"):
-        if isinstance(out[name], tuple):
-            out[name] = list(out[name])
-    if out["ranges"] is not None:
-        out["ranges"] = plain(out["ranges"])
-    if out["accuracy"] is not None and isinstance(out["accuracy"], tuple):
-        out["accuracy"] = list(out["accuracy"])
-    return out
+            f"{what} must be a name, got a {type(getattr(r, what)).__name__}: the service takes names only, never "
+            "objects")
+    return r
 
 
 def plain(value):
@@ -66,22 +50,6 @@ def plain(value):
     return value
 
 
-def planning_args(request: Mapping) -> dict:
-    """The normalised request as :meth:`Catalog.quote` keywords (ranges and accuracy as tuples)."""
-    r = dict(request)
-    if r["ranges"] is not None:
-        r["ranges"] = [tuple(tuple(p) if isinstance(p, list) else p for p in rng) if isinstance(rng, list) else rng
-                       for rng in r["ranges"]]
-    if r["accuracy"] is not None:
-        r["accuracy"] = tuple(r["accuracy"])
-    return r
-
-
-def request_key(request: Mapping) -> str:
-    """Canonical JSON of a normalised request: equal requests, equal keys (a cache key, a retry check)."""
-    return json.dumps(request, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
 def frame_json(table) -> dict | None:
     """A pandas table as ``{"columns", "index", "data"}`` (None stays None), JSON-safe."""
     if table is None:
@@ -89,7 +57,7 @@ def frame_json(table) -> dict | None:
     return json.loads(table.to_json(orient="split", default_handler=str))
 
 
-def encode_release(result: Release, request: Mapping, request_id: str, linear: bool) -> str:
+def encode_release(result: Release, request: Request, request_id: str, linear: bool) -> str:
     """The JSON the analyst receives for a release: answers and public facts, never true counts or seeds."""
     expected = result.expected_error
     prov = result.provenance
@@ -98,7 +66,7 @@ def encode_release(result: Release, request: Mapping, request_id: str, linear: b
         raise InvalidParameterError("the release produced non-finite answers; nothing is sent")
     return json.dumps({
         "request_id": request_id,
-        "request": dict(request),
+        "request": request.to_dict(),
         "query": str(result.query),
         "columns": list(result.columns),
         "epsilon": float(result.epsilon),
@@ -125,16 +93,15 @@ def decode_release(payload: Mapping, catalog: Catalog) -> Release:
     same public inputs choose, at the ε the server charged, drawn only when
     asked for (no data involved).
     """
-    request = payload["request"]
-    args = planning_args(request)
-    plan = catalog.plan(args["query"], args["columns"], ranges=args["ranges"], keep=args["keep"])
+    request = Request.from_dict(payload["request"])
+    plan = catalog.plan(request.query, request.columns, **request.template_parameters())
     answers = np.asarray(payload["answers"], dtype=float)
     if answers.shape != (len(plan.query.labels),):
         raise InvalidParameterError(
             f"the service sent {answers.size} answers for a query with {len(plan.query.labels)}; the client and "
             "the service disagree on the catalog (reconnect)")
     epsilon = float(payload["epsilon"])
-    sampler = _error_sampler(catalog, args, payload["mechanism"], epsilon) if payload.get("linear") else None
+    sampler = _error_sampler(catalog, request, payload["mechanism"], epsilon) if payload.get("linear") else None
     prov = dict(payload["provenance"])
     table = prov.get("candidates")
     if table is not None:
@@ -155,15 +122,13 @@ def decode_release(payload: Mapping, catalog: Catalog) -> Release:
     )
 
 
-def _error_sampler(catalog: Catalog, args: dict, mechanism: str, epsilon: float):
+def _error_sampler(catalog: Catalog, request: Request, mechanism: str, epsilon: float):
     """Draws of a linear release's error, built on first use from the public plan (None for adaptive mechanisms)."""
     state: dict = {}
 
     def build():
         if "m" not in state:
-            b = catalog.quote(args["query"], args["columns"], ranges=args["ranges"], keep=args["keep"],
-                              epsilon=args["epsilon"], accuracy=args["accuracy"], mechanism=args["mechanism"],
-                              projection=args["projection"])
+            b = catalog.quote(request)
             same = b.mechanism.name == mechanism and math.isclose(b.epsilon, epsilon, rel_tol=1e-9)
             state["m"] = (b.mechanism, b.run) if same and b.mechanism.linear else None
         return state["m"]

@@ -55,7 +55,8 @@ class ServiceMonitor(w.VBox):
     >>> import tempfile, os, blowfish_nb as bf
     >>> from blowfish_nb import datasets
     >>> srv = bf.serve(datasets.salaries(n=300, seed=1), bins={"age": 31}, policy="line",
-    ...                ledger=os.path.join(tempfile.mkdtemp(), "l.db"), accounts={"course": 1.0},
+    ...                ledger=os.path.join(tempfile.mkdtemp(), "l.db"), create=True,
+    ...                key_file=os.path.join(tempfile.mkdtemp(), "l.key"), accounts={"course": 1.0},
     ...                analysts={"ana": "course"})
     >>> monitor = ServiceMonitor(srv)
     >>> _ = bf.connect(srv.url, srv.tokens["ana"]).release("histogram", "age", epsilon=0.25)

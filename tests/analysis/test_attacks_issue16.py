@@ -157,16 +157,18 @@ def test_sulq_start_reads_only_public_cell_centres(monkeypatch):
     start is the same for two different data sets and the same seed."""
     import importlib
 
+    import blowfish_nb.mechanisms.sulq as sulq  # the SuLQ mechanism draws its start there
+
     km = importlib.import_module("blowfish_nb.kmeans")  # the package re-exports a function of the same name
     seen = []
-    real = km.best_of_kmeanspp
+    real = sulq.best_of_kmeanspp
 
     def spy(P, w, k, restarts, iterations, rng):
         C = real(P, w, k, restarts, iterations, rng)
         seen.append((P.copy(), np.asarray(w).copy(), C.copy()))
         return C
 
-    monkeypatch.setattr(km, "best_of_kmeanspp", spy)
+    monkeypatch.setattr(sulq, "best_of_kmeanspp", spy)
     import pandas as pd
 
     a = pd.DataFrame({"v": np.r_[np.full(300, 1.0), np.full(300, 9.0)]})
@@ -190,7 +192,7 @@ def test_a_release_does_the_same_counting_work_whatever_other_analysts_released(
     data = datasets.salaries(n=500, seed=1)
     svc = core.Service(data, bins={"age": 8, "salary": 8}, bounds={"age": (18, 80), "salary": (0, 250000)},
                        policy="bounded", ledger=tmp_path / "l.db", accounts={"a": 10.0, "b": 10.0},
-                       analysts={"ana": "a", "ben": "b"})
+                       analysts={"ana": "a", "ben": "b"}, create=True)
     try:
         req = {"columns": ["age", "salary"], "epsilon": 0.1, "mechanism": "laplace"}
         svc.release("ben", {**req, "columns": ["salary", "age"]}, "b0")  # ben's own other pair: counted once

@@ -65,8 +65,13 @@ def service(tmp_path):
     folder.mkdir()
     config = folder / "service.toml"
     config.write_text(CONFIG)
+    key = tmp_path / "keys" / "ledger.key"  # the ledger's key, outside the ledger's folder
+    key.parent.mkdir()
+    subprocess.run([sys.executable, "-m", "blowfish_nb.service.cli", "init", "--config", str(config), "--key",
+                    str(key)], check=True, capture_output=True)
     out = (folder / "serve.out").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "blowfish_nb.service.cli", "serve", str(config)], cwd=folder,
+    proc = subprocess.Popen([sys.executable, "-m", "blowfish_nb.service.cli", "serve", str(config), "--key", str(key)],
+                            cwd=folder,
                             stdout=subprocess.PIPE, stderr=out, stdin=subprocess.DEVNULL, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:

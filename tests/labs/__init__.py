@@ -32,8 +32,9 @@ def value_shown(message: str, expected) -> bool:
 
 
 def fresh(folder: Path, slug: str) -> bool:
-    """Whether ``folder`` holds lab ``slug`` built after every lab source and every lab module last changed."""
-    inputs = [*(ROOT / "notebooks" / "labs" / "source").glob("*.ipynb"), *(ROOT / "blowfish_nb" / "labs").glob("*.py")]
+    """Whether ``folder`` holds lab ``slug`` built after every lab source, module, key and hint table last changed."""
+    inputs = [*(ROOT / "notebooks" / "labs" / "source").glob("*.ipynb"), *(ROOT / "blowfish_nb" / "labs").glob("*.py"),
+              *(ROOT / "notebooks" / "labs" / "key").glob("*.py"), *(ROOT / "blowfish_nb" / "labs" / "hints").glob("*")]
     newest_input = max(p.stat().st_mtime for p in inputs)
     outputs = [folder / slug / v / f"{slug}.ipynb" for v in ("student", "solution")]
     return all(p.is_file() for p in outputs) and min(p.stat().st_mtime for p in outputs) > newest_input
@@ -72,3 +73,76 @@ def assert_each_mistake_has_its_own_hint(question: str, check, expected, mistake
         assert not value_shown(message, expected), message
         hints.append(message)
     assert len(set(hints)) == len(hints)
+
+
+class _LabAndKey:
+    """A lab module with its answer key's helpers (``notebooks/labs/key/labNN.py``) as attributes, for the tests."""
+
+    def __init__(self, lab: str):
+        import importlib.util
+
+        from blowfish_nb.labs import _key
+
+        self._module = __import__(f"blowfish_nb.labs.{lab}", fromlist=["x"])
+        spec = importlib.util.spec_from_file_location(f"_test_key_{lab}", _key.KEYS / f"{lab}.py")
+        self._key = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self._key)
+
+    def __getattr__(self, name):
+        if hasattr(self._module, name):
+            return getattr(self._module, name)
+        return getattr(self._key, name)
+
+
+def lab_and_key(lab: str) -> _LabAndKey:
+    """``lab_and_key("lab07").crossover_size()``: the lab module and its key's helpers in one namespace."""
+    return _LabAndKey(lab)
+
+
+def answers(lab: str) -> list:
+    """Every expected value of lab ``lab``'s answer key (numbers, choices, bools), less those that are also a public
+    constant of the lab's setting (lab 3's ratio 1024 is also where its range starts: shown, and no leak)."""
+    from blowfish_nb.labs._key import load_key
+
+    module = __import__(f"blowfish_nb.labs.{lab}", fromlist=["x"])
+    setting = set()
+    for name in getattr(module, "__all__", []):
+        value = getattr(module, name)
+        for v in (value if isinstance(value, (tuple, list)) else (value,)):
+            for w in (v if isinstance(v, (tuple, list)) else (v,)):
+                if isinstance(w, (int, float)) and not isinstance(w, bool):
+                    setting.add(float(w))
+    every = [part.expected for q in load_key(lab).values() for part in q.parts]
+    return [a for a in every if isinstance(a, (str, bool)) or float(a) not in setting]
+
+
+def distinctive(value) -> bool:
+    """Whether a numeric answer is specific enough to search for in text: not an integer below 100, and at least two
+    significant digits (0.5 or 3 turn up in any text about ε and bins; 4.48 or 400 do not).
+
+    >>> distinctive(4.4817), distinctive(400.0), distinctive(3), distinctive(0.5), distinctive("line")
+    (True, True, False, False, False)
+    """
+    if isinstance(value, (bool, str)):
+        return False
+    x = float(value)
+    if not math.isfinite(x):
+        return False
+    if x == int(x):
+        return abs(x) >= 100
+    return len(f"{abs(x):.3g}".replace(".", "").lstrip("0").rstrip("0")) >= 2
+
+
+def shown_precisely(text: str, value) -> bool:
+    """Whether ``text`` holds the number ``value`` to 3 or more significant digits (4.06, 4.063, 400 …): stricter
+    than :func:`value_shown`, for searching the answers in long texts (where "Def. 4.1" is not 4.0628).
+
+    >>> shown_precisely("Def. 4.1 says", 4.0628), shown_precisely("about 4.06", 4.0628)
+    (False, True)
+    """
+    x = float(value)
+    forms = {f"{x:.3g}", f"{x:.4g}", f"{x:.5g}", f"{x:.6g}"}
+    if x == int(x):
+        forms.add(str(int(x)))
+        forms.add(f"{int(x):,}")
+    return any(re.search(rf"(?<![\w.]){re.escape(f)}(?![\d])", text) for f in forms)

@@ -13,8 +13,14 @@ from blowfish_nb.labs.build import LabBuildError, build, lab_sources, main
 CONFIG = "# ASSIGNMENT CONFIG\ninit_cell: true\ncheck_all_cell: false\nexport_cell: false\nsolutions_pdf: false\n" \
     "generate: true\nrun_tests: true\n"
 SOLUTION = "answer = 41 + 1  # SOLUTION"
-VISIBLE = "assert answer % 2 == 0, 'the answer is even'"
-HIDDEN = "# HIDDEN\nassert answer == 42, 'the hidden check'"
+TEST = "check.q1(answer)"
+KEY = """from blowfish_nb.labs._key import Part, Question, Wrong
+
+
+def questions():
+    return {"q1": Question("q1 (the answer)", [Part("answer", 42, mistakes=[Wrong(41, "one more")],
+                                                    otherwise="an even number")])}
+"""
 
 
 def _lab(path, *, config=CONFIG):
@@ -28,8 +34,7 @@ def _lab(path, *, config=CONFIG):
         nbformat.v4.new_code_cell(SOLUTION),
         nbformat.v4.new_raw_cell("# END SOLUTION"),
         nbformat.v4.new_raw_cell("# BEGIN TESTS"),
-        nbformat.v4.new_code_cell(VISIBLE),
-        nbformat.v4.new_code_cell(HIDDEN),
+        nbformat.v4.new_code_cell(TEST),
         nbformat.v4.new_raw_cell("# END TESTS"),
         nbformat.v4.new_raw_cell("# END QUESTION"),
     ]
@@ -37,6 +42,9 @@ def _lab(path, *, config=CONFIG):
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
+    (path.parent / "lab99.py").write_text(KEY)
+    for n in range(95, 99):
+        (path.parent / f"lab{n}.py").write_text(KEY)
     return path
 
 
@@ -55,7 +63,7 @@ def built(tmp_path_factory):
     (dest / "98-gone" / "student").mkdir(parents=True)
     (dest / "98-gone" / "solution").mkdir()
     (dest / "notes").mkdir()
-    folders = build(dest, run_tests=False, source=src)
+    folders = build(dest, run_tests=False, source=src, keys=src)
     return src, dest, folders
 
 
@@ -81,24 +89,33 @@ def test_student_version_has_no_solution_and_no_hidden_test(built):
     _, dest, _ = built
     text = _text(dest / "99-tiny" / "student" / "99-tiny.ipynb")
     assert "answer = ..." in text
-    assert "41 + 1" not in text
-    assert "answer % 2" in text  # the visible test is there (otter keeps it in the metadata)
-    assert "the hidden check" not in text and "answer == 42" not in text
-    assert 'grader.check("q1")' in text
+    assert "41 + 1" not in text and "42" not in text  # neither the solution nor the hidden test's literal
+    assert 'grader.check("q1")' in text and 'Grader("lab99")' in text and "otter.Notebook" not in text
 
 
 def test_solution_version_has_the_solution_and_every_test(built):
     _, dest, _ = built
     text = _text(dest / "99-tiny" / "solution" / "99-tiny.ipynb")
     assert "41 + 1" in text
-    assert "answer % 2" in text and "answer == 42" in text
+    assert "lab99.q1(answer)" in text and "expect_number(answer, 42.0" in text
+
+
+def test_the_autograder_holds_a_public_test_without_points_and_the_hidden_literal(built):
+    import zipfile
+
+    _, dest, _ = built
+    (zpath,) = (dest / "99-tiny" / "autograder").glob("*.zip")
+    test = zipfile.ZipFile(zpath).read("tests/q1.py").decode()
+    assert "points = [0, 1.0]" in test and "OK_FORMAT = False" in test
+    assert "hidden=True" in test and "expect_number(answer, 42.0, rtol=1e-06)" in test
+    assert "check." not in test  # nothing resolved from the student's namespace but the answer
 
 
 def test_a_malformed_source_is_refused_naming_the_lab(tmp_path):
     src = tmp_path / "source"
     _lab(src / "97-broken.ipynb", config=CONFIG + "no_such_key: 1\n")
     with pytest.raises(LabBuildError, match="lab 97-broken: otter assign failed .*no_such_key"):
-        build(tmp_path / "out", run_tests=False, source=src)
+        build(tmp_path / "out", run_tests=False, source=src, keys=src)
     assert not (tmp_path / "out" / "97-broken").exists()
 
 
@@ -106,10 +123,10 @@ def test_a_notebook_without_the_config_cell_is_refused_before_otter(tmp_path):
     src = tmp_path / "source"
     _lab(src / "96-noconfig.ipynb", config="just a raw cell")
     with pytest.raises(LabBuildError, match="96-noconfig.*ASSIGNMENT CONFIG"):
-        build(tmp_path / "out", run_tests=False, source=src)
+        build(tmp_path / "out", run_tests=False, source=src, keys=src)
     (src / "95-notjson.ipynb").write_text("{not json")
     with pytest.raises(LabBuildError, match="95-notjson"):
-        build(tmp_path / "out", names=["95-notjson"], run_tests=False, source=src)
+        build(tmp_path / "out", names=["95-notjson"], run_tests=False, source=src, keys=src)
 
 
 def test_unknown_names_are_refused(tmp_path):

@@ -9,10 +9,12 @@ import math
 import networkx as nx
 import pytest
 
-from blowfish_nb.labs import lab01
+from tests.labs import lab_and_key
 from blowfish_nb.labs._check import LabCheckFailed
 from tests.brute import brute_edges, brute_graph
 from tests.labs import assert_each_mistake_has_its_own_hint, value_shown
+
+lab01 = lab_and_key("lab01")
 
 DOMAIN = lab01.salary_domain()
 BLOCKS = [list(b) for b in lab01.PARTITION_BLOCKS]
@@ -81,7 +83,8 @@ def test_other_wrong_answers_get_a_hint_without_the_value(question):
     wrong = "no such policy" if isinstance(expected, str) else 17.25
     with pytest.raises(LabCheckFailed, match="Hint:") as failed:
         check(wrong)
-    assert not value_shown(str(failed.value), expected)
+    if not isinstance(expected, (bool, str)):  # a yes/no or choice question's hint names every option
+        assert not value_shown(str(failed.value), expected)
     hint = str(failed.value).split("Hint:", 1)[1]
     assert all(words not in hint for _, words in mistakes)
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from blowfish_nb.labs import lab02
+from tests.labs import lab_and_key
 from blowfish_nb.labs._check import LabCheckFailed
 from tests.brute import brute_edges, brute_sensitivity_edges
 from tests.labs import assert_each_mistake_has_its_own_hint, value_shown
+
+lab02 = lab_and_key("lab02")
 
 DOMAIN = lab02.salary_domain()
 K = DOMAIN.size

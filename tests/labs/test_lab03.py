@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 from blowfish_nb import Domain, datasets, policy
-from blowfish_nb.labs import lab03
+from tests.labs import lab_and_key
 from blowfish_nb.labs._check import LabCheckFailed
 from blowfish_nb.mechanisms import Laplace, Ordered
+
+lab03 = lab_and_key("lab03")
 
 PLACEHOLDER = "replace the `...`"
 LINE = policy.line(Domain.grid(lab03.K))

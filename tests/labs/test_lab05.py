@@ -9,11 +9,13 @@ import pytest
 
 from blowfish_nb.analysis import Probe, hunt
 from blowfish_nb.kmeans import sulq_sensitivity
-from blowfish_nb.labs import lab05
+from tests.labs import lab_and_key
 from blowfish_nb.labs._check import LabCheckFailed
 from blowfish_nb.mechanisms import Laplace
 from blowfish_nb.policy import constrained
 from blowfish_nb.workload import matrix
+
+lab05 = lab_and_key("lab05")
 
 PLACEHOLDER = "replace the `...`"
 POL10, POINTS, ASSIGN = lab05.kmeans_setting()
@@ -30,7 +32,7 @@ EXPECTED = {
     "q6": P6.histogram_sensitivity(),
 }
 MISTAKES = {
-    "q1": [EPS, 1.8],  # the claim; the hunter's lower bound
+    "q1": [EPS],  # the claim (the hunter's lower bound gets the general hint, which says what it is)
     "q3": ["neither", "clamp", "sort"],
     "q4b": [2 * POL10.theta + 2, EXPECTED["q4b"] - 2],
     "q5": [1, 0.75, round(math.sqrt(0.75), 3)],  # §5.2.2; the largest entry's change; an ℓ₂ norm (3 digits)
@@ -153,3 +155,46 @@ def test_an_unknown_variant_is_refused_by_name():
 
     with pytest.raises(InvalidParameterError, match="'floor'"):
         lab05.variant("floor")
+
+
+def _right_variance(kind):
+    """Noise of the law ``kind`` with the variance of Laplace noise of the right scale, 2 (2/ε)²."""
+    sd = math.sqrt(2) * 2 / EPS
+    if kind == "uniform":
+        return lambda x, size, rng: x + rng.uniform(-sd * math.sqrt(3), sd * math.sqrt(3), size=(size, len(x)))
+    return lambda x, size, rng: x + rng.normal(0, sd, size=(size, len(x)))
+
+
+def _discrete_laplace(x, size, rng):
+    from blowfish_nb.mechanisms.noise import discrete_laplace
+
+    return x + discrete_laplace(rng, 2 / EPS, (size, len(x)))
+
+
+@pytest.mark.parametrize("kind", ["uniform", "gaussian"])
+def test_q2_noise_of_the_right_variance_but_not_laplace_loses_the_point(kind):
+    """Issue 26: the check tests the law, not only the variance. The public check explains it; the autograder's
+    hidden test (its scale a literal of the zip) refuses it."""
+    from blowfish_nb.labs._grade import expect_laplace_noise
+
+    assert "law is not Laplace" in _hint("q2", _right_variance(kind))
+    with pytest.raises(AssertionError):
+        expect_laplace_noise(_right_variance(kind), lab05.Q2_DATA, 2 / EPS)
+
+
+@pytest.mark.parametrize("draw", [_laplace(2 / EPS), _discrete_laplace], ids=["continuous", "discrete"])
+def test_q2_laplace_noise_of_the_right_scale_gets_the_point(draw):
+    from blowfish_nb.labs._grade import expect_laplace_noise
+
+    lab05.q2(draw)
+    expect_laplace_noise(draw, lab05.Q2_DATA, 2 / EPS)
+    with pytest.raises(AssertionError):  # and the hidden test is about the scale too
+        expect_laplace_noise(draw, lab05.Q2_DATA, 1.5 / EPS)
+
+
+def test_the_hidden_q2_test_in_the_key_holds_the_scale_as_a_literal():
+    from blowfish_nb.labs._key import hidden_test, load_key
+
+    q = load_key("lab05")["q2"]
+    source = hidden_test("q2", q, 0, q.parts[0])
+    assert "# HIDDEN" in source and f"expect_laplace_noise(fixed_draw, {list(lab05.Q2_DATA)!r}, {2 / EPS!r})" in source

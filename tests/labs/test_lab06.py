@@ -4,8 +4,10 @@ import math
 
 import pytest
 
-from blowfish_nb.labs import lab06
+from tests.labs import lab_and_key
 from blowfish_nb.labs._check import LabCheckFailed
+
+lab06 = lab_and_key("lab06")
 
 PLACEHOLDER = "replace the `...`"
 
@@ -89,7 +91,7 @@ def _unit(k, i):
     return [1 if j == i else 0 for j in range(k)]
 
 
-@pytest.mark.parametrize("delta, words", [(1, "plain DP"), ("two", "Δ is a number"), (4, "Δ is a number"),
+@pytest.mark.parametrize("delta, words", [(1, "plain DP"), ("two", "not text"), (4, "Δ is a number"),
                                           (..., PLACEHOLDER)])
 def test_q3_judges_delta_even_with_the_right_epsilon(delta, words):
     # finding 5 of the review: a wrong Δ no longer passes beside the right ε
@@ -110,7 +112,7 @@ MISTAKES = [
     ("q1", lab06.RELEASES[-1], "does not forget"),
     ("q1", sum(lab06.RELEASES) / 3, "does not average"),
     ("q1", lab06.BUDGET - sum(lab06.RELEASES), "what is left"),
-    ("q2", sum(lab06.RELEASES) + lab06.OVERSPEND, "before"),
+    ("q2", sum(lab06.RELEASES) + lab06.OVERSPEND, "*before*"),
     ("q2", lab06.BUDGET, "refuses it whole"),
     ("q2", lab06.OVERSPEND, "stay in the ledger"),
     ("q3", _formula(1, 31, alpha, beta), "plain DP"),
@@ -121,7 +123,7 @@ MISTAKES = [
     ("q4a", min(lab06.BLOCK_EPSILONS), "protected least"),
     ("q4b", max(lab06.BLOCK_EPSILONS), "across the boundary"),
     ("q4b", min(lab06.BLOCK_EPSILONS), "into the other"),
-    ("q5", 4.0, "variance"),
+    ("q5", 4.0, "variance?"),
     ("q5", 0.5, "costs *more*"),
     ("q5", 1.0, "the ε changes"),
 ]

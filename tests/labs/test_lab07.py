@@ -5,8 +5,10 @@ import re
 import numpy as np
 import pytest
 
-from blowfish_nb.labs import lab07
+from tests.labs import lab_and_key
 from blowfish_nb.labs._check import LabCheckFailed
+
+lab07 = lab_and_key("lab07")
 
 PLACEHOLDER = "replace the `...`"
 
@@ -32,7 +34,7 @@ def _no_value(message, value):
     """The hint shows the expected value in none of the usual spellings (a name for the choice questions)."""
     hint = message.split("Hint:", 1)[-1].replace(str([int(n) for n in lab07.SIZES]), "")  # q2b's list of choices
     if isinstance(value, str):
-        return f"'{value}'" not in hint.replace(str(list(lab07.CONTENDERS)), "")
+        return f"'{value}'" not in hint.replace(", ".join(repr(c) for c in lab07.CONTENDERS), "")
     spellings = {repr(value), f"{value:g}", f"{value:.2f}", f"{value:.3f}"}
     return not any(re.search(rf"(?<![\d.]){re.escape(s)}(?![\d.])", hint) for s in spellings)
 
@@ -99,14 +101,14 @@ def _other(name):
 
 
 MISTAKES = [
-    ("q1", lambda: _other("q1"), "average such runs"),
+    ("q1", lambda: _other("q1"), "on these 300 people"),
     ("q1", lambda: "laplace", "answer with one of"),
-    ("q2", lambda: _other("q2"), "little to average"),
+    ("q2", lambda: _other("q2"), "on all 5,000 people"),
     ("q2", lambda: 3, "answer with one of"),
     ("q2b", _before_crossover, "still the smaller one"),
     ("q2b", lambda: lab07.SIZES[-1], "ahead already"),
     ("q2b", lambda: 1234, "answer with one of the sizes"),
-    ("q2b", lambda: "many", "answer with one of the sizes"),
+    ("q2b", lambda: "many", "not text"),
     ("q3", lambda: 2, "without the public count"),
     ("q3", lambda: 1, "changes two counts"),
     ("q3", lambda: 3, "count the changed cells"),

@@ -9,7 +9,7 @@ from scipy.stats import beta
 from blowfish_nb import Domain, mechanisms, policy, workload
 from blowfish_nb.analysis import audit
 from blowfish_nb.analysis.audit import log_ratio_lower_bound
-from blowfish_nb.exceptions import InvalidParameterError
+from blowfish_nb.exceptions import InvalidParameterError, PolicyError
 from blowfish_nb.mechanisms.dawa import (
     _GreedyTree, dawa_estimate, hilbert_order, interval_deviations, l1_partition, least_cost_starts, shortest_path_starts,
 )
@@ -230,7 +230,7 @@ def test_transformed_dawa_on_h_theta_uses_the_stretch():
 def test_transformed_dawa_has_no_analytic_error_and_consistency_needs_the_line():
     with pytest.raises(InvalidParameterError, match="data-dependent"):
         mechanisms.Transformed(inner="dawa").expected_error(workload.identity(8), policy.line(Domain.grid(8)), 1.0)
-    with pytest.raises(InvalidParameterError, match="line graph"):
+    with pytest.raises(PolicyError, match="line graph"):  # a refusal of the policy, before the data are read
         mechanisms.Transformed(inner="dawa-consistent").release(
             np.ones(8), workload.identity(8), policy.threshold(Domain.grid(8), 2), 1.0, rng=0)
 

@@ -1,7 +1,10 @@
 """Every teaching lab, built by otter assign: the solution passes every check, the student version fails each
-check with a hint and crashes nowhere.
+check with a one-line hint, crashes nowhere and shows no answer, and runs as well under another file name.
 
-Each lab is built once per session (``--no-run-tests``) into a temporary folder, when a test first needs it;
+Notebooks run from a copy in a temporary folder (nothing is left beside the built labs: no first-attempts file,
+no otter log). The student version runs renamed as a browser download or JupyterLab's Duplicate names it
+(``… (1).ipynb``). Each lab is built once per session (``--no-run-tests``) into a temporary folder, when a test
+first needs it;
 ``build/labs`` (``make labs``) is reused when it is newer than every source and than ``blowfish_nb/labs/*.py``. Run one lab with
 ``-k 01-neighbours``.
 """
@@ -9,14 +12,15 @@ Each lab is built once per session (``--no-run-tests``) into a temporary folder,
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from blowfish_nb.labs.build import lab_sources
-from tests.labs import built_lab
+from blowfish_nb.labs.build import lab_module, lab_sources
+from tests.labs import answers, built_lab, distinctive, shown_precisely
 
 SLUGS = [p.stem for p in lab_sources()]
 CHECK = re.compile(r"""grader\.check\(\s*["']([^"']+)["']\s*\)""")
@@ -31,8 +35,8 @@ def built_labs(tmp_path_factory):
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("slug", SLUGS)
-def test_solution_passes_every_check(built_labs, slug):
-    nb = _execute(built_labs(slug) / slug / "solution" / f"{slug}.ipynb")
+def test_solution_passes_every_check(built_labs, slug, tmp_path):
+    nb = _execute(_copy(built_labs(slug) / slug / "solution" / f"{slug}.ipynb", tmp_path / f"{slug}.ipynb"))
     checks = _checks(nb)
     assert checks, f"{slug}: the solution has no grader.check cell"
     assert not _errors(nb), f"{slug}: the solution raised {_errors(nb)}"
@@ -42,20 +46,37 @@ def test_solution_passes_every_check(built_labs, slug):
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("slug", SLUGS)
-def test_student_version_runs_and_each_check_gives_a_hint(built_labs, slug):
+def test_student_version_renamed_runs_each_check_gives_a_hint_and_no_answer_shows(built_labs, slug, tmp_path):
     path = built_labs(slug) / slug / "student" / f"{slug}.ipynb"
     source_text = path.read_text(encoding="utf-8")
-    assert "# SOLUTION" not in source_text and "# HIDDEN" not in source_text
-    nb = _execute(path)
+    assert "# SOLUTION" not in source_text and "# HIDDEN" not in source_text and "expect_" not in source_text
+    renamed = _copy(path, tmp_path / f"{slug} (1).ipynb")
+    nb = _execute(renamed)
     assert not _errors(nb), f"{slug}: the student version raised {_errors(nb)}"
     checks = _checks(nb)
     assert checks, f"{slug}: the student version has no grader.check cell"
     for question, text in checks:
         assert "All test cases passed" not in text, f"{slug} {question} passes with the placeholder"
         assert question in text and ("Hint:" in text or "replace the `...`" in text), f"{slug} {question}: {text}"
+        assert "Traceback" not in text and len(text.strip().splitlines()) <= 2, text
+    outputs = "\n".join(_text(o) for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs)
+    for value in answers(lab_module(slug)):
+        if distinctive(value):
+            assert not shown_precisely(outputs, value), f"{slug}: an output shows the answer {value!r}"
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # nothing left beside the built notebook
 
 
 # --- helpers ---------------------------------------------------------------------------------------------
+
+
+def _copy(path: Path, to: Path) -> Path:
+    shutil.copyfile(path, to)
+    return to
+
+
+def _text(output) -> str:
+    data = output.get("data", {})
+    return str(output.get("text", "")) + str(data.get("text/plain", "")) + str(data.get("text/html", ""))
 
 
 def _execute(path: Path) -> nbformat.NotebookNode:

@@ -102,6 +102,7 @@ def test_unreadable_files_are_refused(tmp_path):
 def test_the_command_line_adds_revokes_and_verifies(tmp_path, capsys):
     cfg = tmp_path / "service.toml"
     cfg.write_text(TOML)
+    assert main(["init", "--config", str(cfg)]) == 0 and "new ledger" in capsys.readouterr().out
     with Ledger(tmp_path / "ledger.db") as ledger:
         ledger.add_account("course", 2.0)
     assert main(["analyst", "add", "cleo", "course", "--config", str(cfg)]) == 0
@@ -114,7 +115,7 @@ def test_the_command_line_adds_revokes_and_verifies(tmp_path, capsys):
     status = json.loads(capsys.readouterr().out.split("\n", 1)[1])
     assert status["analysts"][0] == {**status["analysts"][0], "analyst": "cleo", "revoked": True}
     assert token not in json.dumps(status)
-    assert main(["verify", "--config", str(cfg)]) == 0 and "chain verifies" in capsys.readouterr().out
+    assert main(["verify", "--config", str(cfg)]) == 0 and "chain and heads verify" in capsys.readouterr().out
     assert main(["analyst", "add", "dora", "nowhere", "--config", str(cfg)]) == 2
     assert "nowhere" in capsys.readouterr().err
 
@@ -127,3 +128,61 @@ def test_serve_refuses_data_outside_the_bins_before_listening(tmp_path):
     assert out.returncode == 2
     assert "'salary'" in out.stderr and "fix the bins" in out.stderr and "serving" not in out.stdout
     assert not any(ch.isdigit() for ch in out.stderr.split("DomainError:", 1)[1])  # no count, no value
+
+
+def test_init_makes_the_ledger_and_its_key_once_and_serve_never_does(tmp_path, capsys):
+    """Issue 27: a deleted ledger no longer starts a fresh one; only ``blowfish-nb init`` makes a ledger."""
+    (tmp_path / "service").mkdir()
+    cfg = tmp_path / "service" / "service.toml"
+    cfg.write_text(TOML)
+    ledger = tmp_path / "service" / "ledger.db"
+    key = tmp_path / "keys" / "ledger.key"
+    key.parent.mkdir(mode=0o700)
+    assert main(["serve", str(cfg), "--key", str(key)]) == 2
+    assert "blowfish-nb init" in capsys.readouterr().err and not ledger.exists() and not key.exists()
+    assert main(["init", "--config", str(cfg), "--key", str(key)]) == 0
+    out = capsys.readouterr().out
+    assert f"new ledger key written to {key}" in out and "new ledger at" in out
+    assert oct(key.stat().st_mode & 0o777) == "0o600"
+    assert main(["init", "--config", str(cfg), "--key", str(key)]) == 2
+    assert "init never replaces one" in capsys.readouterr().err
+    assert main(["verify", "--config", str(cfg), "--key", str(key)]) == 0
+    assert main(["verify", "--config", str(cfg)]) == 2  # the tests' $BLOWFISH_LEDGER_KEY is not this ledger's key
+    assert "not made with this key" in capsys.readouterr().err
+    with Ledger(ledger, key_file=key) as opened:
+        opened.add_account("course", 2.0)
+    for suffix in ("", ".head", "-wal", "-shm"):
+        ledger.with_name(ledger.name + suffix).unlink(missing_ok=True)
+    assert main(["init", "--config", str(cfg), "--key", str(key)]) == 2  # the witness remembers the ledger
+    assert "witness head in the key's folder records 1 events" in capsys.readouterr().err
+    assert not ledger.exists()
+
+
+def test_a_key_file_in_the_ledgers_folder_is_refused_by_the_command_line(tmp_path, capsys):
+    cfg = tmp_path / "service.toml"
+    cfg.write_text(TOML)
+    assert main(["init", "--config", str(cfg), "--key", str(tmp_path / "ledger.key")]) == 2
+    assert "inside the ledger's folder" in capsys.readouterr().err
+    assert not (tmp_path / "ledger.db").exists() and not (tmp_path / "ledger.key").exists()
+
+
+def test_the_configuration_names_the_key_file_relative_to_itself(tmp_path, capsys):
+    (tmp_path / "service").mkdir()
+    (tmp_path / "keys").mkdir(mode=0o700)
+    cfg = tmp_path / "service" / "service.toml"
+    cfg.write_text(TOML.replace('[ledger]\n', '[ledger]\nkey = "../keys/ledger.key"\n', 1))
+    config = load_config(cfg)
+    assert config.key_file == str(tmp_path / "service" / ".." / "keys" / "ledger.key")
+    assert main(["init", "--config", str(cfg)]) == 0  # no --key: the configuration's key file is made and used
+    assert (tmp_path / "keys" / "ledger.key").exists()
+    assert main(["verify", "--config", str(cfg)]) == 0  # and read back (the tests' $BLOWFISH_LEDGER_KEY is another)
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("ledger, named", [('key = 5', "ledger.key"), ('key = ""', "ledger.key"),
+                                           ('keyfile = "k"', "'keyfile'")])
+def test_a_bad_ledger_key_entry_is_refused_naming_it(tmp_path, ledger, named):
+    cfg = tmp_path / "service.toml"
+    cfg.write_text(TOML.replace('[ledger]\n', f'[ledger]\n{ledger}\n', 1))
+    with pytest.raises(InvalidParameterError, match=named):
+        load_config(cfg)

@@ -315,9 +315,10 @@ def test_a_retried_request_id_returns_the_stored_answers_and_charges_once(server
     assert again.json() == first.json()
     assert spent_matches_entries(rita) == (spent, entries)
 
-    # the same id for another request: refused, nothing charged (whatever field differs)
-    for change in ({"epsilon": 0.125}, {"ranges": [[0, 60000]]}, {"columns": "age", "query": "histogram"},
-                   {"mechanism": "laplace"}):
+    # the same id for another (valid) request: refused, nothing charged (whatever field differs); an invalid one is
+    # refused by its validation first (400)
+    for change in ({"epsilon": 0.125}, {"ranges": [[0, 60000]]},
+                   {"columns": "age", "query": "histogram", "ranges": None}, {"mechanism": "laplace"}):
         r = rita.post("/v1/release", json={**body, **change})
         message = check_error(r, 409, "RequestConflict", folder=server.folder)
         assert "retry-1" in message and "request_id" in message

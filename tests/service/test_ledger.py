@@ -1,15 +1,19 @@
 """The analyst service's ledger: no overspending under concurrency, every edit of the file found, tokens kept hashed.
 
-Issue 14: the ledger is a SQLite file of hash-chained, append-only events.
-The tampering tests edit the file the way an attacker with write access
-would (sqlite3 on the file, triggers dropped first) and recompute hashes
-with the documented formula, written out again here, not imported.
+Issue 14: the ledger is a SQLite file of hash-chained, append-only events;
+issue 27 keys the chain. The tampering tests edit the file the way an
+attacker with write access would (sqlite3 on the file, triggers dropped
+first) and recompute hashes with the documented keyed formula, written out
+again here, not imported — with the tests' key: an insider who holds it, so
+that the chain's structure and rules are what is tested. Attackers without
+the key are in ``test_chain.py``; edits made while a ledger is open here too.
 """
 
 import hashlib
 import hmac
 import json
 import math
+import os
 import sqlite3
 import threading
 from collections import Counter
@@ -18,7 +22,7 @@ from fractions import Fraction
 import pytest
 
 from blowfish_nb.exceptions import BudgetExceededError, InvalidParameterError, SessionError
-from blowfish_nb.service.ledger import GENESIS, AuthError, Ledger, LedgerIntegrityError
+from blowfish_nb.service.ledger import AuthError, Ledger, LedgerIntegrityError
 
 RESPONSE = '{"answers": [1, 2, 3]}'
 
@@ -34,7 +38,7 @@ def _entry(i, epsilon):
 
 def _populated(path):
     """Accounts course (1.0, alice + bob) and lab (2.0, carol); four charges (events 6-9)."""
-    with Ledger(path) as ledger:
+    with Ledger(path, create=True) as ledger:
         ledger.add_account("course", 1.0)
         ledger.add_account("lab", 2.0)
         tokens = {name: ledger.add_analyst(name, account)
@@ -50,12 +54,27 @@ def _rows(path):
                             "FROM events ORDER BY seq").fetchall()
 
 
+def _key() -> bytes:
+    return os.environ["BLOWFISH_LEDGER_KEY"].strip().encode()
+
+
+def _mac(*parts: bytes) -> str:
+    return hmac.new(_key(), b"\x00".join(parts), hashlib.sha256).hexdigest()
+
+
 def _hash(prev, seq, time, kind, analyst, account, epsilon, request_id, body):
-    """The documented formula: sha256(prev || canonical JSON of every other field, seq included)."""
+    """The documented formula: HMAC-SHA256(key, "event" 0 prev 0 canonical JSON of every other field)."""
     fields = {"seq": seq, "time": time, "kind": kind, "analyst": analyst, "account": account, "epsilon": epsilon,
               "request_id": request_id, "body": body}
     canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(prev.encode() + canonical.encode()).hexdigest()
+    return _mac(b"event", prev.encode(), canonical.encode())
+
+
+def _genesis(path):
+    """The prev of event 1: HMAC-SHA256(key, "genesis" 0 ledger id)."""
+    with sqlite3.connect(path) as conn:
+        ledger_id = conn.execute("SELECT value FROM meta WHERE name = 'ledger'").fetchone()[0]
+    return _mac(b"genesis", ledger_id.encode())
 
 
 def _tamper(path, *statements):
@@ -86,7 +105,7 @@ def test_twenty_threads_spend_exactly_what_a_sequential_run_allows(path):
     expected = {acct: math.floor(budget / eps + 1e-9) for acct, (budget, eps) in plan.items()}
     assert expected == {"a": 8, "b": 3, "c": 25, "d": 34}
     members = {f"an{i}": "abcd"[i % 4] for i in range(20)}  # five analysts share each account
-    ledger = Ledger(path)
+    ledger = Ledger(path, create=True)
     for acct, (budget, _) in plan.items():
         ledger.add_account(acct, budget)
     for name, acct in members.items():
@@ -128,7 +147,7 @@ def test_twenty_threads_spend_exactly_what_a_sequential_run_allows(path):
     ledger.close()
 
     # a sequential run on a fresh file allows the same counts
-    sequential = Ledger(path.with_name("sequential.db"))
+    sequential = Ledger(path.with_name("sequential.db"), create=True)
     for acct, (budget, eps) in plan.items():
         sequential.add_account(acct, budget)
         sequential.add_analyst(f"s{acct}", acct)
@@ -144,7 +163,7 @@ def test_twenty_threads_spend_exactly_what_a_sequential_run_allows(path):
 
 
 def test_concurrent_retries_of_one_request_charge_once(path):
-    ledger = Ledger(path)
+    ledger = Ledger(path, create=True)
     ledger.add_account("course", 1.0)
     ledger.add_analyst("alice", "course")
     results, start = [], threading.Barrier(10)
@@ -166,7 +185,7 @@ def test_concurrent_retries_of_one_request_charge_once(path):
 
 # -- charging --------------------------------------------------------------------------------
 def test_a_retry_returns_the_stored_answer_and_charges_once_even_after_a_restart(path):
-    ledger = Ledger(path)
+    ledger = Ledger(path, create=True)
     ledger.add_account("course", 0.5)
     ledger.add_analyst("alice", "course")
     ledger.add_analyst("bob", "course")
@@ -185,7 +204,7 @@ def test_a_retry_returns_the_stored_answer_and_charges_once_even_after_a_restart
 
 
 def test_a_refused_charge_writes_nothing_and_says_what_was_asked(path):
-    ledger = Ledger(path)
+    ledger = Ledger(path, create=True)
     ledger.add_account("course", 1.0)
     ledger.add_analyst("alice", "course")
     ledger.charge("alice", "r1", 0.8, {}, RESPONSE)
@@ -201,7 +220,7 @@ def test_a_refused_charge_writes_nothing_and_says_what_was_asked(path):
 
 
 def test_a_failed_release_is_charged_and_its_message_replayed(path):
-    ledger = Ledger(path)
+    ledger = Ledger(path, create=True)
     ledger.add_account("course", 1.0)
     ledger.add_analyst("alice", "course")
     failed = {"query": "histogram", "mechanism": "dawa — failed after reading the rows; charged, nothing released"}
@@ -226,7 +245,7 @@ def test_entries_are_the_whole_accounts_in_order_with_analyst_and_time(path):
 
 
 def test_budgets_change_but_never_below_what_is_spent(path):
-    ledger = Ledger(path)
+    ledger = Ledger(path, create=True)
     ledger.add_account("course", 1.0)
     ledger.add_analyst("alice", "course")
     ledger.charge("alice", "r1", 0.6, {}, RESPONSE)
@@ -269,7 +288,7 @@ def test_budgets_change_but_never_below_what_is_spent(path):
     (lambda l: l.remaining("nobody"), "got 'nobody'"),
 ])
 def test_bad_input_is_refused_by_name_and_writes_nothing(path, call, fragment):
-    ledger = Ledger(path)
+    ledger = Ledger(path, create=True)
     ledger.add_account("course", 1.0)
     ledger.add_analyst("alice", "course")
     head = ledger.head()
@@ -385,7 +404,7 @@ def test_the_chain_is_the_documented_formula(path):
     _populated(path)
     rows = _rows(path)
     assert [r[0] for r in rows] == list(range(1, 10))
-    prev = GENESIS
+    prev = _genesis(path)
     for seq, time, kind, analyst, account, epsilon, request_id, body, stored_prev, stored in rows:
         assert stored_prev == prev
         assert stored == _hash(prev, seq, time, kind, analyst, account, epsilon, request_id, body)
@@ -485,11 +504,14 @@ def test_a_deleted_head_file_or_database_is_refused(path):
         assert ledger.write_head() == ledger.head()
     assert head.read_bytes() == saved
     Ledger(path).close()
-    for suffix in ("", "-wal", "-shm"):
-        path.with_name(path.name + suffix).unlink(missing_ok=True)
-    _refused(path, "records 9 events but the database holds 0")
     head.write_bytes(saved.replace(b"count 0", b"count x"))
     _refused(path, "head file", "unreadable")
+    head.write_bytes(saved)
+    for suffix in ("", "-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    _refused(path, "no ledger at path", "its head file is there")
+    with pytest.raises(LedgerIntegrityError, match="its head file is there"):
+        Ledger(path, create=True)  # not even on purpose: the head file says there was one
 
 
 def test_verify_finds_an_edit_made_while_the_ledger_is_open(path):
@@ -500,3 +522,93 @@ def test_verify_finds_an_edit_made_while_the_ledger_is_open(path):
     with pytest.raises(LedgerIntegrityError, match=r"event 9 \(charge by bob\) was altered"):
         ledger.verify()
     ledger.close()
+
+
+# -- edits while the ledger is open (issue 27, item 2: each was obeyed at once before) --------------------------------
+def _edit_open(path, sql, params=()):
+    """An edit by another process while the ledger is open (no trigger guards the derived tables)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute(sql, params)
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("sql", ["UPDATE accounts SET budget = 100.0 WHERE name = 'course'",
+                                 "UPDATE accounts SET spent = '0' WHERE name = 'course'"], ids=["budget", "spent"])
+def test_an_account_edited_while_open_cannot_overspend(path, sql):
+    ledger = Ledger(path, create=True)
+    ledger.add_account("course", 0.5)
+    ledger.add_analyst("alice", "course")
+    assert ledger.charge("alice", "r0", 0.5, {}, RESPONSE)[1]
+    head = ledger.head()
+    _edit_open(path, sql)
+    charged = 0
+    for i in range(1, 11):  # before: 10 more releases of 0.5 on a budget of 0.5
+        with pytest.raises(LedgerIntegrityError, match="accounts table disagrees with event"):
+            charged += ledger.charge("alice", f"r{i}", 0.5, {}, RESPONSE)[1]
+    assert charged == 0
+    ledger.close()
+    assert _rows(path)[-1][0] == head[0]  # nothing was written
+    with pytest.raises(LedgerIntegrityError, match="accounts table disagrees"):  # and a restart refuses it too
+        Ledger(path)
+
+
+def test_a_token_row_inserted_while_open_opens_nothing(path):
+    tokens = _populated(path)
+    ledger = Ledger(path)
+    assert ledger.authenticate(tokens["alice"]) == "alice"
+    minted = "a token the attacker made up, 43 characters long"
+    _edit_open(path, "INSERT INTO tokens (hash, analyst, revoked) VALUES (?, 'alice', 0)",
+               (hashlib.sha256(minted.encode()).hexdigest(),))
+    with pytest.raises(LedgerIntegrityError, match="tokens table has a row no event made"):
+        ledger.authenticate(minted)
+    with pytest.raises(LedgerIntegrityError):  # every later call, until a verified restart
+        ledger.authenticate(tokens["alice"])
+    ledger.close()
+
+
+@pytest.mark.parametrize("sql, table", [("UPDATE tokens SET revoked = 0 WHERE analyst = 'bob'", "tokens"),
+                                        ("UPDATE analysts SET revoked = 0 WHERE name = 'bob'", "analysts")],
+                         ids=["tokens", "analysts"])
+def test_a_revocation_undone_while_open_is_refused(path, sql, table):
+    tokens = _populated(path)
+    ledger = Ledger(path)
+    ledger.revoke("bob")
+    head = ledger.head()
+    _edit_open(path, sql)
+    with pytest.raises((LedgerIntegrityError, AuthError)) as caught:
+        ledger.authenticate(tokens["bob"])
+    assert isinstance(caught.value, LedgerIntegrityError) and f"{table} table" in str(caught.value)
+    with pytest.raises((LedgerIntegrityError, AuthError)):
+        ledger.charge("bob", "r9", 0.1, {}, RESPONSE)
+    assert _rows(path)[-1][0] == head[0]
+    ledger.close()
+
+
+def test_the_last_event_removed_while_open_is_refused_at_once(path):
+    _populated(path)
+    ledger = Ledger(path)
+    assert ledger.spent("alice") == pytest.approx(0.35)
+    _tamper(path, ("DELETE FROM events WHERE seq = 9",))
+    with pytest.raises(LedgerIntegrityError, match="event 9 was removed"):
+        ledger.spent("alice")
+    ledger.close()
+
+
+def test_a_second_ledger_object_sees_the_firsts_writes(path):
+    """Each object replays the events the other committed (two processes on one file work the same way)."""
+    tokens = _populated(path)
+    first, second = Ledger(path), Ledger(path)
+    token = first.add_analyst("dan", "lab")
+    first.revoke("alice")
+    assert second.authenticate(token) == "dan"
+    with pytest.raises(AuthError) as caught:
+        second.authenticate(tokens["alice"])
+    assert caught.value.status == 403
+    second.charge("dan", "d1", 1.5, {}, RESPONSE)
+    with pytest.raises(BudgetExceededError):
+        first.charge("carol", "c9", 0.1, {}, RESPONSE)  # lab: 0.5 + 1.5 of 2.0 spent by the second object
+    assert first.verify() == second.head()
+    first.close()
+    second.close()

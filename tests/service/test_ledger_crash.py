@@ -60,7 +60,7 @@ def _charge_forever(path, out):
 def test_two_processes_charging_one_account_never_overspend(tmp_path):
     path = str(tmp_path / "ledger.db")
     analysts = [[f"a{p}{t}" for t in range(3)] for p in range(2)]
-    with Ledger(path) as ledger:
+    with Ledger(path, create=True) as ledger:
         ledger.add_account("shared", 1.0)
         for name in sum(analysts, []):
             ledger.add_analyst(name, "shared")
@@ -91,7 +91,7 @@ def test_two_processes_charging_one_account_never_overspend(tmp_path):
 @pytest.mark.timeout(120)
 def test_a_sigkill_mid_burst_loses_no_committed_charge(tmp_path, kill_after=20):
     path = str(tmp_path / "ledger.db")
-    with Ledger(path) as ledger:
+    with Ledger(path, create=True) as ledger:
         ledger.add_account("team", 100.0)
         ledger.add_analyst("killed", "team")
         setup = ledger.head()[0]

@@ -14,7 +14,7 @@ from blowfish_nb.widgets import AnalystPanel
 def server(tmp_path):
     srv = bf.serve(datasets.salaries(n=2000, seed=4), bins={"age": 31, "salary": 50},
                    policy={"age": "line", "salary": "dp"}, ledger=tmp_path / "ledger.db",
-                   accounts={"course": 1.0}, analysts={"ana": "course", "ben": "course"})
+                   accounts={"course": 1.0}, analysts={"ana": "course", "ben": "course"}, create=True)
     yield srv
     srv.stop()
 

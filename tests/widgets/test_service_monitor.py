@@ -23,7 +23,8 @@ def rows(table_html: str) -> list[list[str]]:
 def server(tmp_path):
     srv = bf.serve(datasets.salaries(n=1500, seed=7), bins={"age": 31, "salary": 50},
                    policy={"age": "line", "salary": "dp"}, ledger=tmp_path / "ledger.db",
-                   accounts={"course": 1.0, "lab": 2.0}, analysts={"ana": "course", "ben": "course", "cy": "lab"})
+                   accounts={"course": 1.0, "lab": 2.0}, analysts={"ana": "course", "ben": "course", "cy": "lab"},
+                   create=True)
     yield srv
     if srv.running:
         srv.stop()

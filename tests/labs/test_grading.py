@@ -1,0 +1,93 @@
+"""Grading that holds, lab by lab, under ``otter run`` with the autograder zip in a network namespace of its own
+(no network): the solution scores full marks; a notebook with every answer 0 that also redefines the public check
+names (and the lab module's checks) scores at most 30 %.
+
+Each run takes 10–30 s (the notebook is executed); run one lab with ``-k 01-neighbours``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from blowfish_nb.labs.build import lab_module, lab_sources
+from tests.labs import ROOT, built_lab
+
+SLUGS = [p.stem for p in lab_sources()]
+OTTER = Path(sys.executable).with_name("otter")
+
+REDEFINE = '''\
+class _Pass:
+    """Anything: every attribute a function that passes, equal to everything."""
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+    def __call__(self, *args, **kwargs):
+        return None
+    def __eq__(self, other):
+        return True
+
+check = grader = judge = public_check = expect_number = expect_choice = expect_bool = _Pass()
+expect_pair = expect_mean = expect_laplace_noise = test_case = Notebook = _Pass()
+import blowfish_nb.labs.{lab} as _lab
+for _name in dir(_lab):
+    if re.fullmatch(r"q\\d+[a-z]?", _name):
+        setattr(_lab, _name, lambda *args, **kwargs: None)
+        globals()[_name] = _Pass()
+'''
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("labs")
+    return lambda slug: built_lab(slug, dest) / slug
+
+
+def otter_run(lab_dir: Path, notebook: Path, out: Path) -> float:
+    """``otter run`` of ``notebook`` with the lab's autograder zip, without network; the fraction of points."""
+    (zip_path,) = (lab_dir / "autograder").glob("*.zip")
+    out.mkdir(parents=True, exist_ok=True)
+    command = [str(OTTER), "run", "-a", str(zip_path), "-o", str(out), str(notebook)]
+    if shutil.which("unshare") and shutil.which("ip") and subprocess.run(["unshare", "-n", "true"]).returncode == 0:
+        # a network namespace with only the loopback (otter's grader logs to a local socket)
+        command = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *command]
+    env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(out)}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env, cwd=out)
+    results = out / "results.json"
+    assert results.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
+    tests = [t for t in json.loads(results.read_text())["tests"] if t.get("max_score")]
+    return sum(t["score"] for t in tests) / sum(t["max_score"] for t in tests)
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+@pytest.mark.parametrize("slug", SLUGS)
+def test_the_solution_scores_full_marks(built, slug, tmp_path):
+    lab = built(slug)
+    assert otter_run(lab, lab / "solution" / f"{slug}.ipynb", tmp_path / "out") == 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+@pytest.mark.parametrize("slug", SLUGS)
+def test_zeros_and_redefined_checks_score_at_most_30_percent(built, slug, tmp_path):
+    lab = built(slug)
+    nb = nbformat.read(lab / "student" / f"{slug}.ipynb", as_version=4)
+    cheat = nbformat.v4.new_code_cell("import re\n" + REDEFINE.format(lab=lab_module(slug)))
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = re.sub(r"^(\s*)(\w+) = \.\.\.", r"\1\2 = 0", cell.source, flags=re.M)
+        cells.append(cell)
+        if cell.cell_type == "code" and ("Grader(" in cell.source or "as check" in cell.source):
+            cells.append(nbformat.v4.new_code_cell(cheat.source))
+    nb.cells = cells
+    path = tmp_path / f"{slug}.ipynb"
+    nbformat.write(nb, path)
+    assert otter_run(lab, path, tmp_path / "out") <= 0.3
