@@ -9,6 +9,7 @@ first run, which is what a user re-running a notebook kernel sees.
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -44,6 +45,7 @@ def main() -> None:
     rows = [[name, f"{1000 * med[name]:.0f}", f"{1000 * min(times[name]):.0f}", f"{1000 * max(times[name]):.0f}",
              f"{med[name] / base:.2f}"] for name in COMMANDS]
     ratio = med["blowfish_nb"] / base
+    ratio_min = min(times["blowfish_nb"]) / min(times["numpy + pandas + scipy.sparse"])
     text = "\n".join([
         "# Cold import time",
         "",
@@ -52,8 +54,9 @@ def main() -> None:
         "",
         markdown_table(["import", "median ms", "min ms", "max ms", "÷ numpy+pandas+scipy.sparse"], rows),
         "",
-        f"Ratio blowfish_nb / (numpy + pandas + scipy.sparse): **{ratio:.2f}** (goal ≤ 1.5: "
-        f"{'yes' if ratio <= 1.5 else 'NO'}).",
+        f"Ratio blowfish_nb / (numpy + pandas + scipy.sparse): **{ratio:.2f}** of the medians, {ratio_min:.2f} of the "
+        f"minima (goal ≤ 1.5: {'yes' if ratio <= 1.5 else 'NO'}; load average when run {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} cores: a longer import is preempted more often, the minima are the closer measure).",
     ])
     publish(RESULTS, text)
 
