@@ -299,7 +299,7 @@ class CuratorExplorer(w.VBox):
             axes=[self.tradeoff_x_axis, self.tradeoff_y_axis],
             title="error against θ (click a point)",
             display_toolbar=False,
-            fig_margin={"top": 40, "bottom": 50, "left": 65, "right": 15},
+            fig_margin={"top": 48, "bottom": 50, "left": 65, "right": 15},  # title clear of a point at the top
             layout=w.Layout(width="100%", height=f"{PLOT_HEIGHT - 30}px"),
         )
         self.tradeoff.add_class("blowfish-tradeoff")
@@ -524,9 +524,12 @@ class CuratorExplorer(w.VBox):
             self.current_point.opacities = [1.0 if np.isfinite(here) else 0.0]
             xs, ys = self.tradeoff_x_axis.scale, self.tradeoff_y_axis.scale
             xs.min, xs.max = x_lo / LOG_PAD, x_hi * LOG_PAD
-            ys.min, ys.max = y_lo / LOG_PAD ** 2, y_hi * LOG_PAD ** 2
+            # the pad grows with the decades shown (a tenth of them on each side): in a short plot a fixed factor
+            # left a point at the top half outside the plot area when ε was small and the lines spanned 5 decades
+            pad = max(LOG_PAD ** 2, (max(y_hi, 1e-300) / max(y_lo, 1e-300)) ** 0.1)
+            ys.min, ys.max = y_lo / pad, y_hi * pad
             self.tradeoff_x_axis.tick_values = log_ticks(x_lo / LOG_PAD, x_hi * LOG_PAD)
-            self.tradeoff_y_axis.tick_values = log_ticks(y_lo / LOG_PAD ** 2, y_hi * LOG_PAD ** 2)
+            self.tradeoff_y_axis.tick_values = log_ticks(y_lo / pad, y_hi * pad)
 
     def _on_brush(self, _change) -> None:
         sel = self.brush.selected

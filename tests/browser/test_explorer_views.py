@@ -170,7 +170,7 @@ def test_small_epsilon_keeps_the_current_point_off_the_title_and_the_histogram_n
     page.mouse.down()
     page.mouse.move(box["x"] - 400, box["y"] + box["height"] / 2, steps=8)
     page.mouse.up()
-    readout = f"document.querySelector('{EXPLORER} .blowfish-readout').innerText"
+    readout = f"document.querySelector('{EXPLORER} .blowfish-readout').textContent"  # details included
     page.wait_for_function(f"() => /ε = 0\\.001 /.test({readout})")
     page.wait_for_timeout(500)
     page.locator(TRADEOFF).scroll_into_view_if_needed()
