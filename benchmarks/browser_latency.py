@@ -141,6 +141,13 @@ def _quickstart(page, lab: Lab, repeats: int) -> list[list[object]]:
                      keys(".blowfish-theta", ["ArrowRight", "ArrowLeft"]), repeats)
     rows.append(_row("explorer: θ slider, one key step 3 ↔ 4 (canvas redrawn, readout, bars)", theta, base))
 
+    # switch the policy family threshold ↔ line with the dropdown (the canvas redraws another graph)
+    family = page.locator(f"{EXPLORER} .blowfish-family select")
+    families = iter(["line graph G¹", "threshold G^θ"] * (repeats + 1))  # the options' labels
+    switch = _measure(page, EXPLORER, "change", theta_state, canvas_ready,
+                      lambda: family.select_option(label=next(families)), repeats)
+    rows.append(_row("explorer: policy switch threshold ↔ line (canvas redrawn, readout, bars)", switch, base))
+
     # add an edge by two clicks: the first selects a node, the timed second one completes the edge
     page.locator(f"{EXPLORER} .blowfish-canvas-button.mode-add").click()
     page.locator(canvas).scroll_into_view_if_needed()
@@ -297,7 +304,9 @@ def _publish(rows, repeats: int, versions) -> None:
         "page, so it survives a busy machine better than the absolute figures.",
         table,
         "*reached* counts repetitions that reached their state within "
-        f"{TIMEOUT_MS // 1000} s. The ε and θ key steps alternate between two neighbouring values; the canvas row "
+        f"{TIMEOUT_MS // 1000} s. The ε and θ key steps alternate between two neighbouring values; the policy "
+        "switch alternates the family dropdown between line and threshold (θ = 3), timed from its change event; the "
+        "canvas row "
         "adds a new edge (cell 5+i to cell 30+i) in the *add edge* mode by two clicks and times the second; the "
         "tradeoff row alternates between the ε = 0.1 series' first point and the ε = 1 series' third; every Run "
         "charges the session once more (same query).",

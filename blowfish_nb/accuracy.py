@@ -41,7 +41,6 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from scipy.stats import binom
 
 from .analysis.selection import Memo, public_key
 from .exceptions import InvalidParameterError
@@ -49,7 +48,7 @@ from .policy import Policy
 from .workload import Workload
 
 __all__ = ["epsilon_for_accuracy", "error_draws", "max_abs_errors", "check_accuracy", "upper_quantile", "clear_memory",
-           "chunk_draws", "DRAWS", "CONFIDENCE"]
+           "chunk_draws", "binomial_quantile", "DRAWS", "CONFIDENCE"]
 
 #: Monte-Carlo draws of the release error used for (α, β) → ε and intervals. With 99% confidence the bound on
 #: the 0.95-quantile is then the 775th of 800 sorted draws (0.969) rather than the 966th of 1,000 (0.966)
@@ -114,13 +113,15 @@ def epsilon_for_accuracy(mechanism, workload: Workload, policy: Policy, alpha: f
 
 
 def clear_memory() -> None:
-    """Forget every remembered quote: ε, closed forms, draws, mechanism choices and optimised strategies.
+    """Forget every remembered quote: ε, closed forms, draws, mechanism choices, optimised strategies, H^θ plans.
 
     No result changes by it (each is recomputed, to the last bit, when asked
     again); for tests that count or replace the work behind a quote.
     """
     from .analysis import selection
+    from .mechanisms import htheta
 
+    htheta._PLANS.clear()  # H^θ's plans per (k, θ)
     _EPSILONS.clear()
     _LAWS.clear()
     selection._CHOICES.clear()
@@ -259,11 +260,33 @@ def upper_quantile(samples: np.ndarray, p: float, confidence: float = CONFIDENCE
     z = np.sort(np.asarray(samples, dtype=float))
     n = z.size
     # P(Z_(j) ≥ q_p) = P(Binomial(n, p) ≤ j − 1)
-    j = int(binom.ppf(confidence, n, p)) + 1
+    j = binomial_quantile(confidence, n, p) + 1
     if j > n:
         raise InvalidParameterError(f"{n} Monte-Carlo draws cannot bound the {p:g}-quantile; use more draws "
                                     "or a larger beta")
     return float(z[j - 1])
+
+
+def binomial_quantile(q: float, n: int, p: float) -> int:
+    """The least m with P(Binomial(n, p) ≤ m) ≥ q (``scipy.stats.binom.ppf``, without importing scipy.stats).
+
+    The pmf is summed in log space from lgamma; a relative tolerance of
+    1e-12 on q absorbs the rounding of the sum, as SciPy's own search does.
+
+    Examples
+    --------
+    >>> binomial_quantile(0.99, 800, 0.95), binomial_quantile(0.5, 10, 0.5)
+    (774, 5)
+    """
+    m = np.arange(n + 1)
+    if p >= 1.0:
+        return n
+    if p <= 0.0:
+        return 0
+    log_pmf = (math.lgamma(n + 1) - np.array([math.lgamma(i + 1) + math.lgamma(n - i + 1) for i in range(n + 1)])
+               + m * math.log(p) + (n - m) * math.log1p(-p))
+    cdf = np.cumsum(np.exp(log_pmf - log_pmf.max())) * math.exp(log_pmf.max())
+    return int(min(np.searchsorted(cdf, q * (1 - 1e-12)), n))
 
 
 def error_draws(mechanism, workload: Workload, policy: Policy, epsilon: float, draws: int = DRAWS,

@@ -180,9 +180,13 @@ def _ranges(domain: Domain, ranges) -> Query:
                     "so lo must be below hi")
             e = attr.edges
             if lo < e[0] or hi > e[-1]:
+                clip_lo, clip_hi = max(lo, e[0]), min(hi, e[-1])
+                hint = (f"; clipped to the domain it is ({clip_lo:.15g}, {clip_hi:.15g}): ask for that range (no "
+                        "value lies outside the bounds, so it counts the same rows)" if clip_lo < clip_hi else
+                        "; it does not meet the domain at all, so it would count no row")
                 raise DomainError(
                     f"ranges[{j}] = {(lo, hi)!r} on {attr.name!r} leaves the domain [{e[0]:.15g}, {e[-1]:.15g}]"
-                )
+                    + hint)
             a, b = covered_bins(e, lo, hi)
             lo_idx.append(a)
             hi_idx.append(b)

@@ -14,7 +14,10 @@ import pandas as pd
 from .exceptions import InvalidParameterError
 from .policy import Policy
 
-__all__ = ["Release"]
+__all__ = ["Release", "COUNT_QUERIES"]
+
+#: the query templates whose true answers are counts (never negative): their intervals are clipped at 0
+COUNT_QUERIES = frozenset({"histogram", "cumulative", "range", "marginal"})
 
 
 @dataclass(frozen=True)
@@ -73,12 +76,26 @@ class Release:
 
         The error of a linear release is public noise pushed through the
         mechanism's map; its per-answer quantiles come from ``draws``
-        simulated releases of that noise (no data involved).
+        simulated releases of that noise (no data involved). For counts
+        (every query template but ``"workload"``) the interval is clipped at
+        0: a true count is never negative, so an interval that held it still
+        does after the clip (coverage is kept), and the clip reads only the
+        released answers (post-processing, no budget).
 
         Raises
         ------
         InvalidParameterError
             For a bad level, or a data-dependent release (no public error law).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from blowfish_nb import datasets
+        >>> r = datasets.salaries(200, seed=1).blowfish.release("histogram", "age", bins=31, bounds=(18, 80),
+        ...                                                     epsilon=0.1, rng=0)
+        >>> ci = r.confidence_interval()
+        >>> bool((ci["lower"] >= 0).all() and (ci["lower"] <= ci["upper"]).all())
+        True
         """
         if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
             raise InvalidParameterError(f"level must lie strictly between 0 and 1, got {level!r}")
@@ -88,7 +105,10 @@ class Release:
             )
         half = np.quantile(np.abs(self.error_sampler(draws)), level, axis=0)
         a = self.answers.to_numpy()
-        return pd.DataFrame({"answer": a, "lower": a - half, "upper": a + half}, index=self.answers.index)
+        lower, upper = a - half, a + half
+        if self.query in COUNT_QUERIES:  # true counts are ≥ 0 (see above)
+            lower, upper = np.maximum(lower, 0.0), np.maximum(upper, 0.0)
+        return pd.DataFrame({"answer": a, "lower": lower, "upper": upper}, index=self.answers.index)
 
     def to_frame(self, level: float = 0.95) -> pd.DataFrame:
         """Answers with their intervals (when the mechanism has a public error law)."""

@@ -28,10 +28,10 @@ __all__ = ["POLICIES", "POLICY_PARAMS", "CELL_LIMIT", "check_policy_params", "re
 POLICIES = tuple(SHORTHANDS)
 #: the parameters each policy name takes; any other one given with it is refused, never ignored
 POLICY_PARAMS = {name: s.params for name, s in SHORTHANDS.items() if s.params}
-_PARAM_NAMES = ("theta", "blocks", "attributes")
+_PARAM_NAMES = ("theta", "within", "blocks", "attributes")
 
 
-def check_policy_params(policy, *, theta=None, blocks=None, attributes=None) -> None:
+def check_policy_params(policy, *, theta=None, blocks=None, attributes=None, within=None) -> None:
     """Refuse a policy parameter that ``policy`` does not take: given, it is never silently ignored.
 
     ``theta`` goes with ``"threshold"`` and ``"grid"``, ``blocks`` with
@@ -55,7 +55,7 @@ def check_policy_params(policy, *, theta=None, blocks=None, attributes=None) -> 
     if isinstance(policy, str) and policy not in POLICIES:
         return
     takes = parameters_of(policy) if isinstance(policy, str) else ()
-    for name, value in (("theta", theta), ("blocks", blocks), ("attributes", attributes)):
+    for name, value in (("theta", theta), ("within", within), ("blocks", blocks), ("attributes", attributes)):
         if value is not None and name not in takes:
             users = " and ".join(p for p, params in POLICY_PARAMS.items() if name in params)
             what = (f"policy={policy!r}" if isinstance(policy, str)
@@ -76,8 +76,8 @@ def _pair(spec: tuple, where: str) -> tuple[str, dict]:
     unknown = [k for k in params if k not in _PARAM_NAMES]
     if unknown:
         raise InvalidParameterError(
-            f"the policy {where}has an unknown parameter {unknown[0]!r}; parameters are theta, blocks and "
-            f"attributes, got {spec!r}")
+            f"the policy {where}has an unknown parameter {unknown[0]!r}; parameters are theta (or within, θ in the "
+            f"column's units), blocks and attributes, got {spec!r}")
     check_policy_params(name, **params)
     return name, dict(params)
 
@@ -278,6 +278,6 @@ def columns_of(df, columns, column=None) -> list[str]:
     for c in cols:
         if c not in df.columns:
             raise DomainError(f"column {c!r} is not in the data; available columns: {list(df.columns)!r}")
-        if (df.columns == c).sum() > 1:
+        if not df.columns.is_unique and (df.columns == c).sum() > 1:  # is_unique is cached by pandas
             raise DomainError(f"column {c!r} appears more than once in the data; give the columns distinct names")
     return cols

@@ -47,8 +47,8 @@ const STYLE = [
       "text-valign": "bottom",
       "text-margin-y": 3,
       color: "#333",
-      width: 12,
-      height: 12,
+      width: "data(size)",
+      height: "data(size)",
     },
   },
   {
@@ -65,12 +65,18 @@ const STYLE = [
   },
   { selector: "node.label-left", style: { "text-valign": "center", "text-halign": "left", "text-margin-x": -4 } },
   { selector: "node:selected", style: { "background-color": "#dd8452", "border-width": 2, "border-color": "#333" } },
-  { selector: "node.pending", style: { "background-color": "#55a868", width: 16, height: 16 } },
+  { selector: "node.pending", style: { "background-color": "#55a868", "border-width": 2, "border-color": "#2d6a2d" } },
+  // the node a drag would join (edgehandles' target) and the node it started from
+  {
+    selector: "node.eh-target, node.eh-presumptive-target.eh-preview",
+    style: { "background-color": "#55a868", "border-width": 3, "border-color": "#1b4d1b" },
+  },
+  { selector: "node.eh-source", style: { "background-color": "#55a868" } },
   {
     selector: "edge",
     style: {
       width: 1.2,
-      "line-color": "#8c8c8c",
+      "line-color": (ele) => SPAN_COLORS[(ele.data("span") - 1) % SPAN_COLORS.length] ?? "#8c8c8c",
       opacity: 0.75,
       "curve-style": "unbundled-bezier",
       "control-point-distances": (ele) => ele.data("bend"),
@@ -78,9 +84,20 @@ const STYLE = [
     },
   },
   { selector: "edge.to-bottom", style: { "line-color": "#e3a5a7", "curve-style": "straight", width: 0.8 } },
+  // the edge under the pointer in remove mode: the one a click removes
+  { selector: "edge.hover", style: { width: 3.5, "line-color": "#c44e52", opacity: 1, "z-index": 10 } },
   { selector: ".eh-preview, .eh-ghost-edge", style: { "line-color": "#55a868", "curve-style": "straight", width: 2 } },
   { selector: ".eh-ghost-node", style: { opacity: 0 } },
 ];
+
+// Arcs coloured by their span (in cells along the line), cycling: a threshold graph's arcs of different
+// lengths stay apart by colour where they cross, instead of one grey band.
+const SPAN_COLORS = ["#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974"];
+
+/** Node size (px) for a spacing between neighbouring nodes: as large as leaves a gap, between 10 and 24 px. */
+export function nodeSize(step) {
+  return Math.max(10, Math.min(24, Math.floor(0.75 * step)));
+}
 
 /** Cytoscape elements for the current model state (nodes keep their order). */
 function elementsFrom(model, width, height) {
@@ -90,9 +107,10 @@ function elementsFrom(model, width, height) {
   const pos = layoutPositions(nodes, arrangement, width, height);
   const index = new Map(nodes.map((n, i) => [n.id, i]));
   const labels = labelsFor(nodes, arrangement, pos);
+  const size = nodeSize(nearestStep(nodes, pos));
   const els = nodes.map((n) => ({
     group: "nodes",
-    data: { id: n.id, label: labels.get(n.id)?.text ?? "", show: labels.has(n.id) },
+    data: { id: n.id, label: labels.get(n.id)?.text ?? "", show: labels.has(n.id), size: n.bottom ? 18 : size },
     position: pos.get(n.id),
     classes: [n.bottom ? "bottom" : "", labels.get(n.id)?.left ? "label-left" : ""].join(" ").trim(),
     locked: true,
@@ -103,13 +121,25 @@ function elementsFrom(model, width, height) {
     // edges of different lengths do not hide each other.
     const span = Math.abs(pos.get(u).x - pos.get(v).x);
     const onOneRow = Math.abs(pos.get(u).y - pos.get(v).y) < 1;
+    const cells = Math.abs((index.get(u) ?? 0) - (index.get(v) ?? 0));
     els.push({
       group: "edges",
-      data: { id: `e${i}`, source: u, target: v, bend: onOneRow ? -0.35 * span : 0 },
+      data: { id: `e${i}`, source: u, target: v, bend: onOneRow ? -0.35 * span : 0, span: Math.max(1, cells) },
       classes: toBottom ? "to-bottom" : "",
     });
   });
   return els;
+}
+
+/** The distance between the two closest cells as drawn (the line's or the grid's step). */
+function nearestStep(nodes, pos) {
+  const cells = nodes.filter((n) => !n.bottom);
+  if (cells.length < 2) return 40;
+  const xs = [...new Set(cells.map((n) => Math.round(pos.get(n.id).x * 100) / 100))].sort((a, b) => a - b);
+  const ys = [...new Set(cells.map((n) => Math.round(pos.get(n.id).y * 100) / 100))].sort((a, b) => a - b);
+  let step = Infinity;
+  for (const v of [xs, ys]) for (let i = 1; i < v.length; i++) step = Math.min(step, v[i] - v[i - 1]);
+  return Number.isFinite(step) ? step : 40;
 }
 
 // Label width at the node font (9px): about 5.4px a character, plus a gap.
@@ -154,6 +184,24 @@ function labelsFor(nodes, arrangement, pos) {
     cells.forEach((n) => out.set(n.id, { text: n.label }));
   }
   return out;
+}
+
+/** The node drawn at a model position (within its radius plus a few px), or null. */
+function nodeAt(cy, p) {
+  if (!p) return null;
+  let best = null;
+  let bestD = Infinity;
+  cy.nodes().forEach((n) => {
+    if (n.hasClass("eh-ghost") || n.hasClass("eh-ghost-node")) return; // edgehandles' pointer-following node
+    const q = n.position();
+    const r = n.width() / 2 + 4 / Math.max(cy.zoom(), 1e-9);
+    const d = Math.hypot(q.x - p.x, q.y - p.y);
+    if (d <= r && d < bestD) {
+      best = n;
+      bestD = d;
+    }
+  });
+  return best;
 }
 
 function button(label, cls, onClick) {
@@ -259,6 +307,7 @@ function render({ model, el }) {
   let frame = 0;
   let pending = null; // first node of a click-click edge
   let drawnWidth = 0; // the container width of the last layout
+  let drawnKey = ""; // the nodes, arrangement and size last drawn: when unchanged only the edges are replaced
 
   const applyMode = () => {
     const mode = model.get("mode");
@@ -296,6 +345,11 @@ function render({ model, el }) {
       model.send({ op: "bottom", nodes: [node.id()] });
     }
   };
+  // A message of the canvas itself (no kernel round trip), until the kernel's next one replaces it.
+  const localMessage = (text) => {
+    setLine(message, text);
+    message.classList.toggle("is-error", text.startsWith("✗"));
+  };
   const onTapEdge = (evt) => {
     if (model.get("mode") !== "remove") return;
     const e = evt.target;
@@ -307,6 +361,7 @@ function render({ model, el }) {
     const width = box.clientWidth || 800;
     const height = box.clientHeight || model.get("height");
     const elements = elementsFrom(model, width, height);
+    const key = JSON.stringify([model.get("nodes"), model.get("arrangement"), width, height]);
     if (cy === null) {
       cy = cytoscape({
         container: box,
@@ -319,21 +374,47 @@ function render({ model, el }) {
       });
       cy.on("tap", "node", onTapNode);
       cy.on("tap", "edge", onTapEdge);
+      cy.on("mouseover", "edge", (evt) => { if (model.get("mode") === "remove") evt.target.addClass("hover"); });
+      cy.on("mouseout", "edge", (evt) => evt.target.removeClass("hover"));
       // Drag from node to node (edgehandles' draw mode): Python decides; the
       // preview edge is removed and the graph comes back from the kernel.
+      // hoverDelay 0: the node under the pointer is the target at once (a drag released on arrival adds its
+      // edge; with a delay it was dropped silently). A release edgehandles still calls a cancel (no hover event
+      // reached the node) is settled here by where it happened: on a node, the edge; elsewhere, a message.
       eh = cy.edgehandles({
         canConnect: (s, t) => !s.same(t),
         edgeParams: () => ({ classes: "eh-drawn" }),
         snap: false,
-        hoverDelay: 50,
+        hoverDelay: 0,
       });
-      cy.on("ehcomplete", (evt, source, target, added) => {
-        added.remove();
+      const addByDrag = (source, target) => {
         if (pending) pending.removeClass("pending");
         pending = null;
         model.send({ op: "add", source: source.id(), target: target.id() });
+      };
+      cy.on("ehcomplete", (evt, source, target, added) => {
+        added.remove();
+        addByDrag(source, target);
+      });
+      // where this gesture's pointer last was (edgehandles' own position outlives its gesture: a click on a node
+      // must not be read as a drag to where the previous drag ended)
+      let dragAt = null;
+      cy.on("ehstart", () => { dragAt = null; });
+      cy.on("tapdrag", (evt) => { dragAt = evt.position; });
+      cy.on("ehcancel", (evt, source) => {
+        if (dragAt === null) return; // a click: the click-click path (onTapNode) handles it
+        const target = nodeAt(cy, dragAt);
+        dragAt = null;
+        if (target && !target.same(source)) addByDrag(source, target);
+        else if (!target) localMessage("✗ release on a node to add an edge (the drag ended between nodes)");
       });
       box.__cy = cy; // read by the browser tests to find where nodes are drawn
+    } else if (key === drawnKey) {
+      // the same cells at the same size (a θ step, an edit): swap the edges only, keep the nodes
+      cy.batch(() => {
+        cy.edges().remove();
+        cy.add(elements.filter((e) => e.group === "edges"));
+      });
     } else {
       cy.batch(() => {
         cy.elements().remove();
@@ -341,7 +422,8 @@ function render({ model, el }) {
       });
     }
     cy.resize();
-    cy.fit(undefined, 16);
+    cy.fit(undefined, 16); // every time: a new long arc may reach above the nodes' box
+    drawnKey = key;
     drawnWidth = width;
     setLine(caption, model.get("title"));
     applyMode();

@@ -382,6 +382,50 @@ def test_theta_with_a_policy_that_takes_none_is_refused_in_sessions_and_kmeans()
         df.blowfish.kmeans("age", 2, policy="dp", theta=3, bins=10, bounds=(0, 100))
 
 
+def test_a_misspelt_policy_name_is_answered_with_the_close_one_and_every_name_explained():
+    import pytest
+
+    from blowfish_nb import PolicyError, datasets
+    from blowfish_nb.policy.shorthand import SHORTHANDS
+
+    df = datasets.salaries(200, seed=1)
+    with pytest.raises(PolicyError, match=r"did you mean 'threshold'\?") as info:
+        df.blowfish.release("histogram", "salary", bins=50, bounds=(0, 250_000), policy="treshold", theta=2,
+                            epsilon=1.0)
+    assert all(f"'{name}':" in str(info.value) for name in SHORTHANDS)  # each name with its meaning
+    with pytest.raises(PolicyError) as info:
+        df.blowfish.release("histogram", "salary", bins=50, bounds=(0, 250_000), policy="zzz", epsilon=1.0)
+    assert "did you mean" not in str(info.value)
+
+
+def test_theta_beyond_the_domain_is_refused_with_the_span_in_bins():
+    import pytest
+
+    from blowfish_nb import InvalidParameterError, datasets
+
+    df = datasets.salaries(200, seed=1)
+    with pytest.raises(InvalidParameterError, match=r"theta=80 .*49 apart.*theta ≤ 49"):
+        df.blowfish.release("histogram", "salary", bins=50, bounds=(0, 250_000), policy="threshold", theta=80,
+                            epsilon=1.0)
+    r = df.blowfish.release("histogram", "salary", bins=50, bounds=(0, 250_000), policy="threshold", theta=49,
+                            epsilon=1.0, rng=0)  # the whole span is still allowed
+    assert r.policy.params["theta"] == 49
+
+
+def test_a_range_outside_the_bounds_suggests_the_clipped_range():
+    import pytest
+
+    from blowfish_nb import DomainError, datasets
+
+    df = datasets.salaries(200, seed=1)
+    with pytest.raises(DomainError, match=r"clipped to the domain it is \(40000, 250000\)"):
+        df.blowfish.release("range", "salary", bins=50, bounds=(0, 250_000), ranges=[(40_000, 300_000)],
+                            epsilon=1.0)
+    with pytest.raises(DomainError, match="does not meet the domain"):
+        df.blowfish.release("range", "salary", bins=50, bounds=(0, 250_000), ranges=[(260_000, 300_000)],
+                            epsilon=1.0)
+
+
 # -- the analyst service's configuration and client (issue 27 item 7): every call gets our error, naming the
 # -- parameter and the bad value (before: accepted, a raw TypeError/ValueError/UnicodeEncodeError, or a vague message)
 def _salaries_serve(tmp, **change):

@@ -89,6 +89,39 @@ def test_fast_encoding_equals_binary_search_at_and_around_every_edge():
                                   np.minimum(np.searchsorted(e, ints, side="right") - 1, k - 1))
 
 
+def test_the_one_division_count_is_taken_only_when_it_equals_the_edge_search():
+    """_affine_is_exact (issue 28's fast count) promises trunc((v − e0)/w) is the bin of every in-domain v.
+
+    Brute force: every edge, the floats either side of it and random values,
+    over many equal-width domains; when the promise is made the counts of the
+    fast path equal the edge search, and when it is not the slower path is used
+    (counts still equal).
+    """
+    import numpy as np
+    import pandas as pd
+
+    from blowfish_nb import Domain
+    from blowfish_nb.domain import OrderedAttribute
+
+    rng = np.random.default_rng(28)
+    taken = 0
+    for _ in range(300):
+        k = int(rng.integers(1, 300))
+        lo = float(rng.choice([0, -3.3, 17, 1e-3, 18, 20_000]))
+        hi = lo + float(rng.choice([1, 0.7, 62, 4096, 250_000, 1 / 3])) * k
+        a = OrderedAttribute("x", np.linspace(lo, hi, k + 1))
+        e = a.edges
+        v = np.r_[e, np.nextafter(e, -np.inf), np.nextafter(e, np.inf), rng.uniform(lo, hi, 500)]
+        v = v[(v >= e[0]) & (v <= e[-1])]
+        want = np.bincount(np.minimum(np.searchsorted(e, v, side="right") - 1, k - 1), minlength=k)
+        if a._affine_is_exact:
+            taken += 1
+            codes = a._affine(v, np.empty(v.size)).astype(np.intp)
+            assert np.array_equal(np.bincount(np.minimum(codes, k - 1), minlength=k), want)
+        assert np.array_equal(Domain([a]).histogram(pd.DataFrame({"x": v})), want)
+    assert taken > 150  # the fast path is the common case, not a curiosity
+
+
 def test_a_bad_value_deep_in_a_large_column_is_refused_without_quoting_it():
     import numpy as np
     import pandas as pd
@@ -124,7 +157,8 @@ def test_blocked_counts_equal_encode_and_catch_every_bad_value():
         d = Domain.from_column(pd.Series(v, name="x"), bins=bins, bounds=bounds)
         df = pd.DataFrame({"x": v})
         assert np.array_equal(d.histogram(df), np.bincount(d.encode(df), minlength=d.size))
-        bads = [bounds[1] + 1, bounds[0] - 1] + ([np.nan, np.inf, -np.inf, bounds[1] + 1e-9] if v.dtype.kind == "f" else [])
+        bads = [bounds[1] + 1, bounds[0] - 1] + ([np.nan, np.inf, -np.inf, bounds[1] + 1e-9, bounds[0] - 1e-9]
+                                                 if v.dtype.kind == "f" else [])
         for bad in bads:
             w = v.astype(float if isinstance(bad, float) else v.dtype).copy()
             w[len(w) // 2] = bad

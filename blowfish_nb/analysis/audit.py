@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import beta
 
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
@@ -212,6 +211,8 @@ def log_ratio_lower_bound(k_num, n_num, k_den, n_den, alpha):
     >>> float(log_ratio_lower_bound(0, 1000, 10, 1000, 0.005))
     -inf
     """
+    from scipy.stats import beta  # lazy (import time)
+
     k_num, n_num, k_den, n_den, alpha = np.broadcast_arrays(
         *(np.asarray(v, dtype=float) for v in (k_num, n_num, k_den, n_den, alpha)))
     lo = np.zeros(k_num.shape)

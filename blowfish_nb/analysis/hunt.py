@@ -63,7 +63,6 @@ from numbers import Integral
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from .._validation import as_generator
 from ..exceptions import InvalidParameterError
@@ -227,6 +226,8 @@ def hunt(
         if pairs < len(found):
             keep = np.sort(rng.choice(len(found), size=pairs, replace=False))
             found = [found[i] for i in keep]
+
+    from scipy.stats import norm  # lazy (import time)
 
     z = float(norm.ppf(1 - alpha / (2 * candidates)))
     bar = _bar(progress, len(found), f"hunt {probe.name}: pilot")

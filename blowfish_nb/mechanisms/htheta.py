@@ -19,6 +19,8 @@ group's entries of x_H; groups are disjoint, so they share the budget.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,7 +98,7 @@ class HThetaRanges(Mechanism):
 
     # -- the plan: tree, groups, wavelet --------------------------------------------------
     def plan(self, policy: Policy) -> "_Plan":
-        return _Plan(self.require(policy))
+        return _plan_for(self.require(policy))
 
     def sensitivity(self, policy: Policy) -> float:
         """Δ of the grouped wavelet strategy: exact under the policy, or stretch × its Δ under the tree."""
@@ -149,6 +151,34 @@ class HThetaRanges(Mechanism):
         return f"HThetaRanges(budget={self.budget!r})"
 
 
+#: plans remembered: a plan is a function of (k, θ) alone (public), and one quote or release asks for it up to three
+#: times (sensitivity, noise scale, expected error), each a spanning tree, a transform and the tree's paths
+_PLANS: "OrderedDict[tuple[int, int], _Plan]" = OrderedDict()
+PLANS_REMEMBERED = 8
+_PLANS_LOCK = threading.Lock()
+
+
+def _plan_for(policy: Threshold) -> "_Plan":
+    """The plan of G^θ on k cells, built once per (k, θ) (the most recent :data:`PLANS_REMEMBERED` kept).
+
+    Everything in a plan depends on k and θ only (the tree H^θ, its groups,
+    the wavelet, the window of edges), so two policies with the same k and
+    θ share one; nothing in it is written after it is built.
+    """
+    key = (policy.domain.size, policy.theta)
+    with _PLANS_LOCK:
+        plan = _PLANS.get(key)
+        if plan is not None:
+            _PLANS.move_to_end(key)
+            return plan
+    plan = _Plan(policy)
+    with _PLANS_LOCK:
+        _PLANS[key] = plan
+        while len(_PLANS) > PLANS_REMEMBERED:
+            _PLANS.popitem(last=False)
+    return plan
+
+
 class _Plan:
     """H^θ, its transform, and the layout of x_H as a (groups × K) array (K = padded group size)."""
 
@@ -187,11 +217,13 @@ class _Plan:
         in the tests).
         """
         k, theta = self.policy.domain.size, self.policy.theta
-        for u, v in self.policy.edge_chunks():
-            lower = np.minimum(u, v)
-            keep = (lower < 3 * theta) | (lower >= k - 4 * theta)
-            if keep.any():
-                yield u[keep], v[keep]
+        # built directly (G^θ on one attribute: (u, u + d), d = 1 … θ), not filtered from all kθ edges
+        lower = np.arange(k)
+        lower = lower[(lower < 3 * theta) | (lower >= k - 4 * theta)]
+        for d in range(1, theta + 1):
+            u = lower[lower + d < k]
+            if u.size:
+                yield u, u + d
 
     def _distances(self, u, v):
         rows, _, _ = self.paths.between(u, v)

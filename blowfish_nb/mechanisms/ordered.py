@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
 from .base import MatrixMechanism
 from .factors import PrefixFactor
@@ -56,6 +55,8 @@ class Ordered(MatrixMechanism):
 
     def _postprocess(self, y, ndim):
         if self.consistent and ndim == 1:
+            from scipy.optimize import isotonic_regression  # lazy (import time)
+
             return np.maximum(isotonic_regression(y, increasing=True).x, 0.0)
         return y
 

@@ -38,10 +38,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linear_sum_assignment
 
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
@@ -406,6 +404,9 @@ def best_matching(edges: np.ndarray, weights: np.ndarray) -> list[tuple[int, int
     """
     if len(edges) == 0:
         return []
+    import networkx as nx  # lazy: import time
+    from scipy.optimize import linear_sum_assignment
+
     G = nx.Graph()
     G.add_weighted_edges_from(zip(edges[:, 0].tolist(), edges[:, 1].tolist(), weights.tolist()))
     if not nx.is_bipartite(G):

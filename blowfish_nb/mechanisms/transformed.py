@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import isotonic_regression
 
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
@@ -160,6 +159,8 @@ class Transformed(Mechanism):
         else:
             noisy = noise.noisy(t.data(x), ell / epsilon, rng, epsilon=epsilon)
         if self.inner.endswith("consistent"):
+            from scipy.optimize import isotonic_regression  # lazy (import time)
+
             noisy = isotonic_regression(noisy, increasing=True).x
         return t.workload(workload) @ noisy + t.offset(workload, x)
 

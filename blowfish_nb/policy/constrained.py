@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
@@ -149,6 +148,8 @@ class Constrained(Policy):
 
     def _graph(self, effects) -> nx.DiGraph:
         names = self.constraints.names
+        import networkx as nx  # lazy: `import blowfish_nb` does not import networkx
+
         g = nx.DiGraph()
         g.add_nodes_from([V_PLUS, *names, V_MINUS])
         for lowered, lifted, marked in effects.values():

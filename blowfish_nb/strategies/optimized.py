@@ -40,7 +40,6 @@ from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import minimize
 
 from .._validation import as_generator
 from ..exceptions import InvalidParameterError
@@ -361,6 +360,8 @@ class _Problem:
 
         z0 = np.concatenate([x.reshape(-1) for x in X0])
         bounds = None if self.signed else [(0.0, None)] * z0.size
+        from scipy.optimize import minimize  # lazy (import time)
+
         res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds,
                        options={"maxiter": max_iter, "maxcor": 20})
         X = unpack(res.x)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import minimize
 
 from ..exceptions import InvalidParameterError
 from ..operators import Workload
@@ -138,6 +137,8 @@ def optimize_weights(c, policy: Policy, *, max_iter: int = 500) -> WeightedPrefi
     c = np.maximum(c, 1e-12 * max(float(c.max()), 1e-300))
     u = np.zeros(m)
     if lo.size:
+        from scipy.optimize import minimize  # lazy (import time)
+
         u = minimize(_objective, u, args=(c, lo, hi), jac=True, method="L-BFGS-B", bounds=[LOG_BOUNDS] * m,
                      options={"maxiter": max_iter}).x
     w = np.exp(u - u.max())

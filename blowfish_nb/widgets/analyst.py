@@ -121,6 +121,7 @@ class AnalystPanel(w.VBox):
                 "for a session opened with reproducible=True (leave rng=None to draw from OS entropy)")
         self._rng = None if rng is None else as_generator(rng)
         self.releases: list[Release] = []
+        self._numbers: list[int] = []  # each panel release's number in the session's ledger (#1 = its first)
         self._quotes: OrderedDict = OrderedDict()
         self.quoted_epsilon: float | None = None
         self._left = float(session.remaining)  # what the budget bar shows; read again after each Run (one request)
@@ -141,11 +142,12 @@ class AnalystPanel(w.VBox):
         self.budget_label = w.HTML()
         self.message = w.HTML()
         self.history = w.HTML()
+        self.history.add_class("blowfish-history")
         self.compare_a = w.Dropdown(description="compare", options=[], style=fit, layout=w.Layout(width="340px"))
         self.compare_b = w.Dropdown(description="with", options=[], style=fit, layout=w.Layout(width="340px"))
         for widget, cls in ((self.cost, "blowfish-cost"), (self.run_button, "blowfish-run"),
                             (self.budget_bar, "blowfish-budget"), (self.budget_label, "blowfish-budget-label"),
-                            (self.message, "blowfish-message"), (self.history, "blowfish-history"),
+                            (self.message, "blowfish-message"),
                             (self.alpha_text, "blowfish-alpha"), (self.beta_text, "blowfish-beta"),
                             (self.query_dropdown, "blowfish-query"), (self.column_dropdown, "blowfish-column"),
                             (self.granularity_slider, "blowfish-granularity")):
@@ -160,9 +162,11 @@ class AnalystPanel(w.VBox):
             x=np.array([], dtype=str), y=np.zeros((1, 0)), scales={"x": self.compare_x, "y": self.compare_y},
             type="grouped", color_mode="element", colors=list(COMPARE_COLORS), padding=0.15, labels=[],
             display_legend=True)
-        self.compare_axis = bqplot.Axis(scale=self.compare_x, label="answer")
+        self.compare_axis = bqplot.Axis(scale=self.compare_x, label="answer", visible=False)
+        # "~s": 1.2k, 40k, 1.5M; no "800m" ticks: the axes are hidden until there is a release to draw, and a
+        # drawn y range spans at least 10 counts, so its ticks fall on whole counts
         self.compare_y_axis = bqplot.Axis(scale=self.compare_y, orientation="vertical", label="noisy answer",
-                                          tick_format=".3s", label_offset="52px")
+                                          tick_format="~s", label_offset="52px", visible=False)
         self.compare_figure = bqplot.Figure(
             marks=[self.compare_bars], axes=[self.compare_axis, self.compare_y_axis],
             title="no release yet: Run a query to see its answers here", legend_location="top-right",
@@ -195,6 +199,7 @@ class AnalystPanel(w.VBox):
         self.compare_b.observe(lambda _c: self._draw_compare(), names="value")
         self.run_button.on_click(lambda _b: self.run())
         self._update_budget(read=False)
+        self._update_history()  # the session's releases so far (made in code, or in another panel)
         self._update_quote()
 
     def __repr__(self) -> str:
@@ -285,11 +290,14 @@ class AnalystPanel(w.VBox):
             self._update_budget()
             return None
         release.provenance["panel query"] = self._describe()
+        release.provenance["panel kind"] = self.query_dropdown.value
         self.releases.append(release)
+        ledger = self._ledger()  # one read: numbers this release and fills the history
+        self._numbers.append(len(ledger) if ledger is not None and len(ledger) else len(self.releases))
         self.message.value = (f"<span style='color:#2d6a2d'>✓ released {html.escape(self._describe())} at "
                               f"ε = {release.epsilon:.4g} with {html.escape(release.mechanism)}</span>")
         self._update_budget()
-        self._update_history()
+        self._update_history(ledger)
         self._update_quote()
         return release
 
@@ -301,15 +309,49 @@ class AnalystPanel(w.VBox):
         self.budget_bar.value = self._left
         self.budget_label.value = f"ε left <b>{self._left:.4g}</b> of {s.budget:g} (spent {float(s.spent):.4g})"
 
-    def _update_history(self) -> None:
-        rows = "".join(
-            f"<tr><td>{i + 1}</td><td>{html.escape(r.provenance.get('panel query', r.query))}</td>"
-            f"<td>{r.epsilon:.4g}</td><td>{html.escape(r.mechanism)}</td>"
-            f"<td>{'' if r.accuracy is None else f'±{r.accuracy[0]:g} w.p. {1 - r.accuracy[1]:g}'}</td></tr>"
-            for i, r in enumerate(self.releases)
-        )
-        self.history.value = ("<table class='blowfish-history-table'><tr><th>#</th><th>query</th><th>ε</th>"
-                              f"<th>mechanism</th><th>accuracy</th></tr>{rows}</table>")
+    def _ledger(self) -> pd.DataFrame | None:
+        """The session's ledger (every release it charged, in order), or None for a session without one."""
+        try:
+            inspect.getattr_static(self.session, "ledger")
+        except AttributeError:
+            return None
+        try:
+            return self.session.ledger
+        except BlowfishError:
+            return None
+
+    def _update_history(self, ledger: pd.DataFrame | None = False) -> None:
+        """The table of every release the session charged, this panel's or not (the ledger read once).
+
+        Releases made in this panel can be compared; the others (made in code, or
+        in another panel) are listed with what the ledger says of them.
+        ``ledger``: one already read (None: the session has none), else it is read here.
+        """
+        if ledger is False:
+            ledger = self._ledger()
+        mine = dict(zip(self._numbers, self.releases))
+        rows = []
+        if ledger is None:
+            entries = [(n, r.provenance.get("panel query", r.query), r.epsilon, r.mechanism, r.accuracy)
+                       for n, r in mine.items()]
+        else:
+            entries = []
+            for n, e in enumerate(ledger.to_dict("records"), start=1):
+                r = mine.get(n)
+                what = (r.provenance.get("panel query", r.query) if r is not None
+                        else f"{e.get('query')} of {e.get('columns')}")
+                acc = e.get("accuracy")
+                entries.append((n, what, float(e.get("epsilon")), e.get("mechanism"),
+                                None if acc is None or (isinstance(acc, float) and np.isnan(acc)) else tuple(acc)))
+        for n, what, eps, mech, acc in entries:
+            where = "this panel" if n in mine else "elsewhere in the session"
+            rows.append(
+                f"<tr><td>{n}</td><td>{html.escape(str(what))}</td><td>{eps:.4g}</td>"
+                f"<td>{html.escape(str(mech))}</td>"
+                f"<td>{'' if acc is None else f'±{acc[0]:g} w.p. {1 - acc[1]:g}'}</td><td>{where}</td></tr>")
+        self.history.value = ("" if not rows else
+                              "<table class='blowfish-history-table'><tr><th>#</th><th>query</th><th>ε</th>"
+                              f"<th>mechanism</th><th>accuracy</th><th>made in</th></tr>{''.join(rows)}</table>")
         options = [(self._name(i), i) for i in range(len(self.releases))]
         self._drawing = True
         try:
@@ -326,7 +368,7 @@ class AnalystPanel(w.VBox):
     def _name(self, i: int) -> str:
         """Release ``i`` as the history, the dropdowns and the legend name it: ``#1 histogram of age``."""
         r = self.releases[i]
-        return f"#{i + 1} {r.provenance.get('panel query', r.query)}"
+        return f"#{self._numbers[i]} {r.provenance.get('panel query', r.query)}"
 
     def _answer_labels(self, release: Release) -> list[str]:
         """The release's index as text in data units (bins of one ordered column through :mod:`~blowfish_nb.units`)."""
@@ -338,16 +380,30 @@ class AnalystPanel(w.VBox):
         return [str(label) for label in index]
 
     def _draw_compare(self) -> None:
-        """Draw the chosen release (one series) or the chosen two (two series side by side) in one update."""
+        """Draw the chosen release (one series) or the chosen two (two series side by side) in one update.
+
+        A histogram beside a cumulative count of the same bins is drawn as its
+        running sum (post-processing of released answers), so both series are
+        cumulative counts under the cumulative's labels: one axis, one meaning.
+        """
         a, b = self.compare_a.value, self.compare_b.value
         if self._drawing or a is None or b is None:
             return
         shown = [a] if a == b else [a, b]
-        categories, series = _align([self._answer_labels(self.releases[i]) for i in shown],
-                                    [self.releases[i].answers.to_numpy(dtype=float) for i in shown])
+        labels = [self._answer_labels(self.releases[i]) for i in shown]
+        values = [self.releases[i].answers.to_numpy(dtype=float) for i in shown]
+        names = [self._name(i) for i in shown]
+        if len(shown) == 2:
+            kinds = [self.releases[i].provenance.get("panel kind", self.releases[i].query) for i in shown]
+            same_bins = (self.releases[a].columns == self.releases[b].columns and len(values[0]) == len(values[1]))
+            if sorted(kinds) == ["cumulative", "histogram"] and same_bins:
+                h, c = kinds.index("histogram"), kinds.index("cumulative")
+                values[h], labels[h] = np.cumsum(values[h]), labels[c]
+                names[h] += " (running sum)"
+        categories, series = _align(labels, values)
         heights = np.vstack(series)
         top, bottom = np.nanmax(heights, initial=0.0), np.nanmin(heights, initial=0.0)
-        span = max(top - bottom, 1.0)
+        span = max(top - bottom, 10.0)
         columns = list(dict.fromkeys(c for i in shown for c in self.releases[i].columns))
         # an ordinal axis labels every category unless num_ticks thins it: as many as fit side by side
         fit = max(2, TICK_ROOM_PX // (7 * max(len(c) for c in categories) + 14))
@@ -355,10 +411,12 @@ class AnalystPanel(w.VBox):
             # explicit y limits on every draw; the top 30 % is left free for the legend
             self.compare_y.min, self.compare_y.max = bottom - 0.02 * span, top + 0.45 * span
             self.compare_bars.x, self.compare_bars.y = np.asarray(categories, dtype=str), heights
-            self.compare_bars.labels = [self._name(i) for i in shown]
+            self.compare_bars.labels = names
             self.compare_axis.num_ticks = fit
             self.compare_axis.label = " / ".join(columns)
-            self.compare_figure.title = (f"release #{a + 1}" if a == b else f"release #{a + 1} beside #{b + 1}")
+            self.compare_axis.visible = self.compare_y_axis.visible = True
+            na, nb = self._numbers[a], self._numbers[b]
+            self.compare_figure.title = (f"release #{na}" if a == b else f"release #{na} beside #{nb}")
 
 
 def _check_session(session) -> None:
@@ -384,14 +442,11 @@ def _row(*children: w.Widget) -> w.HBox:
 def _align(labels: list[list[str]], values: list[np.ndarray]) -> tuple[list[str], list[np.ndarray]]:
     """Put the answers of one or two releases on common x categories (NaN where a release has no answer).
 
-    Equal indexes share their labels; two indexes of equal length (say a
-    histogram and a cumulative count over the same bins) pair answer by answer
-    under a joint label ``"a / b"``; otherwise the categories are the union.
+    Equal indexes share their labels; otherwise the categories are the union
+    (never a joint label pairing answers of different meaning).
     """
     if len(labels) == 1 or labels[0] == labels[1]:
         return labels[0], values
-    if len(labels[0]) == len(labels[1]):
-        return [f"{p} / {q}" for p, q in zip(*labels)], values
     categories = list(dict.fromkeys(labels[0] + labels[1]))
     position = {c: j for j, c in enumerate(categories)}
     series = []

@@ -397,7 +397,10 @@ class PolicyCanvas(anywidget.AnyWidget):
             arrangement, editable = ("grid" if len(d.shape) == 2 else "line"), False
             nodes, edges, note = _grid_blocks_view(pol)
             start, stop = 0, d.size
-        title = f"{pol.summary()}: {pol.edge_count():,} edges" + (f" — {note}" if note else "")
+        # a custom graph's summary counts its edges already ("custom edges=145 on …"): say it once
+        head = (f"{pol.family} graph on {', '.join(d.names)} ({d.size} cells)" if "edges" in pol.params
+                else pol.summary())
+        title = f"{head}: {pol.edge_count():,} edges" + (f" — {note}" if note else "")
         with self.hold_sync():
             self.nodes = nodes
             self.edges = edges

@@ -46,6 +46,12 @@ TRADEOFF_EPSILONS = (0.1, 0.5, 1.0)
 TRADEOFF_COLORS = ("#c44e52", "#dd8452", "#4c72b0", "#55a868")
 
 
+#: heights (px) that fit the explorer, controls to canvas, in JupyterLab at 1280×800 (issue 28: a θ move and what
+#: it did to the graph in view together): the histogram's plot, and the canvas's drawing area
+PLOT_HEIGHT = 260
+CANVAS_HEIGHT = 140
+
+
 class CuratorExplorer(w.VBox):
     """True vs noisy answers for one column, with ε, θ, partition and policy-graph controls.
 
@@ -67,7 +73,8 @@ class CuratorExplorer(w.VBox):
       edit on the canvas switches the family to "drawn on the canvas" and
       recomputes everything.
 
-    Slider bursts cost one recomputation (debounced inside a kernel).
+    A control's first change is answered at once, and the rest of a burst of
+    slider events costs one more recomputation (debounced inside a kernel).
 
     Parameters
     ----------
@@ -148,7 +155,7 @@ class CuratorExplorer(w.VBox):
 
         self._build_bars()
         self._build_tradeoff()
-        self.canvas = PolicyCanvas(height=190)
+        self.canvas = PolicyCanvas(height=CANVAS_HEIGHT)
         self.canvas.add_class("blowfish-policy-canvas")
         self.canvas.observe(self._on_canvas, names="policy")
 
@@ -157,10 +164,9 @@ class CuratorExplorer(w.VBox):
             w.HBox([self.epsilon_slider, self.theta_slider, self.block_slider]),
             self.readout,
             w.HBox([
-                w.Box([self.figure], layout=w.Layout(width="62%")),
+                w.VBox([self.figure, self.range_readout], layout=w.Layout(width="62%")),
                 w.VBox([self.tradeoff, self.tradeoff_legend, self.tradeoff_note], layout=w.Layout(width="38%")),
             ], layout=w.Layout(width="100%")),
-            self.range_readout,
             self.canvas,
         ])
         self.add_class("blowfish-explorer")
@@ -173,9 +179,10 @@ class CuratorExplorer(w.VBox):
         self._pending = None
         self._syncing = False
         self._batching = False
-        self._debouncer = Debouncer(self._recompute, debounce, on_error=self._show_error)
+        # leading: one step of a control is answered at once; the rest of a burst costs one more recomputation
+        self._debouncer = Debouncer(self._recompute, debounce, on_error=self._show_error, leading=True)
         # the full mechanism choice comes after the quick answer has been drawn
-        self._refiner = Debouncer(self._refine, max(0.2, 4 * debounce), on_error=self._show_error)
+        self._refiner = Debouncer(self._refine, max(0.1, debounce), on_error=self._show_error)  # was max(0.2, 4·debounce)
         self._load_column(column, theta=theta, block=block)
         for control in (self.query_dropdown, self.family_dropdown, self.epsilon_slider, self.theta_slider,
                         self.block_slider):
@@ -263,7 +270,7 @@ class CuratorExplorer(w.VBox):
             interaction=self.brush,
             display_toolbar=False,  # its hover toolbar covered the title; brushing is this plot's interaction
             fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 40},  # room for the last tick's label
-            layout=w.Layout(width="100%", height="340px"),
+            layout=w.Layout(width="100%", height=f"{PLOT_HEIGHT}px"),
         )
         self.figure.add_class("blowfish-bars")
 
@@ -287,12 +294,13 @@ class CuratorExplorer(w.VBox):
         self.tradeoff_y_axis = bqplot.Axis(scale=ys, orientation="vertical", label="rms error per answer",
                                            tick_format=",~g", label_offset="45px")
         self.tradeoff = bqplot.Figure(
-            marks=[*self.tradeoff_lines, *self.tradeoff_points, self.current_point],
+            # the current point under the series: it stays visible (larger) and never takes a click meant for a dot
+            marks=[self.current_point, *self.tradeoff_lines, *self.tradeoff_points],
             axes=[self.tradeoff_x_axis, self.tradeoff_y_axis],
             title="error against θ (click a point)",
             display_toolbar=False,
-            fig_margin={"top": 40, "bottom": 50, "left": 65, "right": 15},
-            layout=w.Layout(width="100%", height="310px"),
+            fig_margin={"top": 48, "bottom": 50, "left": 65, "right": 15},  # title clear of a point at the top
+            layout=w.Layout(width="100%", height=f"{PLOT_HEIGHT - 30}px"),
         )
         self.tradeoff.add_class("blowfish-tradeoff")
         # the legend lives under the plot, where it covers no line and no point
@@ -452,11 +460,32 @@ class CuratorExplorer(w.VBox):
         else:
             deltas = (f"Δ of the query = {query_delta:g} · Δ of the strategy {html.escape(release.mechanism)} "
                       f"measures = {float(strategy_delta):g}: noise is calibrated to the strategy")
-        return (
+        details = (
             f"<b>{html.escape(release.mechanism)}</b> · ε = {release.epsilon:.3g}{theta} · {deltas} · "
             f"expected squared error per answer <b>{release.expected_error:.4g}</b> (± {se:.3g}) · "
             f"{html.escape(pol.summary())}"
         )
+        # a plain sentence first; the mechanism, the sensitivities and the exact figures one click away
+        plain = (f"Each answer is typically within <b>±{se:.3g}</b> of the truth at ε = {release.epsilon:.3g}; "
+                 f"{html.escape(self._protects(pol))}.")
+        return (f"<span class='blowfish-readout-plain'>{plain}</span> "
+                f"<details class='blowfish-readout-details' style='display:inline'><summary>details</summary>"
+                f"{details}</details>")
+
+    def _protects(self, pol: Policy) -> str:
+        """What the policy hides, in words and data units."""
+        family = pol.family
+        if family in ("threshold", "line"):
+            width = self._theta_span(int(pol.params["theta"]))
+            if family == "line":
+                return f"values in neighbouring bins{f' ({width} apart)' if width else ''} cannot be told apart"
+            return f"values within {width or str(pol.params['theta']) + ' bins'} of each other cannot be told apart"
+        return {
+            "dp": "whether any one person is in the data cannot be told",
+            "bounded": "no value can be told apart from any other",
+            "partition": "values in the same block cannot be told apart",
+            "custom": "the values joined on the graph below cannot be told apart",
+        }.get(family, f"the pairs of {pol.summary()} cannot be told apart")
 
     def _theta_span(self, theta: int) -> str | None:
         attr = self.domain.attributes[0]
@@ -495,9 +524,12 @@ class CuratorExplorer(w.VBox):
             self.current_point.opacities = [1.0 if np.isfinite(here) else 0.0]
             xs, ys = self.tradeoff_x_axis.scale, self.tradeoff_y_axis.scale
             xs.min, xs.max = x_lo / LOG_PAD, x_hi * LOG_PAD
-            ys.min, ys.max = y_lo / LOG_PAD ** 2, y_hi * LOG_PAD ** 2
+            # the pad grows with the decades shown (a tenth of them on each side): in a short plot a fixed factor
+            # left a point at the top half outside the plot area when ε was small and the lines spanned 5 decades
+            pad = max(LOG_PAD ** 2, (max(y_hi, 1e-300) / max(y_lo, 1e-300)) ** 0.1)
+            ys.min, ys.max = y_lo / pad, y_hi * pad
             self.tradeoff_x_axis.tick_values = log_ticks(x_lo / LOG_PAD, x_hi * LOG_PAD)
-            self.tradeoff_y_axis.tick_values = log_ticks(y_lo / LOG_PAD ** 2, y_hi * LOG_PAD ** 2)
+            self.tradeoff_y_axis.tick_values = log_ticks(y_lo / pad, y_hi * pad)
 
     def _on_brush(self, _change) -> None:
         sel = self.brush.selected

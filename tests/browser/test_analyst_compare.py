@@ -144,3 +144,37 @@ def test_controls_and_axis_labels_are_not_cut_off_at_1280_by_800(lab, page):
     assert run.inner_text().strip() == "Run (charge the session)"
     assert granularity.inner_text().strip() == "bins / answer"
     assert g["y"]["label"] == "noisy answer"
+
+
+HISTORY_CELLS = [
+    "import blowfish_nb as bf\n"
+    "from blowfish_nb.widgets import AnalystPanel\n"
+    "session = bf.datasets.salaries(n=2000, seed=0).blowfish.session(1.0, bins={'age': 31, 'salary': 50})\n"
+    "r = session.release('histogram', 'salary', epsilon=0.3)  # in code, before the panel exists",
+    "AnalystPanel(session, alpha=60, beta=0.05)",
+]
+
+
+def test_the_panel_history_lists_releases_made_in_code_before_it(lab, page):
+    """Issue 28 (3): opened after a release made in code, the panel's history shows it (the budget bar already
+    counted it), and a Run through the panel joins it as #2."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in HISTORY_CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, lab.root / "panel_history.ipynb")
+    open_notebook(page, lab, "panel_history.ipynb")
+    run_all(page)
+    page.wait_for_selector(f"{PANEL} .blowfish-cost:has-text('this release will cost')", timeout=120_000)
+    rows = f"{PANEL} .blowfish-history tr"
+    page.wait_for_function(f"() => document.querySelectorAll('{rows}').length === 2")  # header + the code's release
+    history = page.locator(f"{PANEL} .blowfish-history").inner_text()
+    assert "histogram of salary" in history and "elsewhere in the session" in history, history
+    assert "spent 0.3" in page.locator(f"{PANEL} .blowfish-budget-label").inner_text()
+    page.locator(f"{PANEL} .blowfish-run").click()
+    page.wait_for_function(f"() => document.querySelectorAll('{rows}').length === 3")
+    history = page.locator(f"{PANEL} .blowfish-history").inner_text()
+    page.locator(PANEL).screenshot(path=str(ARTIFACTS / "analyst-history-with-code-release.png"))
+    assert "this panel" in history and history.count("elsewhere in the session") == 1, history
+    assert page.evaluate(f"() => Array.from(document.querySelectorAll('{FIGURE} text.legendtext'))"
+                         ".map(t => t.textContent)") == ["#2 histogram of age"]

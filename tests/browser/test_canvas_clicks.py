@@ -188,3 +188,33 @@ def test_theta_box_undo_and_refit_follow_the_explorer(lab, page):
               return [bb.x1, bb.x2, box.clientWidth]; }}""")
     check(x1 >= 0 and x2 <= width, f"the graph fits the narrower container (drawn {x1:.0f}…{x2:.0f} px of {width} px)")
     assert not failed, failed
+
+
+def test_a_drag_released_on_arrival_adds_the_edge_and_one_released_elsewhere_says_so(lab, page):
+    """Issue 28 (1): drag c4 → c14 and let go at once: the edge is added (edgehandles waited 50 ms of hover before
+    taking a target, so a quick release did nothing, silently); a drag let go between nodes says how to add one."""
+    _ready(page, lab)
+    page.click(f"{WIDGET} button.mode-add")
+    _settle(page)
+    x4, y4 = _node(page, "c4")
+    x14, y14 = _node(page, "c14")
+    page.mouse.move(x4, y4)
+    page.mouse.down()
+    page.mouse.move(x14, y14, steps=3)
+    page.mouse.up()  # no pause on the target
+    _wait_edges(page, G3_EDGES + 1)
+    said = _message_after(page, "")
+    assert said.startswith("✓ added an edge between salary 20,000–25,000 and salary 70,000–75,000"), said
+    _settle(page)
+    _shot(page, "06-fast-drag-added")
+
+    x5, y5 = _node(page, "c5")
+    page.mouse.move(x5, y5)
+    page.mouse.down()
+    page.mouse.move(x5 + 3, y5 + 40, steps=3)  # below the line: no node there
+    page.mouse.up()
+    text = _message_after(page, said)
+    _shot(page, "07-drag-to-nowhere")
+    assert text.startswith("✗ release on a node to add an edge"), text
+    assert "is-error" in page.get_attribute(MESSAGE, "class")
+    assert _edges_in_facts(page) == G3_EDGES + 1  # nothing added

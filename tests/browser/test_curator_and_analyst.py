@@ -98,15 +98,19 @@ def test_theta_slider_and_tradeoff_click(lab, page):
 
     # click the first point of the ε = 0.1 series: θ = 1, ε = 0.1
     bars_before = page.eval_on_selector_all(BARS, HEIGHTS)
-    dots = page.locator(f"{marker} g.object_grp").first.locator("path.dot")  # the ε = 0.1 series
-    dots.first.click()
+    # each point is a g.object_grp, a series their parent; the current point (a series of one, drawn first, under
+    # the others) is skipped
+    page.evaluate_handle(
+        """(sel) => [...new Set(Array.from(document.querySelectorAll(sel + ' g.object_grp')).map(g => g.parentElement))]
+             .filter(g => g.children.length > 1)[0].children[0].querySelector('path.dot')""", marker,
+    ).as_element().click()
     page.wait_for_function(
         f"before => Array.from(document.querySelectorAll('{BARS}')).map(e => e.getAttribute('height')).join(',') "
         "!== before", arg=bars_before, timeout=30_000)
     m = cell_text(page, "# What the kernel holds now", r"explorer: theta = 1, epsilon = 0\.1,")
     assert m is not None
     assert page.locator(f"{EXPLORER} .blowfish-theta .widget-readout").inner_text() == "1"
-    assert "ε = 0.1 " in page.locator(f"{EXPLORER} .blowfish-readout").inner_text()
+    assert "ε = 0.1 " in page.locator(f"{EXPLORER} .blowfish-readout").text_content()  # details included
 
 
 def test_analyst_two_queries_then_refused(lab, page):

@@ -135,7 +135,9 @@ def test_error_theta_plot_and_readouts_read_cleanly_at_1280x800(lab, page):
     assert "rms error" in tip_text and not re.search(r"\d\.\d{4,}", tip_text), tip_text
 
     # the readout names both sensitivities; the query's is the one the canvas shows
-    readout = page.locator(f"{EXPLORER} .blowfish-readout").inner_text()
+    shown = page.locator(f"{EXPLORER} .blowfish-readout").inner_text()  # what reads without a click
+    assert shown.startswith("Each answer is typically within ±") and "Δ" not in shown, shown
+    readout = page.locator(f"{EXPLORER} .blowfish-readout").text_content()  # with the details behind the click
     query_delta = re.search(r"Δ of the query = ([\d.]+)", readout)
     assert query_delta and re.search(r"Δ of the strategy .+ measures = [\d.]+", readout), readout
     facts = page.locator(f"{EXPLORER} .blowfish-canvas-facts").inner_text()
@@ -168,7 +170,7 @@ def test_small_epsilon_keeps_the_current_point_off_the_title_and_the_histogram_n
     page.mouse.down()
     page.mouse.move(box["x"] - 400, box["y"] + box["height"] / 2, steps=8)
     page.mouse.up()
-    readout = f"document.querySelector('{EXPLORER} .blowfish-readout').innerText"
+    readout = f"document.querySelector('{EXPLORER} .blowfish-readout').textContent"  # details included
     page.wait_for_function(f"() => /ε = 0\\.001 /.test({readout})")
     page.wait_for_timeout(500)
     page.locator(TRADEOFF).scroll_into_view_if_needed()
@@ -191,3 +193,23 @@ def test_small_epsilon_keeps_the_current_point_off_the_title_and_the_histogram_n
                            ".innerText)")
     assert "Δ = 2 at every θ" in note.inner_text()
     page.screenshot(path=str(ARTIFACTS / "explorer-histogram-note.png"))
+
+
+def test_the_explorer_fits_1280x800_with_its_plots_and_canvas_in_view_together(lab, page):
+    """Issue 28 (2): scrolled to its controls, the whole explorer is in the notebook's view at 1280×800 — sliders,
+    both plots and the canvas's graph — so a θ move and what it did to the graph are seen without scrolling."""
+    _ready(page, lab)
+    page.locator(f"{EXPLORER} .blowfish-theta").scroll_into_view_if_needed()
+    page.evaluate(f"() => document.querySelector('{EXPLORER}').scrollIntoView({{block: 'start'}})")
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(ARTIFACTS / "explorer-fits-1280x800.png"))
+    view = page.evaluate(f"""() => {{
+        let e = document.querySelector('{EXPLORER}');
+        while (e && !(e.scrollHeight > e.clientHeight + 1 && /(auto|scroll)/.test(getComputedStyle(e).overflowY)))
+            e = e.parentElement;
+        const r = (e || document.documentElement).getBoundingClientRect();
+        return {{top: Math.max(r.top, 0), bottom: Math.min(r.bottom, window.innerHeight)}};
+    }}""")
+    for part in (".blowfish-theta", ".blowfish-epsilon", ".blowfish-bars", ".blowfish-tradeoff", ".blowfish-canvas"):
+        box = page.eval_on_selector(f"{EXPLORER} {part}", BOX_JS)
+        assert view["top"] - 1 <= box["y"] and box["y"] + box["h"] <= view["bottom"] + 1, (part, box, view)

@@ -106,3 +106,41 @@ def test_window_edges_give_the_sensitivity_and_stretch_of_all_edges(k, theta):
     plan = _Plan(g)
     assert plan.exact_sensitivity() == plan.exact_sensitivity(every_edge=True)
     assert plan.stretch == stretch(g, plan.tree)
+
+
+def test_window_edges_are_the_policy_edges_near_either_end():
+    """The directly built window (issue 28: no scan of all kθ edges) is the filter of every edge it replaced."""
+    import numpy as np
+
+    from blowfish_nb import Domain, policy
+    from blowfish_nb.mechanisms.htheta import HThetaRanges
+
+    for k, theta in ((5, 1), (9, 2), (40, 3), (100, 7), (64, 16)):
+        plan = HThetaRanges().plan(policy.threshold(Domain.grid(k), theta))
+        got = {(int(a), int(b)) for u, v in plan.window_edges() for a, b in zip(u, v)}
+        want = {(int(a), int(b)) for u, v in plan.policy.edge_chunks() for a, b in zip(u, v)
+                if min(a, b) < 3 * theta or min(a, b) >= k - 4 * theta}
+        assert got == want, (k, theta)
+
+
+def test_a_plan_is_built_once_per_k_and_theta_and_equals_a_fresh_one():
+    """Issue 28: one quote asked for the plan three times (each a spanning tree, a transform, the paths)."""
+    import numpy as np
+
+    from blowfish_nb import Domain, policy, workload
+    from blowfish_nb.mechanisms import htheta
+    from blowfish_nb.mechanisms.htheta import HThetaRanges, _Plan
+
+    m = HThetaRanges()
+    a = policy.threshold(Domain.grid(60), 3)
+    b = policy.threshold(Domain.from_column(__import__("pandas").Series([0.0], name="v"), bins=60, bounds=(0, 60)), 3)
+    assert m.plan(a) is m.plan(b)  # same k and θ: one plan, whatever the column
+    assert m.plan(policy.threshold(Domain.grid(60), 4)) is not m.plan(a)
+    fresh = _Plan(a)
+    cached = m.plan(a)
+    for name in ("A", "V", "column", "group", "pos", "sign"):
+        assert np.array_equal(getattr(cached, name), getattr(fresh, name)), name
+    assert cached.stretch == fresh.stretch and cached.exact_sensitivity() == fresh.exact_sensitivity()
+    W = workload.prefix(60)
+    assert m.expected_error(W, b, 1.0) == m.expected_error(W, a, 1.0)
+    assert len(htheta._PLANS) <= htheta.PLANS_REMEMBERED

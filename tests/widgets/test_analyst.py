@@ -36,7 +36,8 @@ def test_two_runs_charge_the_session_and_fill_history_and_comparison(session):
     assert session.spent == pytest.approx(e1 + e2) and panel.budget_bar.value == pytest.approx(session.remaining)
     assert len(session.ledger) == 2 and panel.history.value.count("<tr><td>") == 2
     assert (panel.compare_a.value, panel.compare_b.value) == (0, 1)
-    np.testing.assert_array_equal(panel.compare_bars.y, np.vstack([r1.answers, r2.answers]))
+    # a histogram beside a cumulative count is drawn as its running sum: both series are cumulative counts
+    np.testing.assert_array_equal(panel.compare_bars.y, np.vstack([np.cumsum(r1.answers), r2.answers]))
     panel.compare_b.value = 0  # pick another pair: the same release twice is drawn once
     np.testing.assert_array_equal(panel.compare_bars.y, [r1.answers.to_numpy()])
     # every release met its stated accuracy request
@@ -84,19 +85,45 @@ def test_comparison_axis_speaks_in_data_units(session):
     assert any("," in label for label in panel.compare_bars.x[age.size:])  # thousands as 70,000, not 7e+04
 
 
-def test_comparison_pairs_answers_of_two_queries_over_the_same_bins(session):
-    """A histogram and a cumulative count over the same bins pair answer by answer under a joint label."""
-    from blowfish_nb.units import bin_label
-
+def test_a_histogram_beside_a_cumulative_count_is_drawn_as_its_running_sum(session):
+    """Issue 28 (3): never a histogram and a cumulative count on one axis under mixed labels ("18–20 / ≤ 20")."""
     panel = AnalystPanel(session, alpha=60, beta=0.05)
     r1 = panel.run()
     panel.query_dropdown.value = "cumulative"
     r2 = panel.run()
-    age = session.attribute("age")
     x = list(panel.compare_bars.x)
-    assert len(x) == age.size and len(set(x)) == age.size
-    assert x == [f"{bin_label(age, i)} / {r2.answers.index[i]}" for i in range(age.size)]  # "18–20 / ≤ 20"
-    np.testing.assert_array_equal(panel.compare_bars.y, np.vstack([r1.answers, r2.answers]))
+    assert x == [str(label) for label in r2.answers.index]  # the cumulative's own labels, no joint "a / b"
+    assert not any(" / " in label for label in x)
+    np.testing.assert_array_equal(panel.compare_bars.y, np.vstack([np.cumsum(r1.answers), r2.answers]))
+    assert panel.compare_bars.labels == ["#1 histogram of age (running sum)", "#2 cumulative of age"]
+
+
+def test_history_lists_every_release_of_the_session_not_only_the_panels(session):
+    """Issue 28 (3): releases made in code before (and beside) the panel are in its history, numbered as in the
+    ledger; the budget bar and the history tell the same story."""
+    session.release("histogram", "salary", epsilon=0.1)
+    session.release("cumulative", "age", accuracy=(80, 0.05))
+    panel = AnalystPanel(session, alpha=60, beta=0.05)
+    assert panel.history.value.count("<tr><td>") == 2 and "elsewhere in the session" in panel.history.value
+    assert "histogram of salary" in panel.history.value and "cumulative of age" in panel.history.value
+    assert panel.budget_bar.value == pytest.approx(session.remaining)
+    panel.run()
+    assert panel.history.value.count("<tr><td>") == 3 and panel.history.value.count("this panel") == 1
+    assert panel.compare_bars.labels == ["#3 histogram of age"] and "#3" in panel.compare_figure.title
+    session.release("histogram", "age", epsilon=0.05)  # in code, while the panel is open
+    panel.run()
+    assert panel.history.value.count("<tr><td>") == 5
+    assert panel.compare_bars.labels == ["#3 histogram of age", "#5 histogram of age"]
+
+
+def test_the_empty_chart_shows_no_axes_and_a_drawn_one_ticks_whole_counts(session):
+    """Issue 28 (3): no "800m, 600m…" ticks on the chart before any release."""
+    panel = AnalystPanel(session, alpha=60, beta=0.05)
+    assert panel.compare_bars.y.size == 0 and not panel.compare_y_axis.visible and not panel.compare_axis.visible
+    panel.run()
+    assert panel.compare_y_axis.visible and panel.compare_axis.visible
+    assert panel.compare_y.max - panel.compare_y.min >= 10  # ticks on whole counts
+    assert "s" in panel.compare_y_axis.tick_format and "." not in panel.compare_y_axis.tick_format
 
 
 def test_over_budget_is_refused_in_the_panel_and_nothing_is_charged(session):

@@ -77,17 +77,17 @@ def test_the_bar_shows_spending_by_another_analyst_on_the_account_after_a_run(se
 
 
 def test_the_panel_asks_the_server_little(remote):
-    """Quotes are remembered; the budget is read once at the start and once per Run (remaining and spent)."""
+    """Quotes are remembered; the budget and the ledger are read once at the start and once per Run."""
     calls = counting(remote)
     panel = AnalystPanel(remote, alpha=60, beta=0.05)
-    assert calls == Counter({"/v1/budget": 2, "/v1/quote": 1})
+    assert calls == Counter({"/v1/budget": 2, "/v1/quote": 1, "/v1/ledger": 1})
     calls.clear()
     for alpha in (40, 10, 40, 60, 10):  # three distinct requests, one already quoted
         panel.alpha_text.value = alpha
     assert calls == Counter({"/v1/quote": 2})
     calls.clear()
     panel.run()
-    assert calls == Counter({"/v1/release": 1, "/v1/budget": 2})  # the quote for the next run is remembered
+    assert calls == Counter({"/v1/release": 1, "/v1/budget": 2, "/v1/ledger": 1})  # the next quote is remembered
 
 
 def test_a_remote_session_cannot_take_a_seed(remote):
@@ -113,3 +113,14 @@ def test_an_object_without_the_session_protocol_is_refused_by_name(remote):
 
     _check_session(remote)
     assert not calls
+
+
+def test_a_panel_opened_after_releases_in_code_lists_them(remote):
+    """Issue 28 (3): after remote.release(...) in code the panel's history is not empty while the bar says spent."""
+    remote.release("histogram", "salary", epsilon=0.3)
+    panel = AnalystPanel(remote, alpha=60, beta=0.05)
+    assert panel.history.value.count("<tr><td>") == 1 and "histogram of salary" in panel.history.value
+    assert "spent 0.3" in panel.budget_label.value
+    r = panel.run()
+    assert panel.history.value.count("<tr><td>") == 2 and panel.compare_bars.labels == ["#2 histogram of age"]
+    assert r.epsilon > 0

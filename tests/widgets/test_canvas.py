@@ -310,3 +310,20 @@ def test_stylesheet_ships_with_the_widget_and_js_sets_no_inline_style():
     source = (ROOT / "js" / "canvas.js").read_text()
     inline = re.findall(r"\.style\.(\w+)", source)
     assert inline == ["setProperty"], inline  # only the height, as a CSS variable
+
+
+def test_the_canvas_takes_a_drag_target_at_once_and_answers_a_drag_to_nowhere():
+    """Issue 28 (1), the source side (the browser test drives it): no hover delay before a drag's target counts, a
+    release edgehandles cancels is settled by where it happened, and nodes are sized by their spacing."""
+    source = (ROOT / "js" / "canvas.js").read_text()
+    assert "hoverDelay: 0" in source and 'cy.on("ehcancel"' in source
+    assert "✗ release on a node to add an edge" in source
+    assert 'width: "data(size)"' in source and "export function nodeSize" in source
+
+
+def test_a_custom_graph_title_counts_its_edges_once():
+    """Issue 28 (7): not "custom edges=145 on salary (50 cells): 145 edges"."""
+    c = PolicyCanvas(policy.threshold(Domain.grid(10), 2))
+    c.edit({"op": "add", "source": "c0", "target": "c9"})
+    assert c.policy.family == "custom" and c.title.count("edges") == 1, c.title
+    assert c.title.startswith("custom graph on ") and c.title.endswith(f": {c.policy.edge_count():,} edges")

@@ -189,20 +189,27 @@ def test_tick_helpers():
     assert flat_note("histogram", np.array([1, 2, 4]), {1.0: np.array([1.0, 2.0, 3.0])}, [2.0] * 3) == ""
 
 
-def test_a_burst_of_slider_moves_costs_one_recomputation():
+def test_a_slider_step_is_answered_at_once_and_a_burst_costs_one_more_recomputation():
+    """Issue 28: no debounce delay before a single step; a burst's later steps coalesce into one trailing call."""
     async def burst():
         ex = CuratorExplorer(datasets.salaries(n=500, seed=1), column="age", bins=20, theta=2, rng=0, debounce=0.05)
+        await asyncio.sleep(0.1)  # quiet
         start = ex.recomputations
-        for eps in (0.2, 0.3, 0.4, 0.5, 0.6):
+        ex.epsilon_slider.value = 0.2
+        assert ex.recomputations == start + 1 and ex.release.epsilon == pytest.approx(0.2)  # at once
+        for eps in (0.3, 0.4, 0.5, 0.6):
             ex.epsilon_slider.value = eps
         ex.theta_slider.value = 4
-        assert ex.recomputations == start and ex._debouncer.pending
+        assert ex.recomputations == start + 1 and ex._debouncer.pending
         await asyncio.sleep(0.2)
+        assert ex.recomputations == start + 2  # the whole rest of the burst: one
+        await asyncio.sleep(0.1)
+        ex.theta_slider.value = 3  # quiet again: at once
+        assert ex.recomputations == start + 3 and ex.release.policy.params["theta"] == 3
         return ex, start
 
     ex, start = asyncio.run(burst())
-    assert ex.recomputations == start + 1
-    assert ex.release.epsilon == pytest.approx(0.6) and ex.release.policy.params["theta"] == 4
+    assert ex.release.epsilon == pytest.approx(0.6)
 
 
 def test_column_picker_rebins_and_bad_family_is_refused():
@@ -236,3 +243,18 @@ def test_a_new_graph_is_answered_at_once_then_by_the_best_mechanism():
     plan = Plan(ex.domain, build_query(ex.domain, "cumulative"), ex.canvas.policy, ["age"])
     best = plan_budget(plan, epsilon=1.0, projection=False).mechanism
     assert ex.release.mechanism == best.name and "choosing" not in ex.readout.value
+
+
+def test_the_readout_leads_with_a_plain_sentence_and_keeps_the_details_one_click_away():
+    """Issue 28 (6): no Δ, ⊥ or mechanism names before the user asks for them."""
+    import re
+
+    df = datasets.salaries(n=800, seed=3)
+    ex = CuratorExplorer(df, column="salary", bins=50, policy="threshold", theta=3, rng=0)
+    plain, details = re.match(r"<span class='blowfish-readout-plain'>(.*?)</span> <details.*?>(.*)</details>",
+                              ex.readout.value).groups()
+    assert "values within 15,000 of each other cannot be told apart" in plain
+    assert "Δ" not in plain and ex.release.mechanism not in plain
+    assert "Δ of the query" in details and ex.release.mechanism in details
+    ex.family_dropdown.value = "dp"
+    assert "whether any one person is in the data cannot be told" in ex.readout.value

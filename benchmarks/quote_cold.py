@@ -1,0 +1,85 @@
+"""Cold (α, β) → ε quotes at k = 4,096 (issue 28: ≤ 50 ms each), each in a fresh interpreter.
+
+Run: ``nice -n 10 .venv/bin/python -m benchmarks.quote_cold`` (writes benchmarks/results/quote_cold.md).
+A quote is ``plan_budget(plan, accuracy=(50, 0.05))`` on a prepared plan: the mechanism choice among the linear
+candidates and the ε for (α, β) (closed form or Monte Carlo), everything a panel's "this release will cost"
+line waits for. *Cold*: the first quote of its query in a fresh interpreter (no remembered choice, draws or
+plan; the package already imported). Each case runs in its own process, several times; the same process times
+``np.bincount`` of 10⁶ codes as a machine-speed baseline, so the ratio column survives a busy machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks._timing import markdown_table, publish
+
+RESULTS = Path(__file__).parent / "results" / "quote_cold.md"
+REPEATS = 5
+CASES = [("cumulative", "dp"), ("cumulative", "line"), ("cumulative", "threshold"), ("range", "dp"),
+         ("range", "line"), ("range", "threshold")]
+
+CHILD = r"""
+import json, sys, time
+import numpy as np, pandas as pd
+from blowfish_nb.accessor import prepare
+from blowfish_nb.planning import plan_budget
+query, pol = sys.argv[1], sys.argv[2]
+k = 4096
+df = pd.DataFrame({"v": np.linspace(0, k - 1, 100)})
+rng = np.random.default_rng(0)
+ranges = sorted((float(a), float(b)) for a, b in (np.sort(rng.integers(0, k, size=(64, 2)), axis=1) + [0, 1]))
+kw = {"ranges": ranges} if query == "range" else {}
+plan = prepare(df, query, "v", bins=k, bounds=(0, k), policy=pol, theta=4 if pol == "threshold" else None, **kw)
+codes = np.random.default_rng(1).integers(0, k, 10**6)
+base = []
+for _ in range(5):
+    t = time.perf_counter(); np.bincount(codes, minlength=k); base.append(time.perf_counter() - t)
+t = time.perf_counter()
+b = plan_budget(plan, accuracy=(50, 0.05))
+cold = time.perf_counter() - t
+print(json.dumps({"cold": cold, "bincount": min(base), "mechanism": b.mechanism.name, "epsilon": b.epsilon}))
+"""
+
+
+def main() -> None:
+    rows = []
+    one_thread = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    for query, pol in CASES:
+        runs, single = [], []
+        for _ in range(REPEATS):  # interleaved: default BLAS threads, then one
+            for env, into in ((None, runs), (one_thread, single)):
+                out = subprocess.run([sys.executable, "-c", CHILD, query, pol], capture_output=True, text=True,
+                                     check=True, env=env)
+                into.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        cold = [1000 * r["cold"] for r in runs]
+        cold1 = [1000 * r["cold"] for r in single]
+        ratio = [r["cold"] / r["bincount"] for r in runs]
+        name = f"{query}, {'threshold θ=4' if pol == 'threshold' else pol}" + (" (64 ranges)" if query == "range" else "")
+        rows.append([name, runs[0]["mechanism"], f"{runs[0]['epsilon']:.4g}", f"{statistics.median(cold):.0f}",
+                     f"{min(cold):.0f}", f"{statistics.median(ratio):.0f}×", f"{statistics.median(cold1):.0f}",
+                     "yes" if statistics.median(cold) <= 50 else "no"])
+    text = "\n".join([
+        "# Cold (α, β) → ε quotes at k = 4,096 (α = 50, β = 0.05)",
+        "",
+        f"Command: `nice -n 10 .venv/bin/python -m benchmarks.quote_cold`. {REPEATS} fresh interpreters per case; "
+        f"load average when run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores. *÷ bincount*: the cold quote "
+        "over `np.bincount` of 10⁶ codes in the same process (its minimum of 5).",
+        "",
+        markdown_table(["quote", "mechanism", "ε", "cold ms, median", "cold ms, min", "÷ bincount",
+                        "cold ms, median, OPENBLAS_NUM_THREADS=1", "≤ 50 ms"], rows),
+        "",
+        "The last column runs the same children with one BLAS thread: on a loaded 2-core machine OpenBLAS's "
+        "threads spin on small dense problems (the mechanism table's lower bound takes an eigendecomposition of a "
+        "128×128 Laplacian for the ranges: ~0.6 s with the default threads, ~10 ms with one).",
+    ])
+    publish(RESULTS, text)
+
+
+if __name__ == "__main__":
+    main()
