@@ -13,12 +13,47 @@ __all__ = ["check_epsilon", "check_theta", "check_number", "is_number", "as_gene
 
 
 def check_epsilon(epsilon: object, name: str = "epsilon") -> float:
-    """Return ``epsilon`` as a float, or raise if it is not a positive finite number."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or not (
-        math.isfinite(float(epsilon)) and float(epsilon) > 0
-    ):
-        raise InvalidParameterError(f"{name} must be a positive finite number, got {epsilon!r}")
-    return float(epsilon)
+    """Return ``epsilon`` as a float, or raise if it is not a positive finite number.
+
+    Fractions and Decimals are accepted and rounded to the nearest float; a
+    number too large for a float is refused, named by its size.
+
+    Examples
+    --------
+    >>> from decimal import Decimal
+    >>> from fractions import Fraction
+    >>> check_epsilon(Fraction(1, 2)), check_epsilon(Decimal("0.25"))
+    (0.5, 0.25)
+    """
+    value = as_float(epsilon)
+    if value is None or not (math.isfinite(value) and value > 0):
+        raise InvalidParameterError(f"{name} must be a positive finite number, got {short_repr(epsilon)}")
+    return value
+
+
+def as_float(value: object) -> float | None:
+    """``value`` as the nearest float (inf when it is too large for one); None unless it is a real number.
+
+    Bools and text are not numbers here; Decimals are (NaN and infinite Decimals give NaN and inf).
+    """
+    from decimal import Decimal
+
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (Real, Decimal)):
+        return None
+    if isinstance(value, Decimal) and not value.is_finite():
+        return math.nan if value.is_nan() else float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def short_repr(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a number of 5,000 digits is named by its length)."""
+    if isinstance(value, Integral) and not isinstance(value, bool) and abs(int(value)).bit_length() > 190:
+        return f"an integer of {math.floor(math.log10(abs(int(value)))) + 1:,} digits"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def is_number(value: object) -> bool:

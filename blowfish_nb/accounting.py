@@ -45,14 +45,28 @@ Semantics (what a session promises)
   (``key=``, ``$BLOWFISH_SESSION_KEY`` or a file named by
   ``$BLOWFISH_SESSION_KEY_FILE``); ``load`` refuses any edit, naming what
   changed, validates every value even when the codes verify, and refuses a
-  frame whose fingerprint differs from the one the session was opened on. A
-  MAC cannot tell a file from an *older genuine save* of the same session
-  (a rollback); only a ledger held outside the analyst's reach (the service)
-  can. The signed file format itself is :mod:`blowfish_nb.session_file`.
+  frame whose fingerprint differs from the one the session was opened on.
+* ``load`` is bound to one session: the caller names it (``session=s.id``,
+  noted when the session was opened), and a genuine file saved by *another*
+  session under the same key is refused.
+* **Rollback limit.** A MAC cannot tell the newest save of a session from an
+  *older genuine save* of the same session. Each save signs a counter
+  (``s.counter``: 1, 2, ...) into the file; ``load`` refuses a file older than
+  the newest save this Python process has seen of that session, and, given
+  ``counter=`` (the value the curator noted after the last save), a file
+  older than that. A rollback across processes by someone who can replace the
+  file is caught only through ``counter=``; only a ledger held outside the
+  analyst's reach (the service) closes it completely.
+* The data are checked against the bins when the session opens (and when it
+  is loaded), as the analyst service does: a value outside the bins is
+  refused once, there, instead of as an uncharged per-release refusal that
+  could be repeated as a one-bit question about the data. The signed file format itself is
+  :mod:`blowfish_nb.session_file`.
 """
 
 from __future__ import annotations
 
+import hmac
 import itertools
 import math
 import secrets
@@ -66,6 +80,7 @@ import pandas as pd
 
 from . import session_file
 from ._validation import as_generator, check_epsilon
+from .domain import Domain
 from .exceptions import BlowfishError, BudgetExceededError, DomainError, InvalidParameterError, SessionError
 from .policy import Policy
 from .release import Release
@@ -139,11 +154,24 @@ class Session:
         self._data = data
         self._reproducible = bool(reproducible)
         self._id = secrets.token_hex(16)
+        self._counter = 0
         self._entries: list[dict] = []
+        _check_fit(data, self._catalog)
         self._fingerprint = _fingerprint(data, self._catalog.columns)
         self._init_budget_state()
 
     # -- budget --------------------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        """This session's id: note it with the key; :meth:`load` needs it (``session=``) to refuse other files."""
+        return self._id
+
+    @property
+    def counter(self) -> int:
+        """How many times this session was saved (0 before the first save): the counter signed into its newest
+        file. Note it after a save and pass it to :meth:`load` (``counter=``) to refuse older files."""
+        return self._counter
+
     @property
     def spent(self) -> float:
         """ε spent so far (releases recorded in the ledger)."""
@@ -337,6 +365,11 @@ class Session:
         SessionError
             No key anywhere (an unsigned file is never written), or an unreadable key file.
 
+        Notes
+        -----
+        Each save signs the next value of :attr:`counter` into the file; :meth:`load`
+        refuses files older than a counter it knows (see its rollback limit).
+
         Examples
         --------
         >>> import os, tempfile
@@ -346,15 +379,18 @@ class Session:
         >>> _ = s.release("histogram", "age", epsilon=0.4)
         >>> path = os.path.join(tempfile.mkdtemp(), "s.json")
         >>> s.save(path, key="the curator's secret key")
-        >>> Session.load(path, df, key="the curator's secret key").remaining
+        >>> Session.load(path, df, key="the curator's secret key", session=s.id, counter=s.counter).remaining
         0.6
         """
         k = session_key(key)
-        with self._lock:
+        with self._lock, _SEEN_LOCK:
             ledger = list(self._entries)
+            self._counter = max(self._counter, _SEEN.get(self._id, 0)) + 1
+            counter = _SEEN[self._id] = self._counter
         session_file.write(path, {
             "format": FORMAT,
             "session": self._id,
+            "counter": counter,
             "budget": self.budget,
             **self._catalog.to_dict(),
             "fingerprint": _keyed_fingerprint(k, self._fingerprint),
@@ -363,8 +399,9 @@ class Session:
         }, k)
 
     @classmethod
-    def load(cls, path, data, key: bytes | str | None = None) -> "Session":
-        """Reopen a saved session on the same data; refuses edited files and other data.
+    def load(cls, path, data, key: bytes | str | None = None, *, session: str | None = None,
+             counter: int | None = None) -> "Session":
+        """Reopen a saved session on the same data; refuses edited files, other sessions' files and other data.
 
         Parameters
         ----------
@@ -374,23 +411,49 @@ class Session:
             The frame the session was opened on.
         key : bytes or str, optional
             The key the file was signed with (else from the environment, as in :meth:`save`).
+        session : str
+            The id of the session meant (:attr:`id`, noted when it was opened).
+            Required: a genuine file of another session signed with the same
+            key is refused.
+        counter : int, optional
+            The :attr:`counter` noted after the last save; a file saved
+            before it (an older genuine save: a rollback) is refused.
 
         Raises
         ------
         SessionError
-            Unreadable or unsigned file, no key, any edit (naming what changed:
-            a section, ``entry i of n`` of the ledger, removed or added
-            entries), a value out of range even under a valid code, or a frame
-            that is not the one the session was opened on.
+            Unreadable or unsigned file, no key, no or another session id, a
+            save older than ``counter`` or than a save this process has seen,
+            any edit (naming what changed: a section, ``entry i of n`` of the
+            ledger, removed or added entries), a value out of range even under
+            a valid code, a frame that is not the one the session was opened
+            on, or data outside the session's bins.
+
+        Notes
+        -----
+        Rollback limit: without ``counter=``, a file replaced by an older
+        genuine save of the same session in another process is accepted (it
+        verifies like the newest); within one process the newest save seen is
+        remembered. Keep the counter with the session id, or serve the data
+        (:mod:`blowfish_nb.service`) when the analyst can write the file.
         """
         from .planning import Catalog
         from .spec import frame_schema
 
         k = session_key(key)
         where = str(path)
+        if not (isinstance(session, str) and session):
+            raise SessionError(
+                f"load needs session=<the id of the session saved in {where!r}> (its .id, noted when it was "
+                f"opened), got {session!r}: another session's file signed with the same key would otherwise be "
+                "accepted")
+        if counter is not None and (isinstance(counter, bool) or not isinstance(counter, Integral) or counter < 0):
+            raise InvalidParameterError(f"counter must be the session's save counter (an integer ≥ 0), got "
+                                        f"{counter!r}")
         state = session_file.read(path, k)
         s = cls.__new__(cls)
         s._id, s.budget, s._reproducible, attributes, pols, s._entries = _validated(state, where)
+        s._counter = _checked_counter(state, where, session, counter)
         s._catalog = Catalog(attributes, pols)
         columns = s._catalog.columns
         try:
@@ -403,9 +466,15 @@ class Session:
                 f"the data do not match the session saved in {where!r} (columns {columns}); "
                 "open it on the same frame it was opened on"
             )
+        try:
+            _check_fit(data, s._catalog)
+        except DomainError as exc:
+            raise SessionError(str(exc)) from None
         s._data = data
         s._fingerprint = found
         s._init_budget_state()
+        with _SEEN_LOCK:
+            _SEEN[s._id] = max(_SEEN.get(s._id, 0), s._counter)
         return s
 
     def __repr__(self) -> str:
@@ -473,6 +542,42 @@ class Session:
             "name. Pass its name (see blowfish_nb.accessor.MECHANISMS), or have the curator open the session with "
             "reproducible=True (recorded in the ledger)"
         )
+
+
+#: the newest save counter this process has seen, per session id (save and load); guarded by _SEEN_LOCK
+_SEEN: dict[str, int] = {}
+_SEEN_LOCK = threading.Lock()
+
+
+def _checked_counter(state: dict, where: str, session: str, counter: int | None) -> int:
+    """The file's save counter, once the file is known to be ``session``'s and not older than a known save."""
+    if not hmac.compare_digest(state["session"].encode("utf-8"), session.encode("utf-8")):
+        raise SessionError(f"{where!r} was saved by another session than {session!r} (with the same key); it is "
+                           "refused. Load the file of the session you opened")
+    found = state.get("counter")
+    if isinstance(found, bool) or not isinstance(found, int) or found < 1:
+        raise SessionError(f"{where!r}: the save counter must be an integer ≥ 1, got {found!r}; the file is refused")
+    with _SEEN_LOCK:
+        seen = _SEEN.get(session, 0)
+    newest = max(seen, counter or 0)
+    if found < newest:
+        told = f"you passed counter={counter}" if (counter or 0) >= seen else f"this process has seen save {seen}"
+        raise SessionError(f"{where!r} is save {found} of session {session!r}, older than its save {newest} "
+                           f"({told}): an older save would undo the charges made since. It is refused")
+    return found
+
+
+def _check_fit(data, catalog) -> None:
+    """Count every column once: data outside the bins are refused here, not per release (a repeatable free bit)."""
+    from .planning import histogram
+
+    for c in catalog.columns:
+        try:
+            histogram(data, Domain([catalog.attribute(c)]))
+        except BlowfishError:
+            raise DomainError(
+                f"the data do not fit the bins of column {c!r} (a value is missing, not numeric or outside the "
+                "curator's bins): fix the bins or the data before opening the session") from None
 
 
 

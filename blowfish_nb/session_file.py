@@ -14,8 +14,8 @@ Examples
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "s.json")
 >>> key = session_key("the curator's secret key")
->>> state = {"format": FORMAT, "session": "ab", "budget": 1.0, "domain": {}, "policies": {}, "fingerprint": "",
-...          "reproducible": False, "ledger": []}
+>>> state = {"format": FORMAT, "session": "ab", "counter": 1, "budget": 1.0, "domain": {}, "policies": {},
+...          "fingerprint": "", "reproducible": False, "ledger": []}
 >>> write(path, state, key)
 >>> read(path, key)["budget"]
 1.0
@@ -57,15 +57,16 @@ TOLERANCE = 1e-12
 KEY_ENV = "BLOWFISH_SESSION_KEY"
 #: environment variable naming a file that holds the curator's session key
 KEY_FILE_ENV = "BLOWFISH_SESSION_KEY_FILE"
-#: format tag of saved sessions (version 2: signed)
-FORMAT = "blowfish_nb.session/2"
+#: format tag of saved sessions (version 2: signed; version 3: a signed save counter)
+FORMAT = "blowfish_nb.session/3"
 #: shortest key accepted, in bytes
 MIN_KEY_BYTES = 16
 #: the columns of the ledger, in order (one saved entry holds exactly these fields)
 LEDGER_COLUMNS = ("time", "query", "columns", "epsilon", "policy", "mechanism", "expected_error", "accuracy",
                   "reproducible")
-_SECTIONS = ("session", "budget", "domain", "policies", "fingerprint", "reproducible")
-_EDITED = {"session": "the session id was edited", "budget": "the budget was edited",
+_SECTIONS = ("session", "counter", "budget", "domain", "policies", "fingerprint", "reproducible")
+_EDITED = {"session": "the session id was edited", "counter": "the save counter was edited",
+           "budget": "the budget was edited",
            "domain": "the domain (bins) was edited", "policies": "the policies were edited",
            "fingerprint": "the data fingerprint was edited", "reproducible": "the reproducible flag was edited"}
 _FIELDS = {"format", *_SECTIONS, "ledger", "integrity"}

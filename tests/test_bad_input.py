@@ -380,3 +380,167 @@ def test_theta_with_a_policy_that_takes_none_is_refused_in_sessions_and_kmeans()
         df.blowfish.session(1.0, bins={"age": 10}, bounds={"age": (0, 100)}, policy={"age": ("dp", 3)})
     with pytest.raises(InvalidParameterError, match="theta=3"):
         df.blowfish.kmeans("age", 2, policy="dp", theta=3, bins=10, bounds=(0, 100))
+
+
+# -- the analyst service's configuration and client (issue 27 item 7): every call gets our error, naming the
+# -- parameter and the bad value (before: accepted, a raw TypeError/ValueError/UnicodeEncodeError, or a vague message)
+def _salaries_serve(tmp, **change):
+    import blowfish_nb as bf
+
+    args = dict(bins={"age": 10}, bounds={"age": (18, 80)}, policy="line", ledger=tmp / "l.db", accounts={"a": 1.0},
+                analysts={"ana": "a"}, create=True)
+    return bf.serve(datasets.salaries(n=200, seed=1), **{**args, **change})
+
+
+def _config(**sections):
+    raw = {"data": {"path": "embedded:salaries"}, "columns": {"age": {"bins": 62, "policy": "line"}},
+           "ledger": {"path": "l.db"}, "accounts": {"course": 1.0}, "analysts": {"ana": "course"}}
+    for name, table in sections.items():
+        raw[name] = {**raw.get(name, {}), **table}
+    return raw
+
+
+def _load_config(source):
+    from blowfish_nb.service.config import load_config
+
+    return load_config(source)
+
+
+def _connect(*args, **kw):
+    import blowfish_nb as bf
+
+    return bf.connect(*args, **kw)
+
+
+NOWHERE = "http://127.0.0.1:9"  # nothing listens: every call below is refused before a request is sent
+
+SERVICE_CALLS = [
+    ("serve(max_body=-1)", lambda t: _salaries_serve(t, max_body=-1), ["max_body", "-1"]),
+    ("serve(max_body='big')", lambda t: _salaries_serve(t, max_body="big"), ["max_body", "'big'"]),
+    ("serve(ledger=None)", lambda t: _salaries_serve(t, ledger=None), ["ledger", "None"]),
+    ("serve(ledger=<a folder>)", lambda t: _salaries_serve(t, ledger=t), ["ledger", "folder"]),
+    ("serve(host=5)", lambda t: _salaries_serve(t, host=5), ["host", "5"]),
+    ("serve(rate=0)", lambda t: _salaries_serve(t, rate=0), ["rate", "0"]),
+    ("data.dask = 'no'", lambda t: _load_config(_config(data={"dask": "no"})), ["data.dask", "'no'"]),
+    ("server.host = 5", lambda t: _load_config(_config(server={"host": 5})), ["server.host", "5"]),
+    ("server.max_body = -1", lambda t: _load_config(_config(server={"max_body": -1})), ["server.max_body", "-1"]),
+    ("server.max_body = 'big'", lambda t: _load_config(_config(server={"max_body": "big"})),
+     ["server.max_body", "'big'"]),
+    ("server.port = '80'", lambda t: _load_config(_config(server={"port": "80"})), ["server.port", "'80'"]),
+    ("server.header_timeout = 0", lambda t: _load_config(_config(server={"header_timeout": 0})),
+     ["server.header_timeout", "0"]),
+    ("data.path = 5", lambda t: _load_config(_config(data={"path": 5})), ["data.path", "5"]),
+    ("load_config([1, 2])", lambda t: _load_config([1, 2]), ["config", "[1, 2]"]),
+    ("load_config(None)", lambda t: _load_config(None), ["config", "None"]),
+    ("load_config(<a folder>)", lambda t: _load_config(t), ["config", "folder"]),
+    ("connect(url, 'é' * 10)", lambda t: _connect(NOWHERE, "é" * 10), ["token", "'é'"]),
+    ("connect(url, token + '\\n')", lambda t: _connect(NOWHERE, "a" * 40 + "\n"), ["token ends in", "'\\n'"]),
+    ("connect(url, ' ' + token)", lambda t: _connect(NOWHERE, " " + "a" * 40), ["token starts with", "' '"]),
+    ("connect(timeout=-1)", lambda t: _connect(NOWHERE, "tok", timeout=-1), ["timeout", "-1"]),
+    ("connect(timeout=nan)", lambda t: _connect(NOWHERE, "tok", timeout=math.nan), ["timeout", "nan"]),
+    ("connect(timeout='5')", lambda t: _connect(NOWHERE, "tok", timeout="5"), ["timeout", "'5'"]),
+    ("connect(retry_for=-1)", lambda t: _connect(NOWHERE, "tok", retry_for=-1), ["retry_for", "-1"]),
+    ("connect('ftp://x', tok)", lambda t: _connect("ftp://x", "tok"), ["url", "'ftp://x'"]),
+]
+
+
+@pytest.mark.parametrize("label,call,words", SERVICE_CALLS, ids=[c[0] for c in SERVICE_CALLS])
+def test_service_settings_and_client_arguments_are_refused_by_name(tmp_path, label, call, words):
+    pytest.importorskip("fastapi")
+    with pytest.raises(InvalidParameterError) as info:
+        call(tmp_path)
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
+    assert not (tmp_path / "l.db").exists()  # refused before the ledger was opened or the data counted
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    pytest.importorskip("fastapi")
+    srv = _salaries_serve(tmp_path_factory.mktemp("bad-input"), accounts={"a": 10.0})
+    yield srv
+    srv.stop()
+
+
+REMOTE_CALLS = [
+    ("release(epsilon=10**4999)", dict(epsilon=10**4999), ["epsilon", "5,000 digits"]),
+    ("release(epsilon=Decimal('NaN'))", dict(epsilon=__import__("decimal").Decimal("NaN")), ["epsilon", "NaN"]),
+    ("release(epsilon=Fraction(-1, 2))", dict(epsilon=__import__("fractions").Fraction(-1, 2)), ["epsilon"]),
+    ("release(accuracy=(Decimal('inf'), 0.05))", dict(epsilon=None, accuracy=(__import__("decimal").Decimal("inf"),
+                                                                             0.05)), ["accuracy", "Infinity"]),
+]
+
+
+@pytest.mark.parametrize("label,change,words", REMOTE_CALLS, ids=[c[0] for c in REMOTE_CALLS])
+def test_remote_release_arguments_are_refused_by_name_and_charge_nothing(served, label, change, words):
+    s = _connect(served.url, served.tokens["ana"])
+    before = s.spent
+    with pytest.raises(InvalidParameterError) as info:
+        s.release("histogram", "age", **{"epsilon": 0.1, **change})
+    for word in words:
+        assert word in str(info.value), (word, str(info.value))
+    assert len(str(info.value)) < 400 and s.spent == before
+
+
+def test_remote_release_takes_fractions_and_decimals_as_the_session_does(served):
+    from decimal import Decimal
+    from fractions import Fraction
+
+    s = _connect(served.url, served.tokens["ana"])
+    before = s.spent
+    for eps in (Fraction(1, 2), Decimal("0.5")):
+        assert s.release("histogram", "age", epsilon=eps).epsilon == 0.5
+        assert s.quote("histogram", "age", epsilon=eps).epsilon == 0.5
+    assert s.spent == pytest.approx(before + 1.0)
+    local = datasets.salaries(n=200, seed=1).blowfish.session(2.0, bins={"age": 10}, bounds={"age": (18, 80)},
+                                                             policy="line")
+    for eps in (Fraction(1, 2), Decimal("0.5")):
+        assert local.release("histogram", "age", epsilon=eps).epsilon == 0.5
+
+
+def test_a_5000_digit_epsilon_over_http_names_epsilon(served):
+    import httpx
+
+    body = b'{"columns": "age", "epsilon": ' + b"9" * 5000 + b"}"
+    r = httpx.post(f"{served.url}/v1/quote", content=body, headers={
+        "Authorization": f"Bearer {served.tokens['ana']}", "Content-Type": "application/json"})
+    assert r.status_code == 422 and r.json()["error"] == "InvalidParameterError"
+    message = r.json()["message"]
+    assert "epsilon" in message and "5,000 digits" in message and "error parsing the body" not in message
+
+
+def test_a_token_ending_in_a_line_break_is_named_not_an_unreachable_service(served):
+    with pytest.raises(InvalidParameterError, match="token ends in '\\\\n'") as info:
+        _connect(served.url, served.tokens["ana"] + "\n")
+    assert "cannot reach" not in str(info.value) and served.tokens["ana"] not in str(info.value)
+
+
+def test_analyst_add_before_the_first_serve_says_what_to_do(tmp_path, capsys):
+    pytest.importorskip("fastapi")
+    from blowfish_nb.service.cli import main
+
+    cfg = tmp_path / "service.toml"
+    cfg.write_text('[data]\npath = "embedded:salaries"\n[columns.age]\nbins = 62\npolicy = "line"\n'
+                   '[ledger]\npath = "ledger.db"\n[accounts]\ncourse = 1.0\n')
+    assert main(["analyst", "add", "cleo", "course", "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "no ledger" in err and "blowfish-nb init" in err  # a ledger is made only on purpose
+    assert not (tmp_path / "ledger.db").exists()  # no empty ledger was left behind
+    from blowfish_nb.service.ledger import Ledger
+
+    with Ledger(tmp_path / "ledger.db", create=True):  # a ledger that does not list the configuration's account yet
+        pass
+    assert main(["analyst", "add", "cleo", "course", "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "'course' is in the configuration but not yet in the ledger" in err and "blowfish-nb serve" in err
+
+
+def test_config_host_5_stops_the_command_line_with_our_message(tmp_path, capsys):
+    pytest.importorskip("fastapi")
+    from blowfish_nb.service.cli import main
+
+    cfg = tmp_path / "service.toml"
+    cfg.write_text('[data]\npath = "embedded:salaries"\n[columns.age]\nbins = 62\n[ledger]\npath = "l.db"\n'
+                   "[server]\nhost = 5\n")
+    assert main(["serve", str(cfg)]) == 2
+    assert "server.host must be" in capsys.readouterr().err

@@ -120,7 +120,7 @@ def test_save_and_load_keep_the_budget(session, df, tmp_path):
     session.release("histogram", "age", epsilon=0.4)
     path = tmp_path / "s.json"
     session.save(path)
-    again = Session.load(path, df)
+    again = Session.load(path, df, session=session.id)
     assert again.spent == pytest.approx(0.4) and again.remaining == pytest.approx(0.6)
     assert again.policy.same_graph(session.policy)
     again.release("histogram", "salary", epsilon=0.5)
@@ -134,15 +134,15 @@ def test_load_refuses_another_frame_or_file(session, df, tmp_path):
     other = df.copy()
     other.loc[0, "age"] = other.loc[0, "age"] + 1
     with pytest.raises(SessionError, match="do not match"):
-        Session.load(path, other)
+        Session.load(path, other, session=session.id)
     with pytest.raises(SessionError, match="do not match"):
-        Session.load(path, df.iloc[:-1])
+        Session.load(path, df.iloc[:-1], session=session.id)
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     with pytest.raises(SessionError, match="not a saved"):
-        Session.load(bad, df)
+        Session.load(bad, df, session=session.id)
     with pytest.raises(SessionError, match="cannot read"):
-        Session.load(tmp_path / "missing.json", df)
+        Session.load(tmp_path / "missing.json", df, session=session.id)
 
 
 def test_sessions_raise_blowfish_errors_only(session):

@@ -51,9 +51,14 @@ def _write(path, state, *, resign=False):
     return path
 
 
+def _sid(path) -> str:
+    """The session id a file names (the caller's note of it, in these tests of edits)."""
+    return json.loads(path.read_text()).get("session") or "unknown"
+
+
 def _assert_refused(path, df, *words):
     with pytest.raises(SessionError) as info:
-        Session.load(path, df, key=KEY)
+        Session.load(path, df, key=KEY, session=_sid(path))
     message = str(info.value)
     assert all(w in message for w in words), message
     assert KEY not in message
@@ -62,7 +67,7 @@ def _assert_refused(path, df, *words):
 
 def test_a_saved_session_loads_under_its_key(saved, df):
     path, state = saved
-    s = Session.load(path, df, key=KEY)
+    s = Session.load(path, df, key=KEY, session=state["session"])
     assert s.spent == pytest.approx(0.6) and list(s.ledger["epsilon"]) == [0.1, 0.2, 0.3]
     assert state["integrity"]["algorithm"] == "HMAC-SHA256" and len(state["integrity"]["ledger"]) == 3
     with pytest.raises(BudgetExceededError):
@@ -134,7 +139,7 @@ def test_a_resigned_unknown_policy_kind_is_refused(saved, df):
 def test_a_resigned_emptied_ledger_is_the_one_edit_a_key_holder_can_make(saved, df):
     """With the key, a consistent file verifies: the key must stay with the curator (documented)."""
     path, state = saved
-    s = Session.load(_write(path, dict(state, ledger=[]), resign=True), df, key=KEY)
+    s = Session.load(_write(path, dict(state, ledger=[]), resign=True), df, key=KEY, session=state["session"])
     assert s.spent == 0
 
 
@@ -185,7 +190,7 @@ def test_a_file_from_another_key_or_session_is_refused(saved, df, tmp_path):
     path, state = saved
     _refused_other = pytest.raises(SessionError, match="does not verify under this key")
     with _refused_other:
-        Session.load(path, df, key="another curator's key, 32 bytes")
+        Session.load(path, df, key="another curator's key, 32 bytes", session=state["session"])
     # sections spliced from another session of the same curator: the session id is bound into every code
     other = df.blowfish.session(1.0, bins={"salary": 50, "age": 62},
                                 policy={"salary": ("threshold", 2), "age": "line"})
@@ -207,7 +212,7 @@ def test_an_unsigned_version_1_file_is_refused(saved, df):
 def test_no_key_anywhere_refuses_save_and_load_and_says_how(df, tmp_path, saved):
     s = df.blowfish.session(1.0, bins={"age": 62})
     path = tmp_path / "unsigned.json"
-    for call in (lambda: s.save(path), lambda: Session.load(saved[0], df)):
+    for call in (lambda: s.save(path), lambda: Session.load(saved[0], df, session=_sid(saved[0]))):
         with pytest.raises(SessionError) as info:
             call()
         assert all(w in str(info.value) for w in ("key=", KEY_ENV, KEY_FILE_ENV))
@@ -221,14 +226,14 @@ def test_the_key_comes_from_the_argument_then_the_environment_then_a_key_file(df
     keyfile.write_bytes(b"key from a file, 0123456789\n")
     monkeypatch.setenv(KEY_FILE_ENV, str(keyfile))
     s.save(tmp_path / "a.json")
-    assert Session.load(tmp_path / "a.json", df, key=b"key from a file, 0123456789").spent == 0.25
+    assert Session.load(tmp_path / "a.json", df, key=b"key from a file, 0123456789", session=s.id).spent == 0.25
     monkeypatch.setenv(KEY_ENV, "key from the environment 0123")  # the variable wins over the file
     s.save(tmp_path / "b.json")
-    assert Session.load(tmp_path / "b.json", df, key="key from the environment 0123").spent == 0.25
+    assert Session.load(tmp_path / "b.json", df, key="key from the environment 0123", session=s.id).spent == 0.25
     with pytest.raises(SessionError, match="does not verify"):
-        Session.load(tmp_path / "a.json", df)
+        Session.load(tmp_path / "a.json", df, session=s.id)
     s.save(tmp_path / "c.json", key=KEY)  # the argument wins over both
-    assert Session.load(tmp_path / "c.json", df, key=KEY).spent == 0.25
+    assert Session.load(tmp_path / "c.json", df, key=KEY, session=s.id).spent == 0.25
     monkeypatch.delenv(KEY_ENV)
     monkeypatch.setenv(KEY_FILE_ENV, str(tmp_path / "missing.key"))
     with pytest.raises(SessionError, match="cannot read the session key file"):

@@ -84,21 +84,30 @@ def test_a_signed_file_with_a_column_above_the_cell_limit_is_refused(df, tmp_pat
     s.save(tmp_path / "s.json", key=KEY)
     monkeypatch.setattr(acc, "CELL_LIMIT", 50)
     with pytest.raises(SessionError, match="62 cells"):
-        Session.load(tmp_path / "s.json", df, key=KEY)
+        Session.load(tmp_path / "s.json", df, key=KEY, session=s.id)
 
 
 # -- no data-derived number in any message on the analyst's path ---------------------------------
-def test_data_outside_the_bins_do_not_leak_through_the_error(df):
+def test_data_outside_the_bins_are_refused_when_the_session_opens_with_no_data_number(df):
+    """Issue 27: the refusal came per release, uncharged, so it could be asked again and again (one bit about the
+    data per column set); the session now checks the data against the bins when it opens, as the service does."""
     bounds = {"age": (18, 60)}  # 53 of the 1537 ages are 60 or more (the oldest is 80)
-    s = df.blowfish.session(1.0, bins={"age": 21}, bounds=bounds)
     with pytest.raises(DomainError) as info:
-        s.release("histogram", "age", epsilon=0.1)
+        df.blowfish.session(1.0, bins={"age": 21, "salary": 50}, bounds={**bounds, "salary": (0, 250_000)})
     message = str(info.value)
-    assert "'age'" in message and "nothing was released or charged" in message.lower()
+    assert "'age'" in message and "opening the session" in message
     assert not _numbers(message) & _data_numbers(df, ["age"], bounds), message
     assert not re.search(r"\d", message.replace("'age'", ""))
     assert info.value.__suppress_context__  # the raw error (with the count) is not chained into the traceback
-    assert s.spent == 0 and s.reserved == 0
+
+
+def test_no_release_can_fail_on_the_datas_values_once_a_session_is_open(df, monkeypatch):
+    """Every column was counted at open: a release on any column set never reaches the out-of-bins refusal."""
+    s = df.blowfish.session(1.0, bins={"age": 21, "salary": 50}, bounds={"age": (18, 81), "salary": (0, 250_000)},
+                            policy="line")
+    for cols in (["age"], ["salary"], ["age", "salary"]):
+        s.release("histogram", cols, epsilon=0.1)
+    assert s.spent == pytest.approx(0.3)
 
 
 def test_errors_after_the_rows_are_read_are_withheld(df, monkeypatch):
@@ -120,7 +129,7 @@ def test_the_fingerprint_mismatch_does_not_show_the_row_count(df, tmp_path):
     s.save(tmp_path / "s.json", key=KEY)
     for other in (df.iloc[:-1], df.iloc[:100], df.drop(columns="age")):
         with pytest.raises(SessionError, match="do not match") as info:
-            Session.load(tmp_path / "s.json", other, key=KEY)
+            Session.load(tmp_path / "s.json", other, key=KEY, session=s.id)
         message = str(info.value)
         assert not {str(len(df)), str(len(other)), "1,537"} & set(re.findall(r"[\d,]+", message)), message
         assert s._fingerprint.rsplit(":", 1)[1] not in message
@@ -128,7 +137,7 @@ def test_the_fingerprint_mismatch_does_not_show_the_row_count(df, tmp_path):
 
 def test_no_analyst_path_message_carries_a_data_number(df, tmp_path, monkeypatch):
     bounds = {"age": (18, 60), "salary": (0, 250_000)}
-    s = df.blowfish.session(1.0, bins={"age": 21, "salary": 50}, bounds=bounds,
+    s = df.blowfish.session(1.0, bins={"age": 21, "salary": 50}, bounds={**bounds, "age": (18, 81)},
                             policy={"age": "line", "salary": ("threshold", 2)})
     s.release("histogram", "salary", epsilon=0.9)
     s.save(tmp_path / "s.json", key=KEY)
@@ -136,14 +145,14 @@ def test_no_analyst_path_message_carries_a_data_number(df, tmp_path, monkeypatch
     state["ledger"][0]["epsilon"] = 0.0001
     (tmp_path / "t.json").write_text(json.dumps(state))
     calls = [
-        lambda: s.release("histogram", "age", epsilon=0.05),                      # data outside the bins
+        lambda: df.blowfish.session(1.0, bins={"age": 21}, bounds=bounds),        # data outside the bins
         lambda: s.release("histogram", "salary", epsilon=0.5),                    # over budget
         lambda: s.release("histogram", "zip", epsilon=0.05),                      # unknown column
         lambda: s.release("range", "salary", ranges=[(9e9, 1)], epsilon=0.05),    # bad range
         lambda: s.release("median", "salary", epsilon=0.05),                      # unknown query
         lambda: s.release("histogram", "salary", epsilon=0.05, rng=3),            # seed refused
-        lambda: Session.load(tmp_path / "s.json", df.iloc[:-7], key=KEY),         # another frame
-        lambda: Session.load(tmp_path / "t.json", df, key=KEY),                   # an edited ledger
+        lambda: Session.load(tmp_path / "s.json", df.iloc[:-7], key=KEY, session=s.id),         # another frame
+        lambda: Session.load(tmp_path / "t.json", df, key=KEY, session=s.id),                   # an edited ledger
     ]
     leaks = _data_numbers(df, ["age", "salary"], bounds)
     for call in calls:
@@ -174,7 +183,7 @@ def test_a_resigned_file_whose_policy_protects_nothing_is_refused(df, tmp_path):
     state["integrity"] = _integrity(state, KEY.encode())
     (tmp_path / "s.json").write_text(json.dumps(state))
     with pytest.raises(SessionError, match="protects no pair"):
-        Session.load(tmp_path / "s.json", df, key=KEY)
+        Session.load(tmp_path / "s.json", df, key=KEY, session=s.id)
 
 
 # -- item G: what a session is ------------------------------------------------------------------------

@@ -30,11 +30,10 @@ import pandas as pd
 
 from .._validation import check_epsilon
 from ..exceptions import BlowfishError, InvalidParameterError
-from ..mechanisms import (
-    Hierarchical, HThetaRanges, Laplace, MatrixMechanism, Optimized, Ordered, OrderedHierarchical, Privelet,
-    Transformed,
-)
-from ..mechanisms.optimized import AUTO
+from ..mechanisms import Laplace, MatrixMechanism, Optimized
+from ..mechanisms.base import auto_candidates
+from ..mechanisms.htheta import AUTO_MAX_THETA
+from ..mechanisms.optimized import AUTO, AUTO_AXIS
 from ..strategies.optimized import OptimizedStrategy, supports
 from ..domain import CategoricalAttribute, OrderedAttribute
 from ..policy import Attribute, Bounded, Categorical, Composed, Custom, Partition, Policy, Threshold
@@ -52,32 +51,29 @@ CHOICES = 1024
 _SCOPE: ContextVar[str | None] = ContextVar("blowfish_nb_memo_scope", default=None)
 
 
-#: H^θ+Privelet is offered by "auto" up to this θ: it is built for small θ (Haney et al. §5), and its exact
-#: sensitivity scans a window of edges that grows with θ (seconds at θ = 256, minutes at θ = k on 4,096 cells)
-HTHETA_MAX_THETA = 64
-#: a strategy optimised for the workload (:class:`~blowfish_nb.mechanisms.Optimized`) is offered by "auto" on
-#: grids of two or more attributes whose every axis has at most this many cells (its optimisation, bounded by
-#: ``mechanisms.optimized.AUTO``, takes seconds there; on one attribute the fixed strategies are near the bound)
-OPTIMIZED_AXIS = 32
+#: "auto"'s limits, declared by the mechanisms themselves (kept here under their former names)
+HTHETA_MAX_THETA = AUTO_MAX_THETA
+OPTIMIZED_AXIS = AUTO_AXIS
 #: optimised strategies remembered (per public inputs, per memo scope)
 OPTIMIZED = 64
 
 
 def default_candidates(policy: Policy, optimized: bool = True) -> tuple[MatrixMechanism, ...]:
-    """The data-independent mechanisms considered by ``mechanism="auto"``.
+    """The data-independent mechanisms considered by ``mechanism="auto"``: the registry's declarations.
 
-    With ``optimized`` (default), grids of two or more attributes of at most
-    :data:`OPTIMIZED_AXIS` cells per axis also get ``Optimized()``, a
-    strategy fitted to the workload when a choice is made (:func:`optimized_for`).
+    Each registered class says which instances it offers and when
+    (:func:`~blowfish_nb.mechanisms.base.auto_candidates`). With ``optimized``
+    (default), grids of two or more attributes of at most :data:`OPTIMIZED_AXIS`
+    cells per axis also get ``Optimized()``, a strategy fitted to the workload
+    when a choice is made (:func:`optimized_for`).
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, policy
+    >>> [m.name for m in default_candidates(policy.grid((3, 3)))][-1]
+    'Optimized'
     """
-    shape = policy.domain.shape
-    one_d = len(shape) == 1
-    extra = (OrderedHierarchical(),) if one_d else ()
-    if one_d and isinstance(policy, Threshold) and policy.metric == "l1" and policy.theta <= HTHETA_MAX_THETA:
-        extra += (HThetaRanges(),)
-    if optimized and not one_d and max(shape) <= OPTIMIZED_AXIS:
-        extra += (Optimized(),)
-    return (Laplace(), Ordered(), Hierarchical(2), Hierarchical(4), Privelet(), Transformed(), *extra)
+    return tuple(m for m in auto_candidates(policy) if optimized or not isinstance(m, Optimized))
 
 
 def optimized_for(workload: Workload, policy: Policy) -> Optimized:

@@ -40,10 +40,12 @@ from .factors import Factor, IdentityFactor, PrefixFactor, TreeFactor
 from .kron import apply_grid, as_boxes, grid_variances, lstsq_grid
 
 # ColumnSlice lives in blowfish_nb.operators; it is offered here too, where mechanisms/__init__ imports it
-__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "REGISTRY", "by_name", "apply_rows"]
+__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "REGISTRY", "by_name", "auto_candidates", "apply_rows"]
 
 #: name → (class, constructor arguments), filled by the classes' ``registry`` declarations
 REGISTRY: dict[str, tuple[type, dict]] = {}
+#: classes that declare instances for ``mechanism="auto"`` (:attr:`Mechanism.auto`), filled as they are defined
+AUTO_CLASSES: list[type] = []
 
 
 def by_name(name: str) -> "Mechanism":
@@ -58,6 +60,32 @@ def by_name(name: str) -> "Mechanism":
         raise InvalidParameterError(f"mechanism must be one of {sorted(REGISTRY)}, got {name!r}")
     cls, params = REGISTRY[name.lower()]
     return cls(**params)
+
+
+def auto_candidates(policy: Policy) -> tuple["Mechanism", ...]:
+    """The mechanisms ``mechanism="auto"`` compares under ``policy``, from the registry's declarations.
+
+    Every class declares the instances it offers (:attr:`Mechanism.auto`,
+    constructor arguments) and whether it offers them for a policy
+    (:meth:`Mechanism.offered`: analytic error, the policy supported, and the
+    class's own public conditions); they come in :attr:`Mechanism.auto_rank`
+    order, so ties in expected error go to the simpler mechanism.
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, policy
+    >>> [m.name for m in auto_candidates(policy.dp(Domain.grid(8)))]  # doctest: +NORMALIZE_WHITESPACE
+    ['Laplace', 'Ordered', 'Hierarchical', 'Hierarchical', 'Privelet', 'Transformed+Laplace',
+     'OrderedHierarchical']
+    """
+    classes = sorted(AUTO_CLASSES, key=lambda c: (c.auto_rank, c.__name__))
+    out = []
+    for cls in classes:
+        for params in cls.auto:
+            mech = cls(**params)
+            if mech.offered(policy):
+                out.append(mech)
+    return tuple(out)
 
 
 class Mechanism(ABC):
@@ -79,11 +107,17 @@ class Mechanism(ABC):
     analytic_error: ClassVar[bool] = False
     #: registered names → constructor arguments (read once, when the class is defined)
     registry: ClassVar[dict[str, dict]] = {}
+    #: the instances ``mechanism="auto"`` compares, as constructor arguments (empty: never offered by "auto")
+    auto: ClassVar[tuple[dict, ...]] = ()
+    #: "auto"'s order of comparison (ties in expected error go to the lower rank)
+    auto_rank: ClassVar[int] = 100
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         for key, params in cls.__dict__.get("registry", {}).items():
             REGISTRY[key] = (cls, dict(params))
+        if cls.__dict__.get("auto"):
+            AUTO_CLASSES.append(cls)
 
     # -- what the mechanism protects ---------------------------------------------------
     def refusal(self, policy: Policy) -> str | None:
@@ -116,6 +150,15 @@ class Mechanism(ABC):
         (True, False, True)
         """
         return self.refusal(policy) is None
+
+    def offered(self, policy: Policy) -> bool:
+        """Whether ``mechanism="auto"`` compares this instance under ``policy`` (public facts only).
+
+        By default: an analytic error (auto compares figures, not data) and
+        the policy supported; classes add their own conditions (a θ or an
+        axis size beyond which they are not worth the wait).
+        """
+        return bool(self.analytic_error) and self.supports(policy)
 
     def require(self, policy: Policy) -> Policy:
         """``policy`` when this mechanism supports it, else :class:`PolicyError` with the reason."""

@@ -37,6 +37,8 @@ class Hierarchical(MatrixMechanism):
 
     name = "Hierarchical"
     registry = {"hierarchical": {}}
+    auto = ({"branching": 2}, {"branching": 4})
+    auto_rank = 20
 
     def __post_init__(self):
         if isinstance(self.branching, bool) or not isinstance(self.branching, int) or self.branching < 2:

@@ -42,6 +42,10 @@ __all__ = ["HThetaRanges"]
 BUDGETS = ("exact", "stretch")
 
 
+#: H^θ+Privelet is offered by "auto" up to this θ: it is built for small θ (Haney et al. §5), and its exact
+#: sensitivity scans a window of edges that grows with θ (seconds at θ = 256, minutes at θ = k on 4,096 cells)
+AUTO_MAX_THETA = 64
+
 @dataclass(frozen=True)
 class HThetaRanges(Mechanism):
     """Privelet on the groups of the H^θ tree's transformed data, for 1-D ranges under G^θ.
@@ -65,6 +69,8 @@ class HThetaRanges(Mechanism):
 
     linear = True
     registry = {"h-theta": {}}
+    auto = ({},)
+    auto_rank = 60
 
     def __post_init__(self):
         if self.budget not in BUDGETS:
@@ -83,6 +89,10 @@ class HThetaRanges(Mechanism):
                                    and policy.metric == "l1"):
             reason = f"{self.name} is for G^θ on one ordered attribute, got {policy.summary()}"
         return reason
+
+    def offered(self, policy: Policy) -> bool:
+        """"auto" offers it up to θ = :data:`AUTO_MAX_THETA`."""
+        return super().offered(policy) and policy.theta <= AUTO_MAX_THETA
 
     # -- the plan: tree, groups, wavelet --------------------------------------------------
     def plan(self, policy: Policy) -> "_Plan":

@@ -27,4 +27,6 @@ class Laplace(MatrixMechanism):
 
     name = "Laplace"
     registry = {"laplace": {}}
+    auto = ({},)
+    auto_rank = 0
     factor = IdentityFactor()

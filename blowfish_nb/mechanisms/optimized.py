@@ -34,6 +34,11 @@ __all__ = ["Optimized", "DenseLeastSquares", "AUTO"]
 AUTO = {"restarts": 1, "max_iter": 100, "rng": 0}
 
 
+#: "auto" offers ``Optimized()`` on grids of two or more attributes whose every axis has at most this many cells
+#: (its optimisation, bounded by :data:`AUTO`, takes seconds there; on one attribute the fixed strategies are near
+#: the bound)
+AUTO_AXIS = 32
+
 class DenseLeastSquares(Factor):
     """Least squares and exact variances for :class:`~blowfish_nb.strategies.optimized.DenseFactor` axes."""
 
@@ -78,6 +83,8 @@ class Optimized(MatrixMechanism):
     """
 
     name = "Optimized"
+    auto = ({},)
+    auto_rank = 70
     factor = DenseLeastSquares()
 
     def __init__(self, strategy: OptimizedStrategy | None = None):
@@ -85,6 +92,11 @@ class Optimized(MatrixMechanism):
             raise InvalidParameterError(
                 f"strategy must be an OptimizedStrategy (from strategies.optimized.optimize), got {strategy!r}")
         self.optimized = strategy
+
+    def offered(self, policy: Policy) -> bool:
+        """"auto" offers it on grids of two or more attributes of at most :data:`AUTO_AXIS` cells per axis."""
+        shape = policy.domain.shape
+        return super().offered(policy) and len(shape) > 1 and max(shape) <= AUTO_AXIS
 
     def for_workload(self, workload: Workload, policy: Policy) -> "Optimized":
         """This mechanism, or (without a strategy yet) one on a strategy optimised now with :data:`AUTO`."""

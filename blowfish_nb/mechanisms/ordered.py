@@ -46,6 +46,8 @@ class Ordered(MatrixMechanism):
 
     name = "Ordered"
     registry = {"ordered": {}, "ordered-consistent": {"consistent": True}}
+    auto = ({},)
+    auto_rank = 10
     factor = PrefixFactor()
 
     @property

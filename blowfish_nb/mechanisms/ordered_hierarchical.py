@@ -70,6 +70,8 @@ class OrderedHierarchical(Mechanism):
     linear = True
     analytic_error = True
     registry = {"ordered-hierarchical": {}}
+    auto = ({},)
+    auto_rank = 50
 
     def __post_init__(self):
         if self.theta is not None:

@@ -26,4 +26,6 @@ class Privelet(MatrixMechanism):
 
     name = "Privelet"
     registry = {"privelet": {}}
+    auto = ({},)
+    auto_rank = 30
     factor = HaarFactor()

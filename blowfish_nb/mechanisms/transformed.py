@@ -81,6 +81,8 @@ class Transformed(Mechanism):
 
     registry = {"transformed": {}, "transformed-consistent": {"inner": "consistent"},
                 "transformed-dawa": {"inner": "dawa"}}
+    auto = ({},)  # Transformed+Laplace (the other inners have no analytic error, or need the line graph)
+    auto_rank = 40
 
     def __post_init__(self):
         if self.inner not in INNERS:

@@ -4,7 +4,8 @@ Every route but ``/healthz`` needs ``Authorization: Bearer <token>``; the
 token names one analyst (its SHA-256 is in the ledger; revoked → 403,
 unknown or missing → 401). Requests are validated by pydantic models that
 forbid unknown fields, size-limited (:data:`MAX_BODY` bytes by default) and
-rate-limited per analyst (a token bucket). Errors come back as
+rate-limited per client address before the token is read and per analyst
+after it (:mod:`blowfish_nb.service.limits`). Errors come back as
 ``{"error": <exception name>, "message": ...}``; messages carry no number
 derived from the data.
 
@@ -19,9 +20,7 @@ derived from the data.
 
 from __future__ import annotations
 
-import math
 import threading
-import time
 from typing import Annotated, Literal, Union
 
 from fastapi import Depends, FastAPI, Request
@@ -36,8 +35,9 @@ from ..request import MAX_ITERATIONS, MAX_K
 from ..request import Request as Query  # fastapi's Request is the HTTP request
 from .core import RequestConflict, Service
 from .ledger import AuthError, LedgerIntegrityError
+from .limits import MAX_DIGITS, ClientLimit, Limits, RateLimiter, check_max_body, overlong_numbers
 
-__all__ = ["create_app", "MAX_BODY", "RateLimiter"]
+__all__ = ["create_app", "MAX_BODY", "RateLimiter", "Limits"]
 
 #: largest request body accepted, in bytes (a range list of ~2,000 pairs fits)
 MAX_BODY = 64 * 1024
@@ -72,40 +72,6 @@ class ReleaseBody(QueryBody):
     """A release request: the query, and the client's id for it (a retry repeats it)."""
 
     request_id: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
-
-
-class RateLimiter:
-    """A token bucket per analyst: ``rate`` requests a second on average, bursts of up to ``burst``.
-
-    Examples
-    --------
-    >>> r = RateLimiter(rate=1.0, burst=2)
-    >>> [r.allow("ana", now=0.0) for _ in range(3)]
-    [True, True, False]
-    >>> r.allow("ana", now=1.0)
-    True
-    """
-
-    def __init__(self, rate: float = 50.0, burst: int = 100):
-        if not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
-            raise InvalidParameterError(f"rate must be a positive number of requests a second, got {rate!r}")
-        if isinstance(burst, bool) or not isinstance(burst, int) or burst < 1:
-            raise InvalidParameterError(f"burst must be a positive integer, got {burst!r}")
-        self.rate, self.burst = float(rate), burst
-        self._buckets: dict[str, tuple[float, float]] = {}
-        self._lock = threading.Lock()
-
-    def allow(self, who: str, now: float | None = None) -> bool:
-        """Take one token from ``who``'s bucket; False when it is empty."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            tokens, last = self._buckets.get(who, (float(self.burst), now))
-            tokens = min(float(self.burst), tokens + (now - last) * self.rate)
-            if tokens < 1.0:
-                self._buckets[who] = (tokens, now)
-                return False
-            self._buckets[who] = (tokens - 1.0, now)
-            return True
 
 
 class RateLimited(BlowfishError):
@@ -146,6 +112,9 @@ class _BodyLimit:
     def __init__(self, app, limit: int):
         self.app, self.limit = app, limit
 
+    def __getattr__(self, name):  # the wrapped app's routes, state, ...
+        return getattr(self.app, name)
+
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
@@ -164,6 +133,13 @@ class _BodyLimit:
             if not message.get("more_body", False):
                 break
         body, sent = b"".join(chunks), False
+        overlong = overlong_numbers(body)
+        if overlong:
+            where, digits = overlong[0]
+            response = JSONResponse({"error": "InvalidParameterError", "message": (
+                f"invalid request: {where} must be a number of at most {MAX_DIGITS} digits, got a number of "
+                f"{digits:,} digits")}, status_code=422)
+            return await response(scope, receive, send)
 
         async def replay():
             nonlocal sent
@@ -182,8 +158,12 @@ class _BodyLimit:
 
 
 def create_app(service: Service, *, rate: float = 50.0, burst: int = 100, max_body: int = MAX_BODY,
-               max_in_flight: int = MAX_IN_FLIGHT) -> FastAPI:
-    """The FastAPI application serving ``service`` (run it with uvicorn; see :func:`blowfish_nb.service.serve`).
+               max_in_flight: int = MAX_IN_FLIGHT, limits: Limits | None = None):
+    """The ASGI application serving ``service`` (run it with uvicorn; see :func:`blowfish_nb.service.serve`).
+
+    The FastAPI app sits behind two middlewares: the per-address limits
+    (:class:`~blowfish_nb.service.limits.ClientLimit`, outermost: before the
+    body or the token is read) and the body-size limit.
 
     Examples
     --------
@@ -192,12 +172,16 @@ def create_app(service: Service, *, rate: float = 50.0, burst: int = 100, max_bo
     >>> svc = Service(datasets.salaries(n=300, seed=1), bins={"age": 31}, ledger=os.path.join(tempfile.mkdtemp(),
     ...               "l.db"), key_file=os.path.join(tempfile.mkdtemp(), "l.key"), create=True, accounts={"a": 1.0},
     ...               analysts={"ana": "a"})
-    >>> app = create_app(svc, max_body=0)
+    >>> app = create_app(svc)
     >>> sorted(r.path for r in app.routes if r.path.startswith("/v1/") and "openapi" not in r.path)
     ['/v1/budget', '/v1/describe', '/v1/ledger', '/v1/quote', '/v1/release']
     >>> svc.close()
     """
     limiter = RateLimiter(rate, burst)
+    check_max_body(max_body)
+    limits = Limits() if limits is None else limits
+    if not isinstance(limits, Limits):
+        raise InvalidParameterError(f"limits must be a blowfish_nb.service.Limits, got {limits!r}")
     app = FastAPI(title="blowfish_nb analyst service", version="1", docs_url=None, redoc_url=None,
                   openapi_url="/v1/openapi.json")
 
@@ -298,4 +282,4 @@ def create_app(service: Service, *, rate: float = 50.0, burst: int = 100, max_bo
         request_id = fields.pop("request_id")
         return Response(service.release(who, Query.from_dict(fields), request_id), media_type="application/json")
 
-    return _BodyLimit(app, max_body) if max_body else app
+    return ClientLimit(_BodyLimit(app, max_body), limits)

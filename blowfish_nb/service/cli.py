@@ -11,7 +11,7 @@
     blowfish-nb verify --config service.toml  # check the ledger's keyed chain and signed heads
     blowfish-nb upgrade --config service.toml # convert an unkeyed ledger (format 1) once
 
-Every command takes ``--key FILE`` (the ledger's key file: mode 0600, outside
+Every command takes ``--key FILE`` (or reads ``key`` from the configuration's ``[ledger]``; the ledger's key file: mode 0600, outside
 the ledger's folder; its folder keeps the witness head) or reads the key from
 ``$BLOWFISH_LEDGER_KEY``. ``serve`` never makes a ledger: ``init`` does, once.
 
@@ -26,7 +26,7 @@ import json
 import os
 import sys
 
-from ..exceptions import BlowfishError
+from ..exceptions import BlowfishError, InvalidParameterError
 
 __all__ = ["main"]
 
@@ -68,6 +68,7 @@ def _run(args) -> int:
     from .ledger import Ledger
 
     config = load_config(args.config)
+    args.key = args.key or config.key_file  # --key wins over the configuration's ledger.key
     if args.command == "serve":
         return _serve(config, args)
     if args.command == "upgrade":
@@ -93,6 +94,12 @@ def _run(args) -> int:
                 if not args.account:
                     print("blowfish-nb: analyst add needs NAME ACCOUNT", file=sys.stderr)
                     return 2
+                known = {a["account"] for a in ledger.accounts()}
+                if args.account not in known and args.account in config.accounts:
+                    raise InvalidParameterError(
+                        f"account {args.account!r} is in the configuration but not yet in the ledger "
+                        f"{config.ledger!r}: 'blowfish-nb serve {args.config}' records the configuration's accounts "
+                        "when it starts; run it once, then add the analyst")
                 print(ledger.add_analyst(args.name, args.account))
             elif args.action == "revoke":
                 ledger.revoke(args.name)
@@ -113,6 +120,7 @@ def _serve(config, args) -> int:
     from .app import create_app
     from .core import Service
     from .launch import bind
+    from .limits import uvicorn_config
 
     host = args.host or config.host
     port = config.port if args.port is None else args.port
@@ -123,8 +131,8 @@ def _serve(config, args) -> int:
         print(f"token for new analyst {name}: {token}", flush=True)
     url = f"http://{host}:{sock.getsockname()[1]}"
     print(f"blowfish_nb analyst service serving {service.catalog.columns} at {url}", flush=True)
-    app = create_app(service, rate=config.rate, burst=config.burst, max_body=config.max_body)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+    app = create_app(service, rate=config.rate, burst=config.burst, max_body=config.max_body, limits=config.limits)
+    server = uvicorn.Server(uvicorn_config(app, config.limits))
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn re-raises the signal it caught after a graceful shutdown

@@ -11,6 +11,7 @@ works on either. Errors come back as the package's exceptions.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import time
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from .. import exceptions
+from .._validation import as_float, short_repr
 from ..exceptions import BlowfishError, InvalidParameterError
 from ..planning import Catalog, Request
 from ..release import Release
@@ -26,7 +28,7 @@ from .wire import as_request, decode_release
 
 __all__ = ["connect", "RemoteSession", "Quote", "ServiceUnavailable"]
 
-#: how long a release is retried (same request id) while the service cannot be reached, in seconds
+#: how long a request is retried (a release with the same request id) while the service cannot be reached, in seconds
 RETRY_FOR = 30.0
 LEDGER_COLUMNS = ("time", "analyst", "query", "columns", "epsilon", "policy", "mechanism", "expected_error",
                   "accuracy")
@@ -55,7 +57,7 @@ class Quote:
     columns: tuple[str, ...]
 
 
-def connect(url: str, token: str, *, timeout: float = 30.0) -> "RemoteSession":
+def connect(url: str, token: str, *, timeout: float = 30.0, retry_for: float = RETRY_FOR) -> "RemoteSession":
     """Open a session on an analyst service.
 
     Parameters
@@ -66,22 +68,29 @@ def connect(url: str, token: str, *, timeout: float = 30.0) -> "RemoteSession":
         The analyst's token (from the curator; keep it secret: it spends your account's budget).
     timeout : float
         Seconds to wait for one request.
+    retry_for : float
+        Seconds every request (this first one included) is retried while
+        nothing answers at ``url`` (a release keeps its request id, so a
+        retry never charges twice); 0: no retry.
 
     Raises
     ------
+    InvalidParameterError
+        A malformed url, token, timeout or retry_for (a token with a line break or a space, as copied with the
+        end of its line, is refused here rather than as an unreachable service).
     AuthError
         The token is unknown (401) or revoked (403).
     ServiceUnavailable
-        Nothing answers at ``url``.
+        Nothing answers at ``url`` within ``retry_for`` seconds.
 
     Examples
     --------
-    >>> connect("http://127.0.0.1:9", "x", timeout=0.5)  # doctest: +ELLIPSIS
+    >>> connect("http://127.0.0.1:9", "x", timeout=0.5, retry_for=0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     blowfish_nb.service.client.ServiceUnavailable: cannot reach the analyst service at 'http://127.0.0.1:9'...
     """
-    return RemoteSession(url, token, timeout=timeout)
+    return RemoteSession(url, token, timeout=timeout, retry_for=retry_for)
 
 
 class RemoteSession:
@@ -95,15 +104,18 @@ class RemoteSession:
 
     reproducible = False
 
-    def __init__(self, url: str, token: str, *, timeout: float = 30.0):
+    def __init__(self, url: str, token: str, *, timeout: float = 30.0, retry_for: float = RETRY_FOR):
         import httpx
 
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise InvalidParameterError(f"url must be an http:// or https:// address, got {url!r}")
-        if not isinstance(token, str) or not token:
-            raise InvalidParameterError("token must be the non-empty string the curator gave you")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")) or not url.isascii() or any(
+                c.isspace() for c in url):
+            raise InvalidParameterError(f"url must be an http:// or https:// address, got {short_repr(url)}")
+        _check_token(token)
+        self._timeout = _seconds(timeout, "timeout", positive=True)
+        self._retry_for = _seconds(retry_for, "retry_for", positive=False)
         self.url = url.rstrip("/")
-        self._http = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
+        self._http = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"},
+                                  timeout=self._timeout)
         info = self._call("GET", "/v1/describe")
         self.analyst: str = info["analyst"]
         self.budget: float = float(info["budget"])
@@ -178,7 +190,7 @@ class RemoteSession:
                 "let its holder remove the noise")
         body = as_request(Request.of(query, columns, **fields)).to_dict()
         body["request_id"] = secrets.token_urlsafe(18)
-        payload = self._call("POST", "/v1/release", body, retry_for=RETRY_FOR)
+        payload = self._call("POST", "/v1/release", body)
         return decode_release(payload, self._catalog)
 
     def kmeans(self, columns, k: int, *, epsilon: float, iterations: int = 10, rng=None) -> Release:
@@ -193,10 +205,12 @@ class RemoteSession:
         return f"<RemoteSession {self.analyst!r} at {self.url} · ε budget {self.budget:g} · columns {self.columns}>"
 
     # -- HTTP ------------------------------------------------------------------------------
-    def _call(self, method: str, path: str, body: dict | None = None, retry_for: float = 0.0) -> Any:
+    def _call(self, method: str, path: str, body: dict | None = None) -> Any:
+        """One request, retried while the service cannot be reached (every route is safe to repeat: reads, quotes,
+        and releases by their request id)."""
         import httpx
 
-        deadline = time.monotonic() + retry_for
+        deadline = time.monotonic() + self._retry_for
         pause = 0.05
         while True:
             try:
@@ -216,6 +230,27 @@ class RemoteSession:
         if response.status_code >= 400:
             raise _exception(data, response.status_code)
         return data
+
+
+def _check_token(token) -> None:
+    """A token as the curator prints it: printable ASCII, no spaces or line breaks (never echoed in full)."""
+    if not isinstance(token, str) or not token:
+        raise InvalidParameterError(f"token must be the non-empty string the curator gave you, got "
+                                    f"{short_repr(token) if not isinstance(token, str) else repr(token)}")
+    bad = next((i for i, c in enumerate(token) if not (c.isascii() and c.isprintable()) or c.isspace()), None)
+    if bad is not None:
+        where = "ends in" if bad == len(token) - 1 else ("starts with" if bad == 0 else f"has at position {bad}")
+        raise InvalidParameterError(
+            f"token {where} {token[bad]!r}: a token is printable ASCII without spaces or line breaks (as the "
+            "curator printed it); copy it without the end of the line or surrounding spaces")
+
+
+def _seconds(value, name: str, *, positive: bool) -> float:
+    v = as_float(value)
+    if v is None or not math.isfinite(v) or v < 0 or (positive and v == 0):
+        what = "a positive" if positive else "a non-negative"
+        raise InvalidParameterError(f"{name} must be {what} finite number of seconds, got {short_repr(value)}")
+    return v
 
 
 def _exception(data: Any, status: int) -> BlowfishError:

@@ -8,6 +8,7 @@ runs the same server as its own process from a configuration file.
 from __future__ import annotations
 
 import html
+import os
 import socket
 import threading
 import time
@@ -16,14 +17,15 @@ from collections.abc import Mapping
 from ..exceptions import InvalidParameterError, SessionError
 from .app import MAX_BODY, create_app
 from .core import Service
+from .limits import Limits, RateLimiter, check_max_body, uvicorn_config
 
 __all__ = ["serve", "Server", "bind"]
 
 
 def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     """A listening TCP socket on ``host:port`` (port 0: a free port chosen by the OS)."""
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise InvalidParameterError(f"port must be an integer from 0 to 65535, got {port!r}")
+    check_host(host)
+    check_port(port)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets, and without it Nagle holds each
     # response's body (sent after its head) until the client's delayed ACK, ~45 ms per keep-alive request
@@ -38,21 +40,44 @@ def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     return sock
 
 
+def check_host(host) -> str:
+    """``host``: a non-empty address or host name (a string)."""
+    if not isinstance(host, str) or not host.strip() or any(c.isspace() for c in host):
+        raise InvalidParameterError(f"host must be an address or host name such as '127.0.0.1', got {host!r}")
+    return host
+
+
+def check_port(port) -> int:
+    """``port``: an integer from 0 to 65535 (0: a free port chosen by the OS)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise InvalidParameterError(f"port must be an integer from 0 to 65535, got {port!r}")
+    return port
+
+
+def check_ledger_path(ledger) -> None:
+    """``ledger``: a path (str or path-like) to the SQLite ledger, not a folder."""
+    if isinstance(ledger, bool) or not isinstance(ledger, (str, os.PathLike)) or not str(os.fspath(ledger)).strip():
+        raise InvalidParameterError(f"ledger must be the path of the SQLite ledger file, got {ledger!r}")
+    if os.path.isdir(ledger):
+        raise InvalidParameterError(f"ledger must be the path of a file, got the folder {str(ledger)!r}")
+
+
 class Server:
     """A running analyst service: its URL, the tokens it issued, and how to stop it.
 
     Made by :func:`serve`; :meth:`monitor` is the curator's widget.
     """
 
-    def __init__(self, service: Service, host: str, port: int, *, rate: float, burst: int, max_body: int):
+    def __init__(self, service: Service, host: str, port: int, *, rate: float, burst: int, max_body: int,
+                 limits: Limits | None = None):
         import uvicorn
 
         self.service = service
+        limits = Limits() if limits is None else limits
+        app = create_app(service, rate=rate, burst=burst, max_body=max_body, limits=limits)
         self._sock = bind(host, port)
         self.host, self.port = host, self._sock.getsockname()[1]
-        config = uvicorn.Config(create_app(service, rate=rate, burst=burst, max_body=max_body), log_level="warning",
-                                access_log=False, lifespan="off")
-        self._server = uvicorn.Server(config)
+        self._server = uvicorn.Server(uvicorn_config(app, limits))
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]},
                                         name=f"blowfish-service:{self.port}", daemon=True)
         self._thread.start()
@@ -120,7 +145,7 @@ class Server:
 def serve(data, *, bins: Mapping, policy="dp", bounds: Mapping | None = None, ledger="blowfish-ledger.db",
           accounts: Mapping[str, float] | None = None, analysts: Mapping[str, str] | None = None,
           host: str = "127.0.0.1", port: int = 0, rate: float = 50.0, burst: int = 100,
-          max_body: int = MAX_BODY, key_file=None, create: bool = False) -> Server:
+          max_body: int = MAX_BODY, limits: Limits | None = None, key_file=None, create: bool = False) -> Server:
     """Serve ``data`` to analysts over HTTP, from this kernel, on a background thread.
 
     Parameters
@@ -147,6 +172,12 @@ def serve(data, *, bins: Mapping, policy="dp", bounds: Mapping | None = None, le
         from this machine only (JupyterHub users on it included).
     rate, burst : float, int
         Per-analyst rate limit: ``rate`` requests a second, bursts of ``burst``.
+    max_body : int
+        The largest request body accepted, in bytes.
+    limits : Limits, optional
+        Per-client-address rate limits (applied before the token is checked)
+        and the header and idle timeouts of connections
+        (:class:`blowfish_nb.service.limits.Limits`; its defaults when omitted).
 
     Returns
     -------
@@ -166,10 +197,18 @@ def serve(data, *, bins: Mapping, policy="dp", bounds: Mapping | None = None, le
     (31, 0.75)
     >>> srv.stop()
     """
+    # every server setting is checked before the data are counted or the ledger is opened
+    check_host(host)
+    check_port(port)
+    check_ledger_path(ledger)
+    check_max_body(max_body)
+    RateLimiter(rate, burst)
+    if limits is not None and not isinstance(limits, Limits):
+        raise InvalidParameterError(f"limits must be a blowfish_nb.service.limits.Limits, got {limits!r}")
     service = Service(data, bins=bins, policy=policy, bounds=bounds, ledger=ledger, accounts=accounts,
                       analysts=analysts, key_file=key_file, create=create)
     try:
-        return Server(service, host, port, rate=rate, burst=burst, max_body=max_body)
+        return Server(service, host, port, rate=rate, burst=burst, max_body=max_body, limits=limits)
     except BaseException:
         service.close()
         raise

@@ -196,3 +196,31 @@ def test_no_module_on_the_release_path_draws_noise_outside_noise_py():
     # moved from kmeans.py into mechanisms/sulq.py with SuLQ
     seeding = ("kmeans.py", "mechanisms/sulq.py")
     assert all(o.startswith(seeding) and "rng.random() * total" in o for o in offenders), offenders
+
+
+# -- "auto" from the declarations ----------------------------------------------------------------
+def test_auto_candidates_come_from_the_declarations_and_are_all_supported():
+    from blowfish_nb.analysis.selection import default_candidates
+    from blowfish_nb.mechanisms.base import AUTO_CLASSES, auto_candidates
+
+    for pol in POLICIES.values():
+        offered = auto_candidates(pol)
+        assert list(map(repr, default_candidates(pol))) == list(map(repr, offered))
+        assert all(m.supports(pol) and m.analytic_error for m in offered)
+        declared = [cls(**params) for cls in AUTO_CLASSES for params in cls.auto]
+        assert sorted(map(repr, offered)) == sorted(repr(m) for m in declared if m.offered(pol))
+    assert [m.name for m in auto_candidates(CONSTRAINED)] == ["Laplace"]  # the only one a constrained policy allows
+
+
+def test_a_new_class_joins_auto_by_declaring_it(monkeypatch):
+    from blowfish_nb.mechanisms import base
+
+    monkeypatch.setattr(base, "AUTO_CLASSES", list(base.AUTO_CLASSES))
+
+    class Doubled(mechanisms.Laplace):
+        name = "Doubled"
+        auto = ({},)
+        auto_rank = 5
+
+    names = [m.name for m in base.auto_candidates(policy.line(D6))]
+    assert names[:2] == ["Laplace", "Doubled"]

@@ -111,7 +111,7 @@ def write_data(folder: Path, seed: int = 14) -> Path:
 
 def write_config(folder: Path, accounts: dict[str, float], analysts: dict[str, str], *, data: Path,
                  rate: float = 1000.0, burst: int = 1000, port: int = 0, name: str = "service.toml",
-                 init: bool = True) -> Path:
+                 auth_burst: int = 10_000, client_burst: int = 100_000, init: bool = True) -> Path:
     """A service TOML in ``folder`` (ledger ``folder/ledger.db``) serving :data:`COLUMNS` of ``data``.
 
     With ``init`` (and no ledger there yet) the ledger is made as a curator does, ``blowfish-nb init --config``
@@ -126,7 +126,8 @@ def write_config(folder: Path, accounts: dict[str, float], analysts: dict[str, s
     lines += [f"{k} = {float(v)!r}" for k, v in accounts.items()]
     lines += ["", "[analysts]"]
     lines += [f"{k} = {json.dumps(v)}" for k, v in analysts.items()]
-    lines += ["", "[server]", 'host = "127.0.0.1"', f"port = {port}", f"rate = {float(rate)!r}", f"burst = {burst}"]
+    lines += ["", "[server]", 'host = "127.0.0.1"', f"port = {port}", f"rate = {float(rate)!r}", f"burst = {burst}",
+              f"auth_burst = {auth_burst}", f"client_burst = {client_burst}", "client_rate = 100000.0"]
     path = folder / name
     path.write_text("\n".join(lines) + "\n")
     if init and not (folder / "ledger.db").exists():

@@ -164,3 +164,25 @@ def test_a_key_file_in_the_ledgers_folder_is_refused_by_the_command_line(tmp_pat
     assert main(["init", "--config", str(cfg), "--key", str(tmp_path / "ledger.key")]) == 2
     assert "inside the ledger's folder" in capsys.readouterr().err
     assert not (tmp_path / "ledger.db").exists() and not (tmp_path / "ledger.key").exists()
+
+
+def test_the_configuration_names_the_key_file_relative_to_itself(tmp_path, capsys):
+    (tmp_path / "service").mkdir()
+    (tmp_path / "keys").mkdir(mode=0o700)
+    cfg = tmp_path / "service" / "service.toml"
+    cfg.write_text(TOML.replace('[ledger]\n', '[ledger]\nkey = "../keys/ledger.key"\n', 1))
+    config = load_config(cfg)
+    assert config.key_file == str(tmp_path / "service" / ".." / "keys" / "ledger.key")
+    assert main(["init", "--config", str(cfg)]) == 0  # no --key: the configuration's key file is made and used
+    assert (tmp_path / "keys" / "ledger.key").exists()
+    assert main(["verify", "--config", str(cfg)]) == 0  # and read back (the tests' $BLOWFISH_LEDGER_KEY is another)
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("ledger, named", [('key = 5', "ledger.key"), ('key = ""', "ledger.key"),
+                                           ('keyfile = "k"', "'keyfile'")])
+def test_a_bad_ledger_key_entry_is_refused_naming_it(tmp_path, ledger, named):
+    cfg = tmp_path / "service.toml"
+    cfg.write_text(TOML.replace('[ledger]\n', f'[ledger]\n{ledger}\n', 1))
+    with pytest.raises(InvalidParameterError, match=named):
+        load_config(cfg)

@@ -17,6 +17,7 @@ import blowfish_nb as bf
 from blowfish_nb import datasets
 from blowfish_nb.exceptions import BudgetExceededError, DomainError, InvalidParameterError
 from blowfish_nb.mechanisms import Laplace
+from blowfish_nb.service.client import ServiceUnavailable
 from blowfish_nb.service.ledger import AuthError
 
 pytestmark = pytest.mark.timeout(120)
@@ -231,3 +232,34 @@ def test_tokens_errors_arrive_as_auth_errors_with_their_status(server):
     assert tim.spent == 0.125
     tim.close()
     eve.close()
+
+
+def test_connects_first_request_is_retried_while_the_service_starts(data, tmp_path):
+    """Issue 27: connect()'s first request (describe) was sent once; a service still starting was 'unreachable'."""
+    import threading
+    import time
+
+    ledger = tmp_path / "ledger.db"
+    first = bf.serve(data, bins={"age": 62}, bounds=BOUNDS, policy="line", ledger=ledger, accounts={"a": 1.0},
+                     analysts={"ana": "a"}, create=True)
+    port, token = first.port, first.tokens["ana"]
+    first.stop()  # down: the analyst connects now, the curator restarts it a second later on the same port
+    started: list = []
+
+    def restart():
+        time.sleep(1.0)
+        started.append(bf.serve(data, bins={"age": 62}, bounds=BOUNDS, policy="line", ledger=ledger, port=port))
+
+    threading.Thread(target=restart, daemon=True).start()
+    try:
+        session = bf.connect(f"http://127.0.0.1:{port}", token, retry_for=30)
+        assert session.analyst == "ana" and session.remaining == 1.0
+        session.close()
+    finally:
+        deadline = time.monotonic() + 30
+        while not started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for srv in started:
+            srv.stop()
+    with pytest.raises(ServiceUnavailable, match="cannot reach"):
+        bf.connect(f"http://127.0.0.1:{port}", token, retry_for=0.3)
