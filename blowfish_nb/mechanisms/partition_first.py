@@ -4,9 +4,14 @@ Private Algorithm for Histogram Queries").
 ε = ε₁ + ε₂, three steps:
 
 1. **Private partition** (ε₁) of the cells into buckets of similar counts.
-   * ``"dawa"`` — DAWA's L1 partition (see :mod:`.dawa`) run as ε₁/g-DP,
-     g = 2 when the policy moves records between cells (a move is a removal
-     and an addition), 1 when every edge goes to ⊥.
+   * ``"dawa"`` — DAWA's partition step, a PrivTree partition on counts
+     (:mod:`.privtree`), run as ε₁/g-DP, g = 2 when the policy moves records
+     between cells (a move is a removal and an addition: two counts change
+     by 1, and group privacy of two ε₁/2 steps gives ε₁), 1 when every edge
+     goes to ⊥. Whatever the graph, the partition is private under its
+     neighbours: a G-neighbour changes at most g counts by 1 each.
+   * ``"dawa-l1"`` — the same with DAWA's noisy least-cost L1 partition
+     (:func:`~.dawa.l1_partition`), the default before issue 25.
    * ``"matching"`` — buckets of one or two cells: a maximum-weight perfect
      matching on primary vertices (cells) and secondary vertices (one per
      cell). Pairing cells i, j scores −(|x_i − x_j| + 1/ε₂), keeping i alone
@@ -54,7 +59,7 @@ from ..workload import Identity, Prefix, Workload
 from .base import Mechanism, _check_histogram
 from .noise import selection_laplace
 from . import noise
-from .dawa import _GreedyTree, _group, l1_partition
+from .dawa import _GreedyTree, _group, partition_starts
 from .gram import as_sparse, bucket_gram
 from .laplace import Laplace
 from .optimized import AUTO
@@ -63,7 +68,7 @@ from .transformed import Transformed
 __all__ = ["PartitionFirst", "matching_partition", "best_matching", "measure_buckets", "bucket_strategies", "gram_root",
            "OPTIMIZE_BUCKETS", "prefix_costs"]
 
-PARTITIONERS = ("dawa", "matching")
+PARTITIONERS = ("dawa", "dawa-l1", "matching")
 #: the most buckets over which :func:`bucket_strategies` optimises a strategy at release time (one dense m×m
 #: inverse per optimiser step, so about a second at 256 buckets on an idle core)
 OPTIMIZE_BUCKETS = 256
@@ -75,7 +80,7 @@ class PartitionFirst(Mechanism):
 
     Parameters
     ----------
-    partitioner : {"dawa", "matching"}
+    partitioner : {"dawa", "dawa-l1", "matching"}
         How buckets are found (see the module notes).
     split : float
         Share of ε spent on the partition (0 < split < 1).
@@ -135,7 +140,8 @@ class PartitionFirst(Mechanism):
         return f"PartitionFirst({self.partitioner}{', ranges' if self.ranges else ''})"
 
     linear = False
-    registry = {"partition-first": {}, "partition-first-matching": {"partitioner": "matching"}}
+    registry = {"partition-first": {}, "partition-first-matching": {"partitioner": "matching"},
+                "partition-first-l1": {"partitioner": "dawa-l1"}}
 
     def _release(self, x, workload: Workload, policy: Policy, epsilon: float, rng) -> np.ndarray:
         r = as_ranges(workload)
@@ -157,9 +163,9 @@ class PartitionFirst(Mechanism):
         """Step 1: a block id per cell ((split·ε, G)-Blowfish private)."""
         eps1, eps2 = self.split * epsilon, (1 - self.split) * epsilon
         g = _group(policy)
-        if self.partitioner == "dawa":
-            order = np.arange(x.size)
-            starts = l1_partition(x[order], eps1 / g, 1.0 / eps2, rng)
+        if self.partitioner.startswith("dawa"):
+            method = "l1" if self.partitioner == "dawa-l1" else "privtree"
+            starts = partition_starts(x, eps1 / g, 1.0 / eps2, rng, method=method)
             return np.cumsum(np.isin(np.arange(x.size), starts)) - 1
         # Beyond the paper: later rounds match the buckets of the previous one (their counts, the projected
         # policy's edges), so buckets grow to 4, 8, ... cells; each round is (ε₁/rounds)-private on the

@@ -9,7 +9,10 @@ exactly), so the mechanism run with ε/ℓ is (ε, G)-Blowfish (Lemma 4.3).
 * ``inner="laplace"`` — Transformed + Laplace (§5.4.2): Lap(ℓ/ε) on every x_T entry.
 * ``inner="dawa"`` — Transformed + DAWA (§5.4.1): DAWA's partition and
   workload-aware measurement run on x_T for the transformed workload W_T,
-  with ε/ℓ (one policy edge changes ℓ entries of x_T by 1).
+  with ε/ℓ (one policy edge changes ℓ entries of x_T by 1). The partition
+  is PrivTree with the deviation score (:data:`SCORE`): private for one
+  entry of x_T changed by at most 1, so for ℓ entries at ε/ℓ by group
+  privacy.
 * ``inner="dawa-consistent"`` — Transformed + DAWA + Cons: the same, then the
   line graph's monotonicity projection below.
 * ``inner="consistent"`` — Transformed + ConsistentEst (§5.4.2): on the line
@@ -40,7 +43,7 @@ from ..policy.transform import WINDOW_SPAN, crossing_counts, crossing_rows
 from ..ranges import as_ranges
 from . import noise
 from .base import Mechanism, _check_histogram, _check_workload, apply_rows
-from .dawa import RATIO as DAWA_RATIO, dawa_estimate, l1_partition
+from .dawa import RATIO as DAWA_RATIO, dawa_estimate, partition_starts
 from .gram import as_sparse
 from .kron import AFFORDABLE, Unaffordable, as_boxes
 
@@ -50,6 +53,9 @@ __all__ = ["Transformed"]
 _PLANS: dict = {}
 
 INNERS = ("laplace", "consistent", "dawa", "dawa-consistent")
+#: DAWA's PrivTree score on x_T: the L1 distance to the median (x_T is not a count vector: on the line it is
+#: cumulative, so a flat stretch of x is a constant, not a small, stretch of x_T; see :mod:`.privtree`)
+SCORE = "deviation"
 NAMES = {"laplace": "Transformed+Laplace", "consistent": "Transformed+ConsistentEst",
          "dawa": "Transformed+DAWA", "dawa-consistent": "Transformed+DAWA+Cons"}
 
@@ -128,7 +134,7 @@ class Transformed(Mechanism):
         t = transform(tree)
         if self.inner.startswith("dawa"):
             W_T = _sparse_transformed(workload, t)
-            noisy = dawa_estimate(t.data(x), W_T, epsilon / ell, rng)
+            noisy = dawa_estimate(t.data(x), W_T, epsilon / ell, rng, score=SCORE)
         else:
             noisy = noise.noisy(t.data(x), ell / epsilon, rng, epsilon=epsilon)
         if self.inner.endswith("consistent"):
@@ -178,7 +184,8 @@ class Transformed(Mechanism):
         x = _check_histogram(x, policy.domain.size)
         tree, ell = self.plan(policy)
         xt = transform(tree).data(x)
-        starts = l1_partition(xt, DAWA_RATIO * epsilon / ell, 1.0 / ((1 - DAWA_RATIO) * epsilon / ell), rng, size=size)
+        starts = partition_starts(xt, DAWA_RATIO * epsilon / ell, 1.0 / ((1 - DAWA_RATIO) * epsilon / ell), rng,
+                                  size=size, score=SCORE)
         return np.cumsum(starts, axis=1) - 1
 
     def partition_epsilon(self, epsilon: float) -> float:
