@@ -6,40 +6,42 @@ second stage measures every cell with part of the budget. Which case holds
 depends on the data, so the choice is made privately, with a small share
 ρ of ε (:data:`SHARE`), and the release chosen runs with the rest (1 − ρ)ε:
 
-* **What decides.** OPT(x) = min over the partitions P of the PrivTree's
-  binary tree (any set of its nodes covering every cell once) of
-  Σ_{B∈P} (dev(B) + c), dev(B) the L1 distance of B's counts to their
-  median and c = g/ε₂ the second stage's noise per bucket: the L1 error of
-  the best partition the data-dependent release can find, measured with no
-  error in its totals. Against it stands k·c₀, c₀ = g/ε′ (ε′ = (1 − ρ)ε):
-  the L1 error of Laplace on every cell — what a partition into single cells
-  would cost at the whole budget. The data-dependent release is chosen when
-  OPT + Lap(g/(ρε)) < k·c₀. g = 1 when every edge of the policy goes to ⊥,
+* **What decides.** S(x) = Σ_i min(x_i², (Cσ)²), σ² = 2(g/ε′)² Laplace's
+  variance per cell at ε′ = (1 − ρ)ε, C = :data:`HEAVY` = 3: the squared
+  error of a data-dependent release that smears every light cell into a
+  bucket of mean ≈ 0 (cost x_i²) and pays at most C²σ² on a heavy one
+  (isolated, its noise is 1.8σ² at DAWA's ε₂; merged, more). Against it
+  stands Laplace's k·σ². The data-dependent release is chosen when
+  S + Lap(Δ_S/(ρε)) < k·σ². g = 1 when every edge of the policy goes to ⊥,
   else 2 (a move changes two counts; Laplace's Δ is g as well).
-* **Why it is private.** Every partition of the tree holds exactly one bucket
-  containing a changed cell; dev of that bucket moves by at most 1 when one
-  count moves by 1 (dev is 1-Lipschitz in every count) and no other bucket
-  moves, so each partition's cost, and hence their minimum OPT, moves by at
-  most 1, and by at most g for a neighbour under the policy. The noisy
-  comparison is the Laplace mechanism at ρε followed by a comparison with a
-  public number: (ρε, G)-private. The release that follows is (1 − ρ)ε
-  private whichever it is (each claims its own ε), so the whole is
-  ε-private by sequential composition; the choice itself may be published
-  (``budget_split`` states the split for the release's provenance).
+* **Why it is private.** One count moving by 1 moves min(x², (Cσ)²) by at
+  most 2Cσ + 1 (the slope of x² below the cap is at most 2Cσ; above it the
+  term is constant), and a neighbour under the policy moves at most g
+  counts, so Δ_S = g(2Cσ + 1). The noisy comparison is the Laplace
+  mechanism at ρε followed by a comparison with a public number:
+  (ρε, G)-private. The release that follows is (1 − ρ)ε private whichever
+  it is (each claims its own ε), so the whole is ε-private by sequential
+  composition; the choice itself may be published (``budget_split`` states
+  the split for the release's provenance).
 * **Why ρ = 0.03.** On a dense histogram the Laplace release then runs with
   0.97ε, 1/0.97² = 1.063 times Laplace's error at ε, inside the issue's 1.1.
-  The comparison's noise (scale g/(ρε)) is small against k·c₀ = g k/(0.97ε)
-  once k is more than a few hundred cells: its standard deviation is
-  √2/(ρ·0.97·k) of the threshold, 1.2% at k = 4,096. On small domains the
-  choice is noisier, and both sides are close anyway.
+  The comparison's noise has standard deviation √2·Δ_S/(ρε) against the
+  threshold k·σ²: about 5% of it at k = 4,096 whatever ε (both scale as
+  1/ε²), 40% at k = 512; on small domains the choice is noisier.
+* **Why C = 3, and what it costs.** Below C the cap would call heavy
+  cells cheaper than DAWA makes them (its PrivTree isolates a cell only
+  when the count clears its depth bias, far above σ); above it the
+  comparison's noise (its Δ grows with C) swamps small domains. C was
+  compared at 2, 3 and 5 on the seven DPBench sets before it was fixed
+  (issue 25's notes): a held-out check should judge it.
 
-OPT is computed bottom-up on the tree in O(k log k) (the deviations of its
-nodes come from :func:`.privtree.node_scores`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import math
 
 import numpy as np
 
@@ -48,14 +50,15 @@ from ..policy import Policy
 from ..workload import Workload
 from . import noise
 from .base import Mechanism
-from .dawa import DAWA, _group, hilbert_order
+from .dawa import DAWA, _group
 from .laplace import Laplace
-from .privtree import node_scores, tree_nodes
 
-__all__ = ["Adaptive", "SHARE", "partition_cost"]
+__all__ = ["Adaptive", "SHARE", "HEAVY", "choice_statistic"]
 
 #: share of ε spent on the choice (see the module notes)
 SHARE = 0.03
+#: a cell is heavy once its count passes HEAVY standard deviations of Laplace's noise (see the module notes)
+HEAVY = 3.0
 
 
 @dataclass(frozen=True)
@@ -109,12 +112,10 @@ class Adaptive(Mechanism):
         """The name of the release chosen ((share·ε, policy)-private; see the module notes)."""
         x = np.asarray(x, dtype=float)
         g = _group(policy)
-        rest = (1 - self.share) * epsilon
-        eps2 = (1 - getattr(self.dependent, "ratio", getattr(self.dependent, "split", 0.25))) * rest
-        order = hilbert_order(policy.domain.shape)
-        opt = partition_cost(x[order], g / eps2)
-        noisy = opt + float(noise.selection_laplace(rng, g / (self.share * epsilon), 1)[0])
-        return self.dependent.name if noisy < x.size * g / rest else self.fallback.name
+        sigma = math.sqrt(2.0) * g / ((1 - self.share) * epsilon)  # Laplace's standard deviation per cell
+        stat, delta = choice_statistic(x, sigma, g)
+        noisy = stat + float(noise.selection_laplace(rng, delta / (self.share * epsilon), 1)[0])
+        return self.dependent.name if noisy < x.size * sigma**2 else self.fallback.name
 
     def budget_split(self, epsilon: float) -> dict:
         """The public split of ε, for the release's provenance."""
@@ -128,26 +129,14 @@ class Adaptive(Mechanism):
         return f"Adaptive(fallback={self.fallback!r}, dependent={self.dependent!r}, share={self.share})"
 
 
-def partition_cost(x, bucket_cost: float) -> float:
-    """OPT = min over the partitions P of the binary tree over x of Σ_{B∈P} (dev(B) + bucket_cost).
-
-    dev is the L1 distance to the bucket's median (1-Lipschitz in every entry,
-    so OPT is too). Bottom-up: best(v) = min(dev(v) + c, best(left) + best(right)).
+def choice_statistic(x, sigma: float, group: int = 1) -> tuple[float, float]:
+    """(S, Δ_S): S = Σ min(x_i², (HEAVY·σ)²) and its sensitivity group·(2·HEAVY·σ + 1) (see the module notes).
 
     Examples
     --------
-    >>> partition_cost(np.array([0.0, 0.0, 0.0, 9.0]), 1.0)  # {0, 1}, {2}, {3}
-    3.0
-    >>> partition_cost(np.zeros(8), 1.0)
-    1.0
+    >>> choice_statistic(np.array([0.0, 1.0, 100.0]), 1.0)
+    (10.0, 7.0)
     """
+    cap = HEAVY * float(sigma)
     x = np.asarray(x, dtype=float)
-    lo, hi, depth, parent = tree_nodes(x.size)
-    best = node_scores(x, lo, hi, depth, "deviation") + float(bucket_cost)
-    children = np.zeros(lo.size)
-    for d in range(int(depth.max(initial=0)), 0, -1):
-        level = np.flatnonzero(depth == d)
-        np.add.at(children, parent[level], best[level])
-        up = np.unique(parent[level])
-        best[up] = np.minimum(best[up], children[up])
-    return float(best[0])
+    return float(np.sum(np.minimum(x * x, cap * cap))), float(group * (2.0 * cap + 1.0))
