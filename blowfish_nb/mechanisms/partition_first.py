@@ -183,6 +183,11 @@ class PartitionFirst(Mechanism):
         epsilon = check_epsilon(epsilon)
         rng = as_generator(rng)
         x = _check_histogram(x, policy.domain.size)
+        if self.partitioner.startswith("dawa"):  # batched: the partition step's own draws, size at once
+            method = "l1" if self.partitioner == "dawa-l1" else "privtree"
+            eps1, eps2 = self.split * epsilon, (1 - self.split) * epsilon
+            starts = partition_starts(x, eps1 / _group(policy), 1.0 / eps2, rng, size=size, method=method)
+            return np.maximum.accumulate(np.where(starts, np.arange(x.size), 0), axis=1)
         out = np.empty((size, x.size), dtype=np.intp)
         for i in range(size):
             blocks = self.partition(x, policy, epsilon, rng)
