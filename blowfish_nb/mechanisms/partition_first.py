@@ -59,7 +59,7 @@ from ..workload import Identity, Prefix, Workload
 from .base import Mechanism, _check_histogram
 from .noise import selection_laplace
 from . import noise
-from .dawa import _GreedyTree, _group, partition_starts
+from .dawa import _GreedyTree, _group, hilbert_order, partition_starts
 from .gram import as_sparse, bucket_gram
 from .laplace import Laplace
 from .optimized import AUTO
@@ -164,9 +164,15 @@ class PartitionFirst(Mechanism):
         eps1, eps2 = self.split * epsilon, (1 - self.split) * epsilon
         g = _group(policy)
         if self.partitioner.startswith("dawa"):
+            # along DAWA's Hilbert curve on 2-D grids: PrivTree's nodes are then squares and 2:1 rectangles of
+            # the grid (a quadtree), and buckets need not be intervals of the row-major order (projection
+            # handles any blocks); the order is public, so the privacy argument is unchanged
             method = "l1" if self.partitioner == "dawa-l1" else "privtree"
-            starts = partition_starts(x, eps1 / g, 1.0 / eps2, rng, method=method)
-            return np.cumsum(np.isin(np.arange(x.size), starts)) - 1
+            order = hilbert_order(policy.domain.shape)
+            starts = partition_starts(x[order], eps1 / g, 1.0 / eps2, rng, method=method)
+            blocks = np.empty(x.size, dtype=np.intp)
+            blocks[order] = np.cumsum(np.isin(np.arange(x.size), starts)) - 1
+            return _renumber(blocks)
         # Beyond the paper: later rounds match the buckets of the previous one (their counts, the projected
         # policy's edges), so buckets grow to 4, 8, ... cells; each round is (ε₁/rounds)-private on the
         # bucket counts, which one record changes as it changes cell counts, and rounds compose.
@@ -186,8 +192,12 @@ class PartitionFirst(Mechanism):
         if self.partitioner.startswith("dawa"):  # batched: the partition step's own draws, size at once
             method = "l1" if self.partitioner == "dawa-l1" else "privtree"
             eps1, eps2 = self.split * epsilon, (1 - self.split) * epsilon
-            starts = partition_starts(x, eps1 / _group(policy), 1.0 / eps2, rng, size=size, method=method)
-            return np.maximum.accumulate(np.where(starts, np.arange(x.size), 0), axis=1)
+            order = hilbert_order(policy.domain.shape)
+            starts = partition_starts(x[order], eps1 / _group(policy), 1.0 / eps2, rng, size=size, method=method)
+            first = np.maximum.accumulate(np.where(starts, np.arange(x.size), 0), axis=1)
+            labels = np.empty_like(first)
+            labels[:, order] = order[first]  # a bucket's label: its first cell along the curve
+            return labels
         out = np.empty((size, x.size), dtype=np.intp)
         for i in range(size):
             blocks = self.partition(x, policy, epsilon, rng)
@@ -202,6 +212,15 @@ class PartitionFirst(Mechanism):
 
     def expected_error(self, workload, policy, epsilon):
         raise InvalidParameterError(f"{self.name} is data-dependent: it has no analytic expected error; measure it")
+
+
+def _renumber(blocks: np.ndarray) -> np.ndarray:
+    """Block ids in order of each block's first cell (so that 1-D blocks stay intervals numbered left to right)."""
+    first = np.full(int(blocks.max()) + 1, blocks.size)
+    np.minimum.at(first, blocks, np.arange(blocks.size))
+    rank = np.empty(first.size, dtype=np.intp)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[blocks]
 
 
 def measure_buckets(x: np.ndarray, blocks: np.ndarray, workload: Workload, policy: Policy, epsilon: float,
