@@ -24,7 +24,7 @@ any other node, when one entry of x changes by at most 1:
   ≤ g(B); 1-Lipschitz in every entry. The moves along a path may have
   different signs (**two-sided**). For vectors that are not counts — the
   transformed data x_T of :class:`~.transformed.Transformed` (cumulative,
-  so never near 0) — where a flat stretch of x is a constant stretch of x_T.
+  so never near 0) — where an empty stretch of x is a constant stretch of x_T.
 
 θ is the second stage's noise per bucket, 1/ε₂ (the ``bucket_cost`` DAWA
 already adds): a node whose count (or deviation) is below it gains less by a

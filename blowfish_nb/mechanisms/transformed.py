@@ -54,7 +54,7 @@ _PLANS: dict = {}
 
 INNERS = ("laplace", "consistent", "dawa", "dawa-consistent")
 #: DAWA's PrivTree score on x_T: the L1 distance to the median (x_T is not a count vector: on the line it is
-#: cumulative, so a flat stretch of x is a constant, not a small, stretch of x_T; see :mod:`.privtree`)
+#: cumulative, so an empty stretch of x is a constant, not a small, stretch of x_T; see :mod:`.privtree`)
 SCORE = "deviation"
 NAMES = {"laplace": "Transformed+Laplace", "consistent": "Transformed+ConsistentEst",
          "dawa": "Transformed+DAWA", "dawa-consistent": "Transformed+DAWA+Cons"}
