@@ -252,8 +252,8 @@ def partition_starts(x, epsilon: float, bucket_cost: float, rng: np.random.Gener
 
     ``method="privtree"``: :func:`~.privtree.privtree_partition` with θ =
     ``bucket_cost`` (1/ε₂, the second stage's noise per bucket) and
-    ``score`` ("count" for counts, "deviation" for vectors that are not,
-    such as transformed data); ``"l1"``: :func:`l1_partition`. With ``size``,
+    ``score`` ("count", the default everywhere, or "deviation", see
+    :mod:`.privtree`); ``"l1"``: :func:`l1_partition`. With ``size``,
     a boolean (size, k) array of bucket starts.
 
     Examples

@@ -22,9 +22,10 @@ any other node, when one entry of x changes by at most 1:
 * ``"deviation"``: g(v) = min_c Σ_{i∈v} |x_i − c| (the distance to the
   median). Monotone since for a child C ⊂ B, g(C) ≤ Σ_{i∈C} |x_i − med_B|
   ≤ g(B); 1-Lipschitz in every entry. The moves along a path may have
-  different signs (**two-sided**). For vectors that are not counts — the
-  transformed data x_T of :class:`~.transformed.Transformed` (cumulative,
-  so never near 0) — where an empty stretch of x is a constant stretch of x_T.
+  different signs (**two-sided**). For vectors that are not counts, where a
+  constant stretch should be one bucket whatever its level (offered, not
+  used by default: on Transformed's x_T under G⁴ the count score did
+  better, see :data:`~.transformed.SCORE`).
 
 θ is the second stage's noise per bucket, 1/ε₂ (the ``bucket_cost`` DAWA
 already adds): a node whose count (or deviation) is below it gains less by a

@@ -10,7 +10,7 @@ exactly), so the mechanism run with ε/ℓ is (ε, G)-Blowfish (Lemma 4.3).
 * ``inner="dawa"`` — Transformed + DAWA (§5.4.1): DAWA's partition and
   workload-aware measurement run on x_T for the transformed workload W_T,
   with ε/ℓ (one policy edge changes ℓ entries of x_T by 1). The partition
-  is PrivTree with the deviation score (:data:`SCORE`): private for one
+  is PrivTree with the count score (:data:`SCORE`): private for one
   entry of x_T changed by at most 1, so for ℓ entries at ε/ℓ by group
   privacy.
 * ``inner="dawa-consistent"`` — Transformed + DAWA + Cons: the same, then the
@@ -53,9 +53,10 @@ __all__ = ["Transformed"]
 _PLANS: dict = {}
 
 INNERS = ("laplace", "consistent", "dawa", "dawa-consistent")
-#: DAWA's PrivTree score on x_T: the L1 distance to the median (x_T is not a count vector: on the line it is
-#: cumulative, so an empty stretch of x is a constant, not a small, stretch of x_T; see :mod:`.privtree`)
-SCORE = "deviation"
+#: DAWA's PrivTree score on x_T: Σ|x_T| (one-sided for one entry of x_T changed by 1, so private for any real
+#: x_T). Measured against the median-deviation score on 2,000 ranges under G⁴ at ε = 0.1 (2 runs): 1.7× lower
+#: error on NETTRACE, 1.3× on MEDCOST, 6.3× on PATENT, equal on ADULTFRANK (issue 25; see :mod:`.privtree`)
+SCORE = "count"
 NAMES = {"laplace": "Transformed+Laplace", "consistent": "Transformed+ConsistentEst",
          "dawa": "Transformed+DAWA", "dawa-consistent": "Transformed+DAWA+Cons"}
 

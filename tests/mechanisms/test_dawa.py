@@ -223,7 +223,7 @@ def test_transformed_dawa_on_h_theta_uses_the_stretch():
     got = mechanisms.Transformed(inner="dawa").release(x, W, g, 0.9, rng=11)
     t = transform(spanning_tree(g, "htheta"))
     WT = (as_sparse(W) @ t.incidence).tocsr()
-    xt = dawa_estimate(t.data(x), WT, 0.9 / 3, np.random.default_rng(11), score="deviation")
+    xt = dawa_estimate(t.data(x), WT, 0.9 / 3, np.random.default_rng(11))
     assert np.allclose(got, t.workload(W) @ xt + t.offset(W, x))
 
 
