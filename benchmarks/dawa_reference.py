@@ -7,7 +7,8 @@ scored dev + 1/ε₂ + Lap((2 − 1/L − 1/n)/ε₁), no noise on single cells,
 see :mod:`blowfish_nb.mechanisms.dawa`) followed by GreedyH. Its partition comes from:
 
 * the C++ extension of a checkout at ``$DPCOMP_SRC`` when that checkout has it built
-  (``dpcomp_core/algorithm/dawa/cutils/_cutil*.so``; build it yourself with the checkout's own ``setup.sh``), else
+  (``dpcomp_core/algorithm/dawa/cutils/_cutil*.so``; build it yourself with the checkout's own ``setup.sh``;
+  this path was not run here: no built extension was available), else
 * **a pure-Python port of ``cutil.cpp``'s ``L1partition_approx``** (:func:`reference_partition` below, written
   from reading the python3 branch; same scores, same floor, same tie rule ``<=``, continuous Laplace noise from
   numpy instead of its Mersenne twister). The page says which was used.
@@ -90,7 +91,12 @@ def built_reference():
     def partition(x, eps1, eps2, rng):
         eps = eps1 + eps2
         hist = cutil.L1partition_approx(x.size + 1, x.astype("int32"), eps, eps1 / eps, int(rng.integers(500000)))
-        return np.array(sorted(int(b) for b in hist[1:] if b < x.size)[: x.size], dtype=np.intp)
+        starts = []
+        for lb in hist[1:]:  # as l1partition.py reads it: left bounds from the right, up to the one at 0
+            starts.append(int(lb))
+            if lb == 0:
+                break
+        return np.array(starts[::-1], dtype=np.intp)
 
     return partition, f"dpcomp_core's own L1partition_approx built at {cutils}"
 
