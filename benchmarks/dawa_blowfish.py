@@ -28,7 +28,9 @@ RESULTS = Path(__file__).parent / "results" / "dawa_blowfish.md"
 K = 4096
 BLOWFISH = {
     "histogram, G¹": {"PartitionFirst (ε₁=0.5ε)": mechanisms.PartitionFirst(),
-                      "Transformed+DAWA": mechanisms.Transformed(inner="dawa")},
+                      "Transformed+DAWA": mechanisms.Transformed(inner="dawa"),
+                      "Adaptive(PartitionFirst or Transformed+Laplace)": mechanisms.Adaptive(
+                          fallback=mechanisms.Transformed(), dependent=mechanisms.PartitionFirst())},
     "2,000 ranges, G⁴": {"PartitionFirst ranges (ε₁=0.25ε)": mechanisms.PartitionFirst(split=0.25, ranges=True),
                          "Transformed+DAWA": mechanisms.Transformed(inner="dawa")},
 }
@@ -58,14 +60,17 @@ def main(argv=None) -> None:
                 errs = {label: mse(m, pol, eps) for label, m in BLOWFISH[case].items()}
                 total += len(errs)
                 losses += [(case, name, eps, label) for label, v in errs.items() if v > base]
-                rows.append([case, name, eps, f"{base:.4g}", *(f"{v:.4g} ({v / base:.2f})" for v in errs.values())])
+                cells = [f"{v:.4g} ({v / base:.2f})" for v in errs.values()]
+                rows.append([case, name, eps, f"{base:.4g}", *cells, *([""] * (3 - len(cells)))])
                 print(" | ".join(str(c) for c in rows[-1]), flush=True)
-    header = ["workload, policy", "data", "ε", "DAWA (ε/2-DP)", "Blowfish 1 (÷ DP)", "Blowfish 2 (÷ DP)"]
+    header = ["workload, policy", "data", "ε", "DAWA (ε/2-DP)", "Blowfish 1 (÷ DP)", "Blowfish 2 (÷ DP)",
+              "Blowfish 3 (÷ DP)"]
     text = "\n\n".join([
         "# Blowfish data-dependent releases against DP DAWA at ε/2 (issue 25)",
         f"Command: `python -m benchmarks.dawa_blowfish --runs {args.runs}` ({time.perf_counter() - started:.0f} s). "
-        "Blowfish 1/2 are, for the histogram: PartitionFirst (ε₁ = 0.5ε), Transformed+DAWA; for the ranges: "
-        "PartitionFirst(ranges=True, ε₁ = 0.25ε), Transformed+DAWA. Mean squared error per query.",
+        "Blowfish 1/2/3 are, for the histogram: PartitionFirst (ε₁ = 0.5ε), Transformed+DAWA, and "
+        "`Adaptive(fallback=Transformed(), dependent=PartitionFirst())` (3% of ε chooses between them, issue 25); "
+        "for the ranges: PartitionFirst(ranges=True, ε₁ = 0.25ε), Transformed+DAWA. Mean squared error per query.",
         markdown_table(header, rows),
         f"**Blowfish above DP DAWA (ε/2)** in {len(losses)} of {total} (column, cell) pairs"
         + (": " + "; ".join(f"{c} {n} ε={e:g} {lab}" for c, n, e, lab in losses) + "." if losses else "."),
