@@ -37,7 +37,7 @@ TRIALS = 10
 #: the data-dependent and the data-independent mechanism compared (names of blowfish_nb.mechanisms)
 CONTENDERS = ("dawa", "transformed")
 #: data sizes of question 2b: the first n people of :func:`data`, for n in this list
-SIZES = (250, 500, 1000, 2000, 3500, 5000)
+SIZES = (250, 500, 1000, 2000, 4000, 5000)
 #: salary bins: 100 bins of 2,500 between the public bounds 0 and 250,000
 SALARY_EDGES = tuple(np.linspace(0, 250_000, 101))
 #: age bins of the constraints part (6 bins)

@@ -1,6 +1,7 @@
 """Mechanisms: one per module, one common interface (see :mod:`.base` for the contract and the registry)."""
 
 from .base import REGISTRY, ColumnSlice, MatrixMechanism, Mechanism, by_name
+from .adaptive import Adaptive
 from .dawa import DAWA
 from .hierarchical import Hierarchical
 from .htheta import HThetaRanges
@@ -15,4 +16,4 @@ from .transformed import Transformed
 
 __all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "REGISTRY", "by_name", "DAWA", "HThetaRanges",
            "PartitionFirst", "Laplace", "Ordered", "OrderedHierarchical", "Hierarchical", "Privelet", "Transformed",
-           "Optimized", "SuLQ"]
+           "Optimized", "SuLQ", "Adaptive"]

@@ -4,9 +4,14 @@ Private Algorithm for Histogram Queries").
 ε = ε₁ + ε₂, three steps:
 
 1. **Private partition** (ε₁) of the cells into buckets of similar counts.
-   * ``"dawa"`` — DAWA's L1 partition (see :mod:`.dawa`) run as ε₁/g-DP,
-     g = 2 when the policy moves records between cells (a move is a removal
-     and an addition), 1 when every edge goes to ⊥.
+   * ``"dawa"`` — DAWA's partition step, a PrivTree partition on counts
+     (:mod:`.privtree`), run as ε₁/g-DP, g = 2 when the policy moves records
+     between cells (a move is a removal and an addition: two counts change
+     by 1, and group privacy of two ε₁/2 steps gives ε₁), 1 when every edge
+     goes to ⊥. Whatever the graph, the partition is private under its
+     neighbours: a G-neighbour changes at most g counts by 1 each.
+   * ``"dawa-l1"`` — the same with DAWA's noisy least-cost L1 partition
+     (:func:`~.dawa.l1_partition`), the default before issue 25.
    * ``"matching"`` — buckets of one or two cells: a maximum-weight perfect
      matching on primary vertices (cells) and secondary vertices (one per
      cell). Pairing cells i, j scores −(|x_i − x_j| + 1/ε₂), keeping i alone
@@ -52,7 +57,7 @@ from ..workload import Identity, Prefix, Workload
 from .base import Mechanism, _check_histogram
 from .noise import selection_laplace
 from . import noise
-from .dawa import _GreedyTree, _group, l1_partition
+from .dawa import _GreedyTree, _group, hilbert_order, partition_starts
 from .gram import as_sparse, bucket_gram
 from .laplace import Laplace
 from .optimized import AUTO
@@ -61,7 +66,7 @@ from .transformed import Transformed
 __all__ = ["PartitionFirst", "matching_partition", "best_matching", "measure_buckets", "bucket_strategies", "gram_root",
            "OPTIMIZE_BUCKETS", "prefix_costs"]
 
-PARTITIONERS = ("dawa", "matching")
+PARTITIONERS = ("dawa", "dawa-l1", "matching")
 #: the most buckets over which :func:`bucket_strategies` optimises a strategy at release time (one dense m×m
 #: inverse per optimiser step, so about a second at 256 buckets on an idle core)
 OPTIMIZE_BUCKETS = 256
@@ -73,7 +78,7 @@ class PartitionFirst(Mechanism):
 
     Parameters
     ----------
-    partitioner : {"dawa", "matching"}
+    partitioner : {"dawa", "dawa-l1", "matching"}
         How buckets are found (see the module notes).
     split : float
         Share of ε spent on the partition (0 < split < 1).
@@ -133,7 +138,8 @@ class PartitionFirst(Mechanism):
         return f"PartitionFirst({self.partitioner}{', ranges' if self.ranges else ''})"
 
     linear = False
-    registry = {"partition-first": {}, "partition-first-matching": {"partitioner": "matching"}}
+    registry = {"partition-first": {}, "partition-first-matching": {"partitioner": "matching"},
+                "partition-first-l1": {"partitioner": "dawa-l1"}}
 
     def _release(self, x, workload: Workload, policy: Policy, epsilon: float, rng) -> np.ndarray:
         r = as_ranges(workload)
@@ -156,10 +162,16 @@ class PartitionFirst(Mechanism):
         self.require(policy)
         eps1, eps2 = self.split * epsilon, (1 - self.split) * epsilon
         g = _group(policy)
-        if self.partitioner == "dawa":
-            order = np.arange(x.size)
-            starts = l1_partition(x[order], eps1 / g, 1.0 / eps2, rng)
-            return np.cumsum(np.isin(np.arange(x.size), starts)) - 1
+        if self.partitioner.startswith("dawa"):
+            # along DAWA's Hilbert curve on 2-D grids: PrivTree's nodes are then squares and 2:1 rectangles of
+            # the grid (a quadtree), and buckets need not be intervals of the row-major order (projection
+            # handles any blocks); the order is public, so the privacy argument is unchanged
+            method = "l1" if self.partitioner == "dawa-l1" else "privtree"
+            order = hilbert_order(policy.domain.shape)
+            starts = partition_starts(x[order], eps1 / g, 1.0 / eps2, rng, method=method)
+            blocks = np.empty(x.size, dtype=np.intp)
+            blocks[order] = np.cumsum(np.isin(np.arange(x.size), starts)) - 1
+            return _renumber(blocks)
         # Beyond the paper: later rounds match the buckets of the previous one (their counts, the projected
         # policy's edges), so buckets grow to 4, 8, ... cells; each round is (ε₁/rounds)-private on the
         # bucket counts, which one record changes as it changes cell counts, and rounds compose.
@@ -177,6 +189,15 @@ class PartitionFirst(Mechanism):
         epsilon = check_epsilon(epsilon)
         rng = as_generator(rng)
         x = _check_histogram(x, policy.domain.size)
+        if self.partitioner.startswith("dawa"):  # batched: the partition step's own draws, size at once
+            method = "l1" if self.partitioner == "dawa-l1" else "privtree"
+            eps1, eps2 = self.split * epsilon, (1 - self.split) * epsilon
+            order = hilbert_order(policy.domain.shape)
+            starts = partition_starts(x[order], eps1 / _group(policy), 1.0 / eps2, rng, size=size, method=method)
+            first = np.maximum.accumulate(np.where(starts, np.arange(x.size), 0), axis=1)
+            labels = np.empty_like(first)
+            labels[:, order] = order[first]  # a bucket's label: its first cell along the curve
+            return labels
         out = np.empty((size, x.size), dtype=np.intp)
         for i in range(size):
             blocks = self.partition(x, policy, epsilon, rng)
@@ -191,6 +212,15 @@ class PartitionFirst(Mechanism):
 
     def expected_error(self, workload, policy, epsilon):
         raise InvalidParameterError(f"{self.name} is data-dependent: it has no analytic expected error; measure it")
+
+
+def _renumber(blocks: np.ndarray) -> np.ndarray:
+    """Block ids in order of each block's first cell (so that 1-D blocks stay intervals numbered left to right)."""
+    first = np.full(int(blocks.max()) + 1, blocks.size)
+    np.minimum.at(first, blocks, np.arange(blocks.size))
+    rank = np.empty(first.size, dtype=np.intp)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[blocks]
 
 
 def measure_buckets(x: np.ndarray, blocks: np.ndarray, workload: Workload, policy: Policy, epsilon: float,

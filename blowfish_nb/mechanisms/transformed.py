@@ -9,7 +9,10 @@ exactly), so the mechanism run with ε/ℓ is (ε, G)-Blowfish (Lemma 4.3).
 * ``inner="laplace"`` — Transformed + Laplace (§5.4.2): Lap(ℓ/ε) on every x_T entry.
 * ``inner="dawa"`` — Transformed + DAWA (§5.4.1): DAWA's partition and
   workload-aware measurement run on x_T for the transformed workload W_T,
-  with ε/ℓ (one policy edge changes ℓ entries of x_T by 1).
+  with ε/ℓ (one policy edge changes ℓ entries of x_T by 1). The partition
+  is PrivTree with the count score (:data:`SCORE`): private for one
+  entry of x_T changed by at most 1, so for ℓ entries at ε/ℓ by group
+  privacy.
 * ``inner="dawa-consistent"`` — Transformed + DAWA + Cons: the same, then the
   line graph's monotonicity projection below.
 * ``inner="consistent"`` — Transformed + ConsistentEst (§5.4.2): on the line
@@ -41,7 +44,7 @@ from ..policy.transform import WINDOW_SPAN, crossing_counts, crossing_rows
 from ..ranges import as_ranges
 from . import noise
 from .base import Mechanism, _check_histogram, _check_workload, apply_rows
-from .dawa import RATIO as DAWA_RATIO, dawa_estimate, l1_partition
+from .dawa import RATIO as DAWA_RATIO, dawa_estimate, partition_starts
 from .gram import as_sparse
 from .kron import AFFORDABLE, Unaffordable, as_boxes
 
@@ -53,6 +56,10 @@ _PLANS: dict = {}
 _PLANS_LOCK = threading.Lock()
 
 INNERS = ("laplace", "consistent", "dawa", "dawa-consistent")
+#: DAWA's PrivTree score on x_T: Σ|x_T| (one-sided for one entry of x_T changed by 1, so private for any real
+#: x_T). Measured against the median-deviation score on 2,000 ranges under G⁴ at ε = 0.1 (2 runs): 1.7× lower
+#: error on NETTRACE, 1.3× on MEDCOST, 6.3× on PATENT, equal on ADULTFRANK (issue 25; see :mod:`.privtree`)
+SCORE = "count"
 NAMES = {"laplace": "Transformed+Laplace", "consistent": "Transformed+ConsistentEst",
          "dawa": "Transformed+DAWA", "dawa-consistent": "Transformed+DAWA+Cons"}
 
@@ -155,7 +162,7 @@ class Transformed(Mechanism):
         t = transform(tree)
         if self.inner.startswith("dawa"):
             W_T = _sparse_transformed(workload, t)
-            noisy = dawa_estimate(t.data(x), W_T, epsilon / ell, rng)
+            noisy = dawa_estimate(t.data(x), W_T, epsilon / ell, rng, score=SCORE)
         else:
             noisy = noise.noisy(t.data(x), ell / epsilon, rng, epsilon=epsilon)
         if self.inner.endswith("consistent"):
@@ -208,7 +215,8 @@ class Transformed(Mechanism):
         x = _check_histogram(x, policy.domain.size)
         tree, ell = self.plan(policy)
         xt = transform(tree).data(x)
-        starts = l1_partition(xt, DAWA_RATIO * epsilon / ell, 1.0 / ((1 - DAWA_RATIO) * epsilon / ell), rng, size=size)
+        starts = partition_starts(xt, DAWA_RATIO * epsilon / ell, 1.0 / ((1 - DAWA_RATIO) * epsilon / ell), rng,
+                                  size=size, score=SCORE)
         return np.cumsum(starts, axis=1) - 1
 
     def partition_epsilon(self, epsilon: float) -> float | None:

@@ -128,8 +128,10 @@ def test_released_partitions_pass(mech, pol_name):
         pytest.skip(f"{mech!r} has no partitions(x, policy, epsilon, size, rng) yet (issue 13 A)")
     epsilon = 1.0 / mech.partition_epsilon(1.0)  # the partition step claims ε₁ = 1
     probe = partition_probe(mech, POLICIES[pol_name], epsilon)
-    # DAWA's and Transformed's partitions are batched l1_partition draws; PartitionFirst loops over partition()
-    size = PARTITION if isinstance(mech, (mechanisms.DAWA, mechanisms.Transformed)) else LOOP
+    # DAWA's, Transformed's and PartitionFirst("dawa")'s partitions are batched draws; matching loops over partition()
+    batched = isinstance(mech, (mechanisms.DAWA, mechanisms.Transformed)) or (
+        isinstance(mech, mechanisms.PartitionFirst) and mech.partitioner.startswith("dawa"))
+    size = PARTITION if batched else LOOP
     result = hunt(probe, POLICIES[pol_name], rng=17, **size)
     assert result.epsilon == pytest.approx(1.0)
     assert not result.violation, str(result)

@@ -1,0 +1,258 @@
+"""PrivTree partitions (Zhang, Xiao, Xie, SIGMOD 2016) of an ordered vector, for DAWA and the partition-first releases.
+
+A fixed binary tree splits [0, k) at midpoints, down to single cells (public:
+it depends on k only). From the root down, a node v is split when its
+biased score plus noise beats a threshold θ:
+
+    b(v) = max(g(v) − depth(v)·δ, θ − δ),   split  iff  b(v) + Lap(λ) > θ,
+
+and the leaves reached are the buckets. Every node of the tree gets its
+noise (drawn whether or not it is reached), so the time does not depend on
+the data. O(k log k) for the scores of all nodes, O(k) for the rest.
+
+Two scores, both **monotone** (a child's score is at most its parent's) and
+moved by at most 1 on every node holding the changed cell, and by nothing on
+any other node, when one entry of x changes by at most 1:
+
+* ``"count"``: g(v) = Σ_{i∈v} |x_i|. One entry changes, so every node on its
+  path moves by the *same* amount t, |t| ≤ 1 (**one-sided**). PrivTree's own
+  score, for counts: a bucket of count c has L1 deviation below 2c, so the
+  leaves are buckets whose deviation is bounded by about θ, and dense cells
+  are split down to single cells.
+* ``"deviation"``: g(v) = min_c Σ_{i∈v} |x_i − c| (the distance to the
+  median). Monotone since for a child C ⊂ B, g(C) ≤ Σ_{i∈C} |x_i − med_B|
+  ≤ g(B); 1-Lipschitz in every entry. The moves along a path may have
+  different signs (**two-sided**). For vectors that are not counts, where a
+  constant stretch should be one bucket whatever its level (offered, not
+  used by default: on Transformed's x_T under G⁴ the count score did
+  better, see :data:`~.transformed.SCORE`).
+
+θ is the second stage's noise per bucket, 1/ε₂ (the ``bucket_cost`` DAWA
+already adds): a node whose count (or deviation) is below it gains less by a
+split than the extra bucket's noise costs. It is a public function of ε.
+
+**Privacy, derived here (ε for one entry changed by at most 1).** Let β =
+e^{δ/λ} and P(b) = Pr[b + Lap(λ) > θ]. The tree's shape is public and a
+node off the changed cell's path has the same score, so the log-ratio of
+the probability of one output (set of leaves) on neighbours is a sum over
+the path v₀ (root), v₁, …, v_m (the leaf holding the cell) of
+ln P(b′_j) − ln P(b_j) for the split nodes j < m and
+ln(1 − P(b′_m)) − ln(1 − P(b_m)) for the leaf (none when the leaf is one
+cell: it is never split). Facts used:
+
+1. G = (ln P)′ is 1/λ below θ and (1/λ)(½e^{−u})/(1 − ½e^{−u}) ≤
+   (1/λ)e^{−u} at b = θ + λu above it: non-increasing, and ≤
+   (1/λ)·min(1, e^{−(b−θ)/λ}); (ln(1 − P))′ has magnitude ≤ 1/λ. So the
+   leaf term is at most 1/λ in magnitude, and a split term is at most
+   ∫ G over the interval its biased score moves through (length ≤ 1).
+2. The unclamped scores s_j = g(v_j) − jδ fall by at least δ a level
+   (g is monotone). A node with s_j + 1 ≤ θ − δ is clamped at θ − δ on both
+   sides and contributes 0; the others, counted from the deepest, have
+   s_r > θ − δ − 1 + rδ.
+
+*One-sided* (``"count"``): every path node moves by the same t, so the
+split terms all have one sign and the leaf term the other: the loss is at
+most max(leaf, Σ split) ≤ Σ_r ∫_{s_r}^{s_r+1} G ≤
+(1/λ)·Σ_{r≥0} min(1, e^{1/λ}β^{1−r}) (the r-th interval starts above
+θ − 1 + (r−1)δ). For δ ≥ 1 this is (1/λ)(2 + e^{1/λ}/(β − 1)), → 3/λ for β
+= 2 — PrivTree's (2β − 1)/((β − 1)λ), re-derived with the clamp at θ − δ.
+
+*Two-sided* (``"deviation"``): signs may differ, so the terms add: a split
+term is at most ∫ G over [s_j − 1, s_j] (G non-increasing), the r-th of
+those starts above θ − δ − 2 + rδ, and the leaf adds 1/λ:
+(1/λ)·(1 + Σ_{r≥0} min(1, e^{2/λ}β^{1−r})), → 4/λ for β = 2.
+
+:func:`privtree_scale` solves these bounds for λ given ε (bisection; the
+bound is decreasing in λ) with δ = λ ln 2. Checked exactly on small domains
+(``tests/mechanisms/test_privtree.py`` enumerates every partition of k = 8 and
+computes each one's probability in closed form on neighbours) and by the
+violation hunter; a variant with half the noise is flagged.
+
+**Why not DAWA's noisy least-cost partition.** It scores every interval of
+power-of-two length with noise and takes the least-cost partition: with noise
+dominating, the least-cost path collects the most negative draws, and no
+public per-bucket penalty undoes that without swamping real structure (a
+first-moment bound over the partitions asks for about 4.5 noise scales a
+bucket). PrivTree makes one noisy decision per node; the price is the
+depth bias δ per level: a single spike is isolated down to one cell only when
+its count exceeds about depth·δ ≈ 3 ln(k)/ε₁, within a factor 3 of what
+any ε₁-DP mechanism needs to locate one spike among k cells (ln(k)/ε₁).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..exceptions import InvalidParameterError
+from . import noise
+
+__all__ = ["privtree_partition", "privtree_scale", "privtree_bound", "tree_nodes", "node_scores", "SCORES"]
+
+SCORES = ("count", "deviation")
+#: branching of the tree (binary: δ = λ ln 2)
+FANOUT = 2
+
+
+def privtree_bound(lam: float, score: str = "count") -> float:
+    """The ε of PrivTree with noise scale ``lam`` and δ = λ ln 2 (see the module notes).
+
+    Examples
+    --------
+    >>> round(privtree_bound(3e6) * 3e6, 4), round(privtree_bound(4e6, "deviation") * 4e6, 4)
+    (3.0, 4.0)
+    """
+    _check_score(score)
+    lam = float(lam)
+    r = np.arange(0, 4096)
+    shift = (1.0 if score == "count" else 2.0) / lam
+    terms = np.exp(np.minimum(0.0, shift - (r - 1.0) * math.log(FANOUT)))  # min(1, e^a)
+    total = float(np.sum(terms))
+    return (total if score == "count" else 1.0 + total) / lam
+
+
+def privtree_scale(epsilon: float, score: str = "count") -> float:
+    """The least noise scale λ whose :func:`privtree_bound` is at most ``epsilon``.
+
+    Examples
+    --------
+    >>> lam = privtree_scale(0.5)
+    >>> privtree_bound(lam) <= 0.5, round(lam * 0.5, 2)
+    (True, 3.17)
+    """
+    _check_score(score)
+    epsilon = float(epsilon)
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise InvalidParameterError(f"epsilon must be a positive finite number, got {epsilon!r}")
+    lo, hi = 1.0 / epsilon, 8.0 / epsilon  # the bound is at least 3/λ (count) and at most 6/λ for λ ≥ 1/ε
+    while privtree_bound(hi, score) > epsilon:
+        hi *= 2.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if privtree_bound(mid, score) > epsilon:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def tree_nodes(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(lo, hi, depth, parent) of the binary tree over [0, k) split at midpoints, in breadth-first order.
+
+    Examples
+    --------
+    >>> lo, hi, depth, parent = tree_nodes(3)
+    >>> lo.tolist(), hi.tolist(), depth.tolist(), parent.tolist()
+    ([0, 0, 1, 1, 2], [3, 1, 3, 2, 3], [0, 1, 1, 2, 2], [-1, 0, 0, 2, 2])
+    """
+    lo, hi, parent = [np.array([0])], [np.array([int(k)])], [np.array([-1])]
+    first = 0
+    while True:
+        a, b = lo[-1], hi[-1]
+        wide = np.flatnonzero(b - a > 1)
+        if wide.size == 0:
+            break
+        mid = (a[wide] + b[wide]) // 2
+        lo.append(np.column_stack([a[wide], mid]).ravel())
+        hi.append(np.column_stack([mid, b[wide]]).ravel())
+        parent.append(np.repeat(first + wide, 2))
+        first += a.size
+    depth = np.concatenate([np.full(level.size, d) for d, level in enumerate(lo)])
+    return np.concatenate(lo), np.concatenate(hi), depth, np.concatenate(parent)
+
+
+def node_scores(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, depth: np.ndarray, score: str) -> np.ndarray:
+    """g(v) of every node: Σ|x_i| (``"count"``) or the L1 distance to the node's median (``"deviation"``).
+
+    Examples
+    --------
+    >>> lo, hi, depth, _ = tree_nodes(4)
+    >>> node_scores(np.array([0.0, 4.0, 1.0, 1.0]), lo, hi, depth, "deviation").tolist()
+    [4.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    """
+    _check_score(score)
+    x = np.asarray(x, dtype=float)
+    if score == "count":
+        cum = np.r_[0.0, np.cumsum(np.abs(x))]
+        return cum[hi] - cum[lo]
+    out = np.zeros(lo.size)
+    for d in range(int(depth.max(initial=0)) + 1):
+        nodes = np.flatnonzero(depth == d)
+        a, b = lo[nodes], hi[nodes]
+        sizes = b - a
+        seg = np.repeat(np.arange(nodes.size), sizes)
+        cells = np.concatenate([np.arange(s, e) for s, e in zip(a, b)]) if nodes.size < 64 else \
+            _ranges(a, sizes)
+        values = x[cells]
+        order = np.lexsort((values, seg))
+        ordered = values[order]
+        offsets = np.r_[0, np.cumsum(sizes)[:-1]]
+        median = ordered[offsets + (sizes - 1) // 2]
+        out[nodes] = np.add.reduceat(np.abs(ordered - np.repeat(median, sizes)), offsets)
+    return out
+
+
+def privtree_partition(x, epsilon: float, theta: float, rng: np.random.Generator, score: str = "count",
+                       size: int | None = None) -> np.ndarray:
+    """The first cells of the buckets of a PrivTree partition of x (ε-DP for one entry changed by ≤ 1).
+
+    Parameters
+    ----------
+    x : array of k floats
+    epsilon : float
+        The partition's budget; the noise scale is :func:`privtree_scale`.
+    theta : float
+        The public threshold θ (DAWA passes 1/ε₂, the second stage's noise per bucket).
+    score : {"count", "deviation"}
+        See the module notes.
+    size : int, optional
+        Draw ``size`` partitions at once: a boolean (size, k) array, True at the first cell of every bucket.
+
+    Examples
+    --------
+    >>> x = np.r_[np.zeros(8), np.full(8, 1000.0)]
+    >>> privtree_partition(x, 1e3, 1.0, np.random.default_rng(1), score="deviation").tolist()
+    [0, 8]
+    >>> privtree_partition(x, 1e3, 1.0, np.random.default_rng(1)).tolist()  # counts: dense cells alone
+    [0, 8, 9, 10, 11, 12, 13, 14, 15]
+    """
+    x = np.asarray(x, dtype=float)
+    k = x.size
+    theta = float(theta)
+    lam = privtree_scale(epsilon, score)
+    delta = lam * math.log(FANOUT)
+    lo, hi, depth, parent = tree_nodes(k)
+    g = node_scores(x, lo, hi, depth, score)
+    biased = np.maximum(g - depth * delta, theta - delta)
+    n = 1 if size is None else int(size)
+    split = (biased + noise.selection_laplace(rng, lam, (n, lo.size)) > theta) & (hi - lo > 1)
+    reached = np.zeros((n, lo.size), dtype=bool)
+    reached[:, 0] = True
+    level_start = np.r_[0, np.flatnonzero(np.diff(depth)) + 1, lo.size]  # breadth-first: one level after another
+    for d in range(1, level_start.size - 1):
+        level = slice(level_start[d], level_start[d + 1])
+        up = parent[level]
+        reached[:, level] = reached[:, up] & split[:, up]
+    leaf = reached & ~split
+    starts = np.zeros((n, k), dtype=bool)
+    rows, nodes = np.nonzero(leaf)
+    starts[rows, lo[nodes]] = True
+    if size is None:
+        return np.flatnonzero(starts[0]).astype(np.intp)
+    return starts
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Concatenated aranges [s, s + n) without a Python loop."""
+    total = int(sizes.sum())
+    out = np.ones(total, dtype=np.int64)
+    offsets = np.r_[0, np.cumsum(sizes)[:-1]]
+    out[offsets] = starts - np.r_[0, (starts + sizes)[:-1]] + 1
+    out[0] = starts[0]
+    return np.cumsum(out)
+
+
+def _check_score(score) -> None:
+    if score not in SCORES:
+        raise InvalidParameterError(f"score must be one of {SCORES}, got {score!r}")
