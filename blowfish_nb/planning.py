@@ -202,7 +202,7 @@ def execute(x: np.ndarray, b: Budgeted, rng=None) -> Release:
             "projected cells": run.cells if run.projected else None,
             "sensitivity": m.sensitivity(run.policy),
             "candidates": b.table,
-            "budget split": m.budget_split(eps, workload) if hasattr(m, "budget_split") else None,
+            "budget split": m.budget_split(eps, workload),
         },
         error_sampler=(lambda n, seed=0: error_draws(m, workload, pol, eps, n, seed)) if m.linear else None,
     )

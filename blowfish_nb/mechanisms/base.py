@@ -245,6 +245,10 @@ class Mechanism(ABC):
         """The ε the partition step spends (None: no partition step)."""
         return None
 
+    def budget_split(self, epsilon: float, workload: Workload | None = None) -> dict | None:
+        """How ε is split between the mechanism's steps, for the release's provenance (None: one step)."""
+        return None
+
     def privacy(self, policy: Policy, epsilon: float) -> str:
         """The guarantee in words (none for a policy with no edge)."""
         epsilon = check_epsilon(epsilon)
