@@ -47,6 +47,7 @@ from ..exceptions import InvalidParameterError
 from ..policy import BOTTOM, Policy
 from ..ranges import Boxes, as_ranges, axis_ranges
 from ..operators import DENSE_LIMIT, Kron, Matrix, Stack, Workload
+from . import pidentity
 
 __all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "supports"]
 
@@ -209,21 +210,155 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     shape = tuple(policy.domain.shape)
     problem = _Problem(_terms(workload, shape), _edge_groups(policy), shape,
                        tuple(int(math.ceil(rows * n)) for n in shape))
-    best = None
     # the identity (the Laplace mechanism) and the prefix sums (Ordered) themselves: never done worse than them
-    starts = [[np.eye(n) for n in shape], [np.tril(np.ones((n, n))) for n in shape]]
+    fixed = [[np.eye(n) for n in shape], [np.tril(np.ones((n, n))) for n in shape]]
+    candidates = [("identity", fixed[0]), ("prefix", fixed[1])]
     # nothing to trade off when no edge moves a record (every strategy has Δ = 0) or no query has error to lose
     edges = problem.edges
-    if (any(p is not None for p in edges.pairs) or edges.bottom or edges.multi) and problem.error(starts[0]) > 0:
-        starts += [problem.optimise(problem.start(s, rng), max_iter) for s in range(restarts)]
-    for start, X in enumerate(starts):
+    pairs = any(p is not None for p in edges.pairs)
+    if (pairs or edges.bottom or edges.multi) and problem.error(fixed[0]) > 0:
+        candidates += _templates(problem, policy, restarts, max_iter, rng)
+    best, scores = None, {}
+    for name, X in candidates:
+        if X is None:
+            continue
         factors = tuple(DenseFactor(x) for x in X)
         op = factors[0] if len(factors) == 1 else Kron(factors)
-        delta = float(policy.sensitivity(op))
-        objective = delta**2 * problem.error(X)
+        delta = float(policy.sensitivity(op))  # exact: the policy's edge differences, whatever the surrogate was
+        error = problem.error(X) if len(X) == len(shape) else _flat_error(problem, X[0])
+        objective = delta**2 * error
+        if not math.isfinite(objective):
+            continue
+        scores[name] = objective
         if best is None or objective < best.objective:
-            best = OptimizedStrategy(factors, delta, objective, shape, {"start": start})
+            best = OptimizedStrategy(factors, delta, objective, shape, {"template": name})
+    best.info["objectives"] = scores
+    optimised = [n for n, X in candidates[2:] if X is not None]
+    if len(candidates) > 2 and best.info["template"] in ("identity", "prefix"):
+        best.info["fallback"] = (f"no optimised template ({', '.join(optimised) or 'none converged'}) beat the "
+                                 f"fixed {best.info['template']} strategy")
     return best
+
+
+#: the dense smoothed-max template runs on axes up to this many cells (its steps are O(n³))
+DENSE_AXIS = 64
+
+
+def _templates(problem, policy, restarts, max_iter, rng) -> list:
+    """(name, per-axis factors) of every optimised template that applies (None where one failed)."""
+    edges, shape = problem.edges, problem.shape
+    out = [("p-identity", _guard(lambda: kron_pidentity(problem.terms, shape, restarts, max_iter, rng)))]
+    if len(shape) == 1 and not edges.bottom and not edges.multi and edges.pairs[0] is not None:
+        out.append(("edge-domain p-identity", _guard(lambda: edge_pidentity(problem.terms, shape[0], restarts,
+                                                                            max_iter, rng))))
+    if len(shape) > 1:
+        from .marginal_weights import fit_marginals  # noqa: PLC0415  (one template module per idea)
+
+        flat = _guard(lambda: fit_marginals(problem.terms, shape, problem.edges, max_iter))
+        out.append(("marginals", None if flat is None else [flat]))
+    cell_edges = any(p is not None for p in edges.pairs) or edges.multi
+    if cell_edges and max(shape) <= DENSE_AXIS:
+        # the dense factors on the smoothed max: from the p-identity's result and from seeded starts
+        starts = [out[0][1]] if out[0][1] is not None else []
+        starts += [problem.start(s, rng) for s in range(max(restarts - len(starts), 0))]
+        best = None
+        for X0 in starts:
+            X = _guard(lambda: problem.optimise([np.array(x, dtype=float) for x in X0], max_iter))
+            if X is None:
+                continue
+            f = _guard(lambda: problem.value_and_grad(X)[0])
+            if f is not None and math.isfinite(f) and (best is None or f < best[0]):
+                best = (f, X)
+        out.append(("dense", None if best is None else best[1]))
+    return out
+
+
+def _guard(fn):
+    """fn(), or None when the optimisation failed numerically (a template that fails is skipped)."""
+    try:
+        out = fn()
+    except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+        return None
+    return out
+
+
+def kron_pidentity(terms, shape, restarts, max_iter, rng) -> list[np.ndarray]:
+    """One p-Identity factor per axis, each fitted to its axis's Gram given the others (alternating).
+
+    For a fixed set of other axes the error is linear in axis i's (AᵢᵀAᵢ)⁻¹, with
+    Gram Σ_terms weight · (other axes' variances) · 1_r 1_rᵀ (:func:`axis_gram`),
+    so each step is one p-Identity fit; under DP the product has Δ = 1.
+    """
+    d = len(shape)
+    inverse = [np.eye(n) for n in shape]
+    theta = [None] * d
+    rounds = 1 if d == 1 else 3
+    for _ in range(rounds):
+        for i, n in enumerate(shape):
+            G = axis_gram(terms, shape, inverse, i)
+            T, _ = pidentity.fit_best_p(G, restarts=restarts, max_iter=max_iter, rng=rng, start=theta[i])
+            theta[i] = T
+            A = pidentity.strategy_matrix(T)
+            inverse[i] = np.linalg.inv(A.T @ A)
+    return [pidentity.strategy_matrix(T) for T in theta]
+
+
+#: the weight of the total's row in the edge-domain strategy (its noise variance is 1/64 of a unit row's;
+#: a policy without ⊥ charges it nothing)
+TOTAL_WEIGHT = 8.0
+
+
+def edge_pidentity(terms, k, restarts, max_iter, rng) -> list[np.ndarray]:
+    """A p-Identity strategy on the line tree's edge values (the prefix sums), as a cell-domain matrix.
+
+    Haney et al. 2015, Thm 4.3: moving a record from cell u to v (u < v) changes
+    the prefix sums P_u … P_{v−1} by one each, so for B ≥ 0 with unit columns the
+    strategy A = B·C (C the prefix-sum matrix) has ‖A(e_u − e_v)‖₁ = v − u exactly
+    on the line (Δ = θ under G^θ): the DP normalisation again, no smoothed max.
+    Without ⊥ the total P_{k−1} is public, so it is measured with weight
+    :data:`TOTAL_WEIGHT` at no cost and the fit covers P_0 … P_{k−2}.
+    """
+    G = pidentity.prefix_gram(axis_gram(terms, (k,), [np.eye(k)], 0))[:-1, :-1]
+    T, _ = pidentity.fit_best_p(G, restarts=restarts, max_iter=max_iter, rng=rng)
+    B = pidentity.strategy_matrix(T)
+    full = np.zeros((B.shape[0] + 1, k))
+    full[:-1, :-1] = B
+    full[-1, -1] = TOTAL_WEIGHT
+    return [np.cumsum(full[:, ::-1], axis=1)[:, ::-1]]  # column i = Σ_{j ≥ i} B e_j: A = B·C
+
+
+def axis_gram(terms, shape, inverse, i) -> np.ndarray:
+    """The Gram of axis i's workload weighted by the other axes' variances under their (AⱼᵀAⱼ)⁻¹."""
+    n = shape[i]
+    G = np.zeros((n, n))
+    S = [_prefix2(N) for N in inverse]
+    for t in terms:
+        if t.gram is not None:
+            G += t.weight * t.gram
+            continue
+        v = [_Problem._variances(S[j], *t.axes[j]) for j in range(len(shape))]
+        lo, hi = t.axes[i]
+        if t.zip:
+            others = np.prod([v[j] for j in range(len(shape)) if j != i], axis=0) if len(shape) > 1 else None
+            G += t.weight * pidentity.range_gram(lo, hi, n, others)
+        else:
+            others = math.prod(float(v[j].sum()) for j in range(len(shape)) if j != i)
+            G += t.weight * others * pidentity.range_gram(lo, hi, n)
+    return G
+
+
+def _prefix2(N):
+    n = N.shape[0]
+    S = np.zeros((n + 1, n + 1))
+    S[1:, 1:] = np.cumsum(np.cumsum(N, axis=0), axis=1)
+    return S
+
+
+def _flat_error(problem, X) -> float:
+    """Σ_queries w (XᵀX)⁻¹ wᵀ for one flat factor on a grid (the marginals template; ≤ DENSE_LIMIT cells)."""
+    from .marginal_weights import workload_gram  # noqa: PLC0415
+
+    return float(np.sum(workload_gram(problem.terms, problem.shape) * np.linalg.inv(X.T @ X)))
 
 
 # -- the workload, as per-axis ranges -------------------------------------------------------------
