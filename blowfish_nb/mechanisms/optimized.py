@@ -126,6 +126,12 @@ class Optimized(MatrixMechanism):
         self._sizes(policy)
         return self.optimized.operator
 
+    def query_variances(self, workload: Workload, policy: Policy) -> np.ndarray:
+        """w (AᵀA)⁻¹ wᵀ; one flat factor on a grid (the weighted marginals) by dense least squares."""
+        if self.optimized is not None and len(self.optimized.factors) == 1 and len(self.optimized.shape) > 1:
+            return self._dense_variances(workload, policy, self.measured(policy))
+        return super().query_variances(workload, policy)
+
     # -- noise on real-valued measurements ----------------------------------------------
     def _lattice(self, policy: Policy, epsilon: float) -> tuple[float, float, int]:
         """(Δ, γ, m): the exact sensitivity, the public grid step and the rows one neighbour may change."""

@@ -49,7 +49,7 @@ from ..ranges import Boxes, as_ranges, axis_ranges
 from ..operators import DENSE_LIMIT, Kron, Matrix, Stack, Workload
 from . import pidentity
 
-__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "supports"]
+__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "supports"]
 
 #: the largest axis optimised (a dense n×n inverse per evaluation)
 AXIS_LIMIT = 4096
@@ -154,7 +154,7 @@ def supports(workload: Workload, policy: Policy) -> str | None:
 
 
 def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: float = 1.0,
-             max_iter: int = 300, rng=0) -> OptimizedStrategy:
+             max_iter: int = 300, rng=0, templates=None) -> OptimizedStrategy:
     """A strategy optimised for ``workload`` under ``policy``; its Δ is exact.
 
     Parameters
@@ -175,6 +175,15 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
         L-BFGS-B iterations per start.
     rng : None, int or numpy.random.Generator
         Seeds the random starts (a given seed gives the same strategy).
+    templates : None or iterable of str
+        The optimised templates to try (default: every one of :data:`TEMPLATES`
+        that applies): ``"p-identity"`` (Kronecker p-Identity, DP-exact),
+        ``"edge-domain p-identity"`` (1-D policies without ⊥), ``"marginals"``
+        (weighted marginals, grids of ≤ 4,096 cells) and ``"dense"`` (dense
+        factors on a smoothed max, axes of ≤ 64 cells). The identity and the
+        prefix sums always compete; ``info["template"]`` names the winner,
+        ``info["objectives"]`` every candidate's exact objective and
+        ``info["fallback"]`` says when no optimised template beat them.
 
     Returns
     -------
@@ -203,6 +212,10 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
             raise InvalidParameterError(f"{name} must be an integer >= {low}, got {value!r}")
     if not (isinstance(rows, (int, float)) and math.isfinite(rows) and rows >= 1):
         raise InvalidParameterError(f"rows must be a number >= 1, got {rows!r}")
+    chosen = TEMPLATES if templates is None else tuple(templates) if not isinstance(templates, str) else (templates,)
+    unknown = [t for t in chosen if t not in TEMPLATES]
+    if unknown or not chosen:
+        raise InvalidParameterError(f"templates must be names among {TEMPLATES}, got {templates!r}")
     reason = supports(workload, policy)
     if reason is not None:
         raise InvalidParameterError(f"cannot optimise a strategy here: {reason}")
@@ -217,7 +230,7 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     edges = problem.edges
     pairs = any(p is not None for p in edges.pairs)
     if (pairs or edges.bottom or edges.multi) and problem.error(fixed[0]) > 0:
-        candidates += _templates(problem, policy, restarts, max_iter, rng)
+        candidates += _templates(problem, policy, restarts, max_iter, rng, chosen)
     best, scores = None, {}
     for name, X in candidates:
         if X is None:
@@ -242,24 +255,30 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
 
 #: the dense smoothed-max template runs on axes up to this many cells (its steps are O(n³))
 DENSE_AXIS = 64
+#: the optimised templates :func:`optimize` tries
+TEMPLATES = ("p-identity", "edge-domain p-identity", "marginals", "dense")
 
 
-def _templates(problem, policy, restarts, max_iter, rng) -> list:
-    """(name, per-axis factors) of every optimised template that applies (None where one failed)."""
+def _templates(problem, policy, restarts, max_iter, rng, chosen) -> list:
+    """(name, per-axis factors) of every optimised template in ``chosen`` that applies (None where one failed)."""
     edges, shape = problem.edges, problem.shape
-    out = [("p-identity", _guard(lambda: kron_pidentity(problem.terms, shape, restarts, max_iter, rng)))]
-    if len(shape) == 1 and not edges.bottom and not edges.multi and edges.pairs[0] is not None:
+    kron = None
+    if "p-identity" in chosen or "dense" in chosen:  # the dense template starts from it
+        kron = _guard(lambda: kron_pidentity(problem.terms, shape, restarts, max_iter, rng))
+    out = [("p-identity", kron)] if "p-identity" in chosen else []
+    if "edge-domain p-identity" in chosen and len(shape) == 1 and not edges.bottom and not edges.multi \
+            and edges.pairs[0] is not None:
         out.append(("edge-domain p-identity", _guard(lambda: edge_pidentity(problem.terms, shape[0], restarts,
                                                                             max_iter, rng))))
-    if len(shape) > 1:
+    if "marginals" in chosen and len(shape) > 1:
         from .marginal_weights import fit_marginals  # noqa: PLC0415  (one template module per idea)
 
         flat = _guard(lambda: fit_marginals(problem.terms, shape, problem.edges, max_iter))
         out.append(("marginals", None if flat is None else [flat]))
     cell_edges = any(p is not None for p in edges.pairs) or edges.multi
-    if cell_edges and max(shape) <= DENSE_AXIS:
+    if "dense" in chosen and cell_edges and max(shape) <= DENSE_AXIS:
         # the dense factors on the smoothed max: from the p-identity's result and from seeded starts
-        starts = [out[0][1]] if out[0][1] is not None else []
+        starts = [kron] if kron is not None else []
         starts += [problem.start(s, rng) for s in range(max(restarts - len(starts), 0))]
         best = None
         for X0 in starts:
