@@ -26,6 +26,18 @@ every range's variance and the gradient. Restarts start from the identity,
 the prefix sums and seeded random matrices (an explicit ``rng``: the result
 is a function of the inputs and the seed).
 
+**Templates** (issue 24, from the ideas of McKenna et al. 2018; no HDMM
+code): besides the dense factors above (axes of ≤ :data:`DENSE_AXIS` cells,
+started from the p-Identity result too), :func:`optimize` fits a Kronecker
+product of p-Identity factors (:mod:`.pidentity`: A = [I; Θ]·D, unit
+columns, so Δ = 1 exactly under DP; O(k²p) gradients; axes alternately on
+their Gram weighted by the other axes' variances, :func:`axis_gram`), on
+1-D policies without ⊥ a p-Identity on the line's edge values (the prefix
+sums, :func:`edge_pidentity`: Δ = the longest edge's span exactly, the public
+total free), and on small grids weighted marginals (:mod:`.marginal_weights`:
+Δ linear in the weights). Each candidate is charged its exact Δ and the
+lowest exact objective wins (the identity and the prefix sums compete too).
+
 **Privacy never rests on the surrogate.** :func:`optimize` returns the
 factors with the **exact** Δ of their Kronecker product under the policy,
 computed by the policy's own edge-difference code; that Δ is what a
@@ -44,7 +56,7 @@ from scipy.optimize import minimize
 
 from .._validation import as_generator
 from ..exceptions import InvalidParameterError
-from ..policy import BOTTOM, Policy
+from ..policy import BOTTOM, Constrained, Policy
 from ..ranges import Boxes, as_ranges, axis_ranges
 from ..operators import DENSE_LIMIT, Kron, Matrix, Stack, Workload
 from . import pidentity
@@ -141,6 +153,9 @@ def supports(workload: Workload, policy: Policy) -> str | None:
     >>> supports(workload.identity(4), policy.line(Domain.grid(4))) is None
     True
     """
+    if isinstance(policy, Constrained):
+        return ("a constrained policy's sensitivity is not the edge differences the optimiser charges "
+                "(policy.constrained: use a mechanism that supports it)")
     shape = tuple(policy.domain.shape)
     if max(shape) > AXIS_LIMIT:
         return f"an axis of {max(shape)} cells is above the {AXIS_LIMIT} optimised"

@@ -190,3 +190,12 @@ def test_privacy_hunter_passes_each_template(template):
     m = mechanisms.Optimized(_forced(W, pol, template))
     result = hunt(m, pol, 1.0, workload=W, rng=16, **ANSWERS)
     assert not result.violation, str(result)
+
+
+def test_a_constrained_policy_is_refused_before_any_optimisation():
+    from blowfish_nb import constraints
+
+    d = Domain.grid((2, 3), names=["A1", "A2"])
+    pol = policy.constrained(policy.bounded(d), constraints.marginal(d, ["A1"]))
+    with pytest.raises(InvalidParameterError, match="constrained"):
+        optimize(workload.identity(6), pol)
