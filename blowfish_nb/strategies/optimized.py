@@ -61,7 +61,8 @@ from ..ranges import Boxes, as_ranges, axis_ranges
 from ..operators import DENSE_LIMIT, Kron, Matrix, Stack, Workload
 from . import pidentity
 
-__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "supports"]
+__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "supports",
+           "flat_mean_variance"]
 
 #: the largest axis optimised (a dense n×n inverse per evaluation)
 AXIS_LIMIT = 4096
@@ -195,7 +196,9 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
         that applies): ``"p-identity"`` (Kronecker p-Identity, DP-exact),
         ``"edge-domain p-identity"`` (1-D policies without ⊥), ``"marginals"``
         (weighted marginals, grids of ≤ 4,096 cells) and ``"dense"`` (dense
-        factors on a smoothed max, axes of ≤ 64 cells). The identity and the
+        factors on a smoothed max, axes of ≤ 128 cells), and ``"total"`` (the
+        winner again with the public total as one more row, under policies
+        without ⊥ on ≤ 1,024 cells). The identity and the
         prefix sums always compete; ``info["template"]`` names the winner,
         ``info["objectives"]`` every candidate's exact objective and
         ``info["fallback"]`` says when no optimised template beat them.
@@ -247,19 +250,30 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     if (pairs or edges.bottom or edges.multi) and problem.error(fixed[0]) > 0:
         candidates += _templates(problem, policy, restarts, max_iter, rng, chosen)
     best, scores = None, {}
-    for name, X in candidates:
-        if X is None:
-            continue
+
+    def consider(name, X):
+        nonlocal best
         factors = tuple(DenseFactor(x) for x in X)
         op = factors[0] if len(factors) == 1 else Kron(factors)
         delta = float(policy.sensitivity(op))  # exact: the policy's edge differences, whatever the surrogate was
         error = problem.error(X) if len(X) == len(shape) else _flat_error(problem, X[0])
         objective = delta**2 * error
         if not math.isfinite(objective):
-            continue
+            return
         scores[name] = objective
         if best is None or objective < best.objective:
             best = OptimizedStrategy(factors, delta, objective, shape, {"template": name})
+
+    for name, X in candidates:
+        if X is not None:
+            consider(name, X)
+    # the public total: no edge to ⊥ means no neighbour changes n, so a row TOTAL_WEIGHT·1ᵀ adds nothing to Δ
+    # (the policy's edge differences confirm it) and least squares gets the total almost free
+    K = math.prod(shape)
+    if "total" in chosen and len(candidates) > 2 and not edges.bottom and K <= TOTAL_CELLS \
+            and best.info["template"] != "edge-domain p-identity":
+        name = best.info["template"]
+        consider(f"{name} + total", [np.vstack([best.kron.dense(), np.full((1, K), TOTAL_WEIGHT)])])
     best.info["objectives"] = scores
     optimised = [n for n, X in candidates[2:] if X is not None]
     if len(candidates) > 2 and best.info["template"] in ("identity", "prefix"):
@@ -269,9 +283,11 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
 
 
 #: the dense smoothed-max template runs on axes up to this many cells (its steps are O(n³))
-DENSE_AXIS = 64
+DENSE_AXIS = 128
 #: the optimised templates :func:`optimize` tries
-TEMPLATES = ("p-identity", "edge-domain p-identity", "marginals", "dense")
+TEMPLATES = ("p-identity", "edge-domain p-identity", "marginals", "dense", "total")
+#: the largest grid on which the winner is also tried with the public total (one dense K × K inverse)
+TOTAL_CELLS = 1024
 
 
 def _templates(problem, policy, restarts, max_iter, rng, chosen) -> list:
@@ -386,6 +402,15 @@ def _prefix2(N):
     S = np.zeros((n + 1, n + 1))
     S[1:, 1:] = np.cumsum(np.cumsum(N, axis=0), axis=1)
     return S
+
+
+def flat_mean_variance(strategy: OptimizedStrategy, workload: Workload) -> float:
+    """mean over queries of w (AᵀA)⁻¹ wᵀ for a strategy of one flat factor on a grid: tr(WᵀW (AᵀA)⁻¹)/q."""
+    from .marginal_weights import workload_gram  # noqa: PLC0415
+
+    shape = tuple(strategy.shape)
+    G = workload_gram(_terms(workload, shape), shape)
+    return float(np.sum(G * strategy.factors[0].inverse_gram)) / workload.shape[0]
 
 
 def _flat_error(problem, X) -> float:
