@@ -59,7 +59,7 @@ from ..exceptions import InvalidParameterError
 from ..policy import BOTTOM, Constrained, Policy
 from ..ranges import Boxes, as_ranges, axis_ranges
 from ..operators import DENSE_LIMIT, Kron, Matrix, Stack, Workload
-from . import pidentity
+from .pidentity import fit_best_p, prefix_gram, range_gram, strategy_matrix
 
 __all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "supports",
            "flat_mean_variance"]
@@ -346,11 +346,11 @@ def kron_pidentity(terms, shape, restarts, max_iter, rng) -> list[np.ndarray]:
     for _ in range(rounds):
         for i, n in enumerate(shape):
             G = axis_gram(terms, shape, inverse, i)
-            T, _ = pidentity.fit_best_p(G, restarts=restarts, max_iter=max_iter, rng=rng, start=theta[i])
+            T, _ = fit_best_p(G, restarts=restarts, max_iter=max_iter, rng=rng, start=theta[i])
             theta[i] = T
-            A = pidentity.strategy_matrix(T)
+            A = strategy_matrix(T)
             inverse[i] = np.linalg.inv(A.T @ A)
-    return [pidentity.strategy_matrix(T) for T in theta]
+    return [strategy_matrix(T) for T in theta]
 
 
 #: the weight of the total's row in the edge-domain strategy (its noise variance is 1/64 of a unit row's;
@@ -368,9 +368,9 @@ def edge_pidentity(terms, k, restarts, max_iter, rng) -> list[np.ndarray]:
     Without ⊥ the total P_{k−1} is public, so it is measured with weight
     :data:`TOTAL_WEIGHT` at no cost and the fit covers P_0 … P_{k−2}.
     """
-    G = pidentity.prefix_gram(axis_gram(terms, (k,), [np.eye(k)], 0))[:-1, :-1]
-    T, _ = pidentity.fit_best_p(G, restarts=restarts, max_iter=max_iter, rng=rng)
-    B = pidentity.strategy_matrix(T)
+    G = prefix_gram(axis_gram(terms, (k,), [np.eye(k)], 0))[:-1, :-1]
+    T, _ = fit_best_p(G, restarts=restarts, max_iter=max_iter, rng=rng)
+    B = strategy_matrix(T)
     full = np.zeros((B.shape[0] + 1, k))
     full[:-1, :-1] = B
     full[-1, -1] = TOTAL_WEIGHT
@@ -390,10 +390,10 @@ def axis_gram(terms, shape, inverse, i) -> np.ndarray:
         lo, hi = t.axes[i]
         if t.zip:
             others = np.prod([v[j] for j in range(len(shape)) if j != i], axis=0) if len(shape) > 1 else None
-            G += t.weight * pidentity.range_gram(lo, hi, n, others)
+            G += t.weight * range_gram(lo, hi, n, others)
         else:
             others = math.prod(float(v[j].sum()) for j in range(len(shape)) if j != i)
-            G += t.weight * others * pidentity.range_gram(lo, hi, n)
+            G += t.weight * others * range_gram(lo, hi, n)
     return G
 
 
