@@ -196,4 +196,7 @@ class Optimized(MatrixMechanism):
         s = self.optimized
         if s is None:
             return "Optimized()"
-        return f"Optimized(shape={tuple(s.shape)}, rows={tuple(f.shape[0] for f in s.factors)})"
+        extra = f", template={s.info['template']!r}" if "template" in s.info else ""
+        if "fallback" in s.info:  # the release's provenance (repr of its mechanism) says so
+            extra += f", fallback={s.info['fallback']!r}"
+        return f"Optimized(shape={tuple(s.shape)}, rows={tuple(f.shape[0] for f in s.factors)}{extra})"

@@ -232,3 +232,11 @@ def test_privacy_hunter_passes_the_strategy_with_the_public_total():
     assert s.info["template"].endswith("+ total")
     result = hunt(mechanisms.Optimized(s), pol, 1.0, workload=W, rng=16, **ANSWERS)
     assert not result.violation, str(result)
+
+
+def test_a_fallback_to_a_fixed_strategy_is_said_in_the_mechanism_repr():
+    """The release's provenance carries repr(mechanism): the template, and a fallback when one happened."""
+    pol = policy.grid((3, 3), 1)
+    s = optimize(workload.identity(9), pol, templates=["p-identity"], **QUICK)  # the identity is optimal here
+    assert s.info["template"] in ("identity", "prefix") and "fallback" in s.info
+    assert "fallback=" in repr(mechanisms.Optimized(s)) and "template=" in repr(mechanisms.Optimized(s))
