@@ -342,7 +342,8 @@ def kron_pidentity(terms, shape, restarts, max_iter, rng) -> list[np.ndarray]:
     d = len(shape)
     inverse = [np.eye(n) for n in shape]
     theta = [None] * d
-    rounds = 1 if d == 1 else 3
+    # one Kronecker term: each axis's Gram only scales with the others, so one round is the optimum
+    rounds = 1 if d == 1 or (len(terms) == 1 and not terms[0].zip) else 3
     for _ in range(rounds):
         for i, n in enumerate(shape):
             G = axis_gram(terms, shape, inverse, i)

@@ -127,12 +127,13 @@ def fit(gram: np.ndarray, p: int, *, restarts: int, max_iter: int, rng: np.rando
 
 def fit_best_p(gram: np.ndarray, *, restarts: int, max_iter: int, rng: np.random.Generator,
                start: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-    """:func:`fit` for every p of :func:`default_p` (a warm ``start`` fixes p); the lowest f wins."""
+    """:func:`fit` for every p of :func:`default_p`, ⌈restarts / #p⌉ starts each (a warm ``start`` fixes p); the lowest f wins."""
     if start is not None:
         return fit(gram, start.shape[0], restarts=1, max_iter=max_iter, rng=rng, start=start)
     best = None
-    for p in default_p(gram.shape[0]):
-        T, f = fit(gram, p, restarts=restarts, max_iter=max_iter, rng=rng)
+    ps = default_p(gram.shape[0])
+    for p in ps:  # the restarts shared among the p values (at least one start each)
+        T, f = fit(gram, p, restarts=-(-restarts // len(ps)), max_iter=max_iter, rng=rng)
         if best is None or f < best[1]:
             best = (T, f)
     return best
