@@ -163,7 +163,7 @@ def _single_terms(mechanism, workload, policy, query) -> tuple[int, float] | Non
     remembered = _LAWS.get(key)
     if remembered is not None:
         return remembered[0]
-    terms = mechanism.single_terms(workload, policy)
+    terms = mechanism.single_terms(workload, policy) if hasattr(mechanism, "single_terms") else None
     _LAWS.put(key, (terms,))
     return terms
 

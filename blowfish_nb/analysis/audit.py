@@ -154,9 +154,7 @@ def _worst_edges(mechanism, policy: Policy, count: int) -> list[tuple[int, int]]
 
 
 def _draw(mechanism, x, W, policy, epsilon, n, rng) -> np.ndarray:
-    from ..mechanisms import Mechanism
-
-    if isinstance(mechanism, Mechanism):
+    if hasattr(mechanism, "sample"):
         return mechanism.sample(x, W, policy, epsilon, n, rng=rng)
     return np.stack([mechanism.release(x, W, policy, epsilon, rng=rng) for _ in range(n)])
 

@@ -144,11 +144,8 @@ def answer_probe(mechanism, policy: Policy, epsilon: float, workload: Workload |
     """
     epsilon = check_epsilon(epsilon)
     W = identity(policy.domain.size) if workload is None else workload
-    from ..mechanisms import Mechanism
-
     name = getattr(mechanism, "name", type(mechanism).__name__)
-    if isinstance(mechanism, Mechanism):
-        mechanism.require(policy)
+    if hasattr(mechanism, "sample"):
         def draw(x, size, rng):
             return np.asarray(mechanism.sample(x, W, policy, epsilon, size, rng=rng), dtype=float)
 
@@ -183,19 +180,15 @@ def partition_probe(mechanism, policy: Policy, epsilon: float) -> Probe:
     >>> p.epsilon, p.output
     (0.5, 'partition')
     """
-    from ..mechanisms import Mechanism
-
     epsilon = check_epsilon(epsilon)
     name = f"{getattr(mechanism, 'name', type(mechanism).__name__)} partition"
-    if isinstance(mechanism, Mechanism) and mechanism.partition_epsilon(epsilon) is not None:
-        mechanism.require(policy)
+    if hasattr(mechanism, "partitions"):
         claim = float(mechanism.partition_epsilon(epsilon))
 
         def draw(x, size, rng):
             return np.asarray(mechanism.partitions(x, policy, epsilon, size, rng))
 
         return Probe(name, draw, claim, "partition", True)
-    # a user's own object (not a Mechanism): duck-typed, as the hunter audits code it did not write
     if hasattr(mechanism, "partition") and hasattr(mechanism, "split"):
         claim = float(mechanism.split) * epsilon
 

@@ -111,7 +111,7 @@ def expected_error(mechanism, workload: Workload, policy: Policy, epsilon: float
     >>> round(expected_error(mechanisms.Ordered(), workload.prefix(64), policy.line(Domain.grid(64)), 1.0), 4)
     1.8413
     """
-    if not mechanism.analytic_error:
+    if not hasattr(mechanism, "expected_error"):
         raise InvalidParameterError(
             f"{getattr(mechanism, 'name', mechanism)!r} is data-dependent: its error depends on the data "
             "(estimate it empirically with repeated releases)"

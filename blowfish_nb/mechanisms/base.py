@@ -31,9 +31,9 @@ from typing import ClassVar
 import numpy as np
 
 from .._validation import as_generator, check_epsilon
-from ..exceptions import InvalidParameterError, PolicyError
+from ..exceptions import InvalidParameterError
 from ..operators import DENSE_LIMIT, ColumnSlice, Identity, Kron, Workload
-from ..policy import Constrained, Policy
+from ..policy import Policy
 from ..ranges import Boxes, as_ranges
 from . import noise
 from .factors import Factor, IdentityFactor, PrefixFactor, TreeFactor
@@ -61,22 +61,11 @@ def by_name(name: str) -> "Mechanism":
 
 
 class Mechanism(ABC):
-    """A mechanism: parameters in the constructor, data and privacy inputs in the call (see the module notes).
-
-    Every ability a caller may need is declared here, so no caller probes
-    with ``hasattr``: :meth:`supports` (which policies the mechanism can
-    protect), :meth:`expected_error` (data-independent mechanisms only; see
-    :attr:`analytic_error`), :meth:`sensitivity` and :meth:`noise_scale`
-    (None when no single Laplace scale describes the mechanism),
-    :meth:`single_terms`, :meth:`partitions` (data-dependent partitions,
-    for audits) and :meth:`_sample`.
-    """
+    """A mechanism: parameters in the constructor, data and privacy inputs in the call (see the module notes)."""
 
     name: str = "mechanism"
     #: answers are the true answers plus a fixed linear map of the noise
     linear: bool = False
-    #: :meth:`expected_error` is an analytic figure (the mechanism does not depend on the data)
-    analytic_error: ClassVar[bool] = False
     #: registered names → constructor arguments (read once, when the class is defined)
     registry: ClassVar[dict[str, dict]] = {}
 
@@ -85,46 +74,6 @@ class Mechanism(ABC):
         for key, params in cls.__dict__.get("registry", {}).items():
             REGISTRY[key] = (cls, dict(params))
 
-    # -- what the mechanism protects ---------------------------------------------------
-    def refusal(self, policy: Policy) -> str | None:
-        """Why this mechanism cannot protect ``policy`` (None when it can).
-
-        Read from the policy alone, never from data. By default every policy
-        but a constrained one (He et al. §8: under known counts only the
-        histogram's sensitivity is established, so only the Laplace mechanism
-        on the histogram is private; the transforms and partitions of other
-        mechanisms assume the unconstrained neighbours and would lose up to 3ε).
-        """
-        if not isinstance(policy, Policy):
-            return f"policy must be a blowfish_nb Policy, got {type(policy).__name__}"
-        if isinstance(policy, Constrained):
-            return (f"{self.name} cannot protect a policy with known counts ({policy.summary()}): under count "
-                    "constraints only the histogram's sensitivity is established (He et al. §8), so only the "
-                    "Laplace mechanism on the histogram is private; use mechanism='laplace' (or the "
-                    "constraints= argument of a release)")
-        return None
-
-    def supports(self, policy: Policy) -> bool:
-        """Whether this mechanism can protect ``policy`` (see :meth:`refusal`).
-
-        Examples
-        --------
-        >>> from blowfish_nb import Domain, constraints, mechanisms, policy
-        >>> d = Domain.grid(6)
-        >>> p = policy.constrained(policy.line(d), constraints.rectangles(d, [[(0, 1)], [(4, 5)]]))
-        >>> mechanisms.Laplace().supports(p), mechanisms.DAWA().supports(p), mechanisms.DAWA().supports(policy.line(d))
-        (True, False, True)
-        """
-        return self.refusal(policy) is None
-
-    def require(self, policy: Policy) -> Policy:
-        """``policy`` when this mechanism supports it, else :class:`PolicyError` with the reason."""
-        reason = self.refusal(policy)
-        if reason is not None:
-            raise PolicyError(reason)
-        return policy
-
-    # -- the checked door ----------------------------------------------------------------
     def release(self, x, workload: Workload, policy: Policy, epsilon: float, rng=None) -> np.ndarray:
         """Noisy answers to ``workload @ x`` under (ε, policy)-Blowfish privacy.
 
@@ -137,19 +86,9 @@ class Mechanism(ABC):
         rng : None, int or numpy.random.Generator
             None draws from OS entropy; a seed makes the noise replayable by
             anyone who knows it (tests and teaching only).
-
-        Raises
-        ------
-        PolicyError
-            When the mechanism cannot protect ``policy`` (:meth:`refusal`),
-            before ``x`` is looked at.
         """
-        x, epsilon, rng = self._checked(x, workload, policy, epsilon, rng)
+        x, epsilon, rng = _checked(x, workload, policy, epsilon, rng)
         return np.asarray(self._release(x, workload, policy, epsilon, rng), dtype=float)
-
-    def _checked(self, x, workload, policy, epsilon, rng):
-        self.require(policy)  # before anything about the data is read
-        return _checked(x, workload, policy, epsilon, rng)
 
     @abstractmethod
     def _release(self, x: np.ndarray, workload: Workload, policy: Policy, epsilon: float,
@@ -162,7 +101,7 @@ class Mechanism(ABC):
         Linear mechanisms override :meth:`_sample` with a vectorised form; the
         default runs :meth:`_release` ``size`` times.
         """
-        x, epsilon, rng = self._checked(x, workload, policy, epsilon, rng)
+        x, epsilon, rng = _checked(x, workload, policy, epsilon, rng)
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise InvalidParameterError(f"size must be a positive integer, got {size!r}")
         return self._sample(x, workload, policy, epsilon, int(size), rng)
@@ -170,37 +109,6 @@ class Mechanism(ABC):
     def _sample(self, x, workload, policy, epsilon, size, rng) -> np.ndarray:
         return np.stack([np.asarray(self._release(x, workload, policy, epsilon, rng), dtype=float)
                          for _ in range(size)])
-
-    # -- optional abilities (declared here; subclasses override what they have) -----------
-    def expected_error(self, workload: Workload, policy: Policy, epsilon: float) -> float:
-        """Expected squared error per query (data-independent mechanisms; see :attr:`analytic_error`).
-
-        Raises
-        ------
-        InvalidParameterError
-            For a data-dependent mechanism, whose error depends on the data.
-        """
-        raise InvalidParameterError(f"{self.name} is data-dependent: it has no analytic expected error; measure it")
-
-    def sensitivity(self, policy: Policy) -> float | None:
-        """Δ of what the mechanism measures under ``policy`` (None: no single Δ describes it)."""
-        return None
-
-    def noise_scale(self, policy: Policy, epsilon: float) -> float | None:
-        """The Laplace scale of its measurements (None: no single scale describes it)."""
-        return None
-
-    def single_terms(self, workload: Workload, policy: Policy) -> tuple[int, float] | None:
-        """(q, Δ) when each of q distinct noise terms alone decides an answer's error (None by default)."""
-        return None
-
-    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None) -> np.ndarray:
-        """``size`` draws of the released partition (data-dependent mechanisms; see :meth:`partition_epsilon`)."""
-        raise InvalidParameterError(f"{self.name} releases no data-dependent partition")
-
-    def partition_epsilon(self, epsilon: float) -> float | None:
-        """The ε the partition step spends (None: no partition step)."""
-        return None
 
     def privacy(self, policy: Policy, epsilon: float) -> str:
         """The guarantee in words (none for a policy with no edge)."""
@@ -215,13 +123,6 @@ class MatrixMechanism(Mechanism):
 
     factor: Factor
     linear = True
-    analytic_error = True
-
-    def refusal(self, policy: Policy) -> str | None:
-        """Constrained policies only for the identity strategy (He et al. §8 gives the histogram's Δ alone)."""
-        if isinstance(policy, Constrained) and isinstance(self.factor, IdentityFactor):
-            return None
-        return super().refusal(policy)
 
     # -- the strategy ------------------------------------------------------------------
     def _sizes(self, policy: Policy) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -241,7 +142,7 @@ class MatrixMechanism(Mechanism):
 
     def sensitivity(self, policy: Policy) -> float:
         """Δ_A(G) of this mechanism's strategy under ``policy``."""
-        return policy.sensitivity(self.strategy(self.require(policy)))
+        return policy.sensitivity(self.strategy(policy))
 
     def noise_scale(self, policy: Policy, epsilon: float) -> float:
         """Laplace scale b = Δ_A(G)/ε."""

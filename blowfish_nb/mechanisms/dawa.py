@@ -161,7 +161,6 @@ class DAWA(Mechanism):
         partition is part of what is released; it claims
         :meth:`partition_epsilon`.
         """
-        self.require(policy)
         epsilon = check_epsilon(epsilon)
         rng = as_generator(rng)
         x = _check_histogram(x, policy.domain.size)

@@ -74,19 +74,11 @@ class HThetaRanges(Mechanism):
     def name(self) -> str:  # type: ignore[override]
         return "H^θ+Privelet" + (" (ε/3)" if self.budget == "stretch" else "")
 
-    analytic_error = True
-
-    def refusal(self, policy: Policy) -> str | None:
-        """Only G^θ (L1 distance threshold) on one ordered attribute."""
-        reason = super().refusal(policy)
-        if reason is None and not (isinstance(policy, Threshold) and len(policy.domain.shape) == 1
-                                   and policy.metric == "l1"):
-            reason = f"{self.name} is for G^θ on one ordered attribute, got {policy.summary()}"
-        return reason
-
     # -- the plan: tree, groups, wavelet --------------------------------------------------
     def plan(self, policy: Policy) -> "_Plan":
-        return _Plan(self.require(policy))
+        if not (isinstance(policy, Threshold) and len(policy.domain.shape) == 1 and policy.metric == "l1"):
+            raise PolicyError(f"{self.name} is for G^θ on one ordered attribute, got {policy.summary()}")
+        return _Plan(policy)
 
     def sensitivity(self, policy: Policy) -> float:
         """Δ of the grouped wavelet strategy: exact under the policy, or stretch × its Δ under the tree."""

@@ -68,7 +68,6 @@ class OrderedHierarchical(Mechanism):
 
     name = "OrderedHierarchical"
     linear = True
-    analytic_error = True
     registry = {"ordered-hierarchical": {}}
 
     def __post_init__(self):
@@ -80,17 +79,9 @@ class OrderedHierarchical(Mechanism):
             raise InvalidParameterError(f"split must be 'eq15', 'optimal' or a fraction in [0, 1], got {self.split!r}")
 
     # -- structure -----------------------------------------------------------------------
-    def refusal(self, policy: Policy) -> str | None:
-        """One ordered attribute, and no constrained policy."""
-        reason = super().refusal(policy)
-        if reason is None and len(policy.domain.shape) != 1:
-            reason = f"OrderedHierarchical is for one ordered attribute, got {policy.domain!r}"
-        return reason
-
     def _theta(self, policy: Policy) -> int:
         if len(policy.domain.shape) != 1:
             raise InvalidParameterError(f"OrderedHierarchical is for one ordered attribute, got {policy.domain!r}")
-        self.require(policy)
         k = policy.domain.size
         theta = self.theta or (policy.theta if isinstance(policy, Threshold) else k)
         return min(theta, k)

@@ -155,7 +155,6 @@ class PartitionFirst(Mechanism):
 
     def partition(self, x: np.ndarray, policy: Policy, epsilon: float, rng: np.random.Generator) -> np.ndarray:
         """Step 1: a block id per cell ((split·ε, G)-Blowfish private)."""
-        self.require(policy)
         eps1, eps2 = self.split * epsilon, (1 - self.split) * epsilon
         g = _group(policy)
         if self.partitioner == "dawa":
@@ -175,7 +174,6 @@ class PartitionFirst(Mechanism):
 
     def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None) -> np.ndarray:
         """``size`` draws of step 1: a block label per cell (the block's first cell), one row per draw."""
-        self.require(policy)
         epsilon = check_epsilon(epsilon)
         rng = as_generator(rng)
         x = _check_histogram(x, policy.domain.size)

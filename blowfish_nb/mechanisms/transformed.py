@@ -24,7 +24,6 @@ exactly), so the mechanism run with ε/ℓ is (ε, G)-Blowfish (Lemma 4.3).
 
 from __future__ import annotations
 
-import threading
 import weakref
 
 from dataclasses import dataclass
@@ -49,8 +48,6 @@ __all__ = ["Transformed"]
 
 #: (id(policy), tree method) → (weak reference to the policy, (tree, stretch)); a few recent policies
 _PLANS: dict = {}
-#: guards _PLANS: the service releases from worker threads (lookup, eviction and insertion happen under it)
-_PLANS_LOCK = threading.Lock()
 
 INNERS = ("laplace", "consistent", "dawa", "dawa-consistent")
 NAMES = {"laplace": "Transformed+Laplace", "consistent": "Transformed+ConsistentEst",
@@ -95,22 +92,6 @@ class Transformed(Mechanism):
         """Whether answers are a fixed linear map of the noise (Laplace only)."""
         return self.inner == "laplace"
 
-    @property
-    def analytic_error(self) -> bool:  # type: ignore[override]
-        """Whether :meth:`expected_error` is analytic (not for the data-dependent DAWA inners)."""
-        return not self.inner.startswith("dawa")
-
-    def refusal(self, policy: Policy) -> str | None:
-        """Constrained policies are refused; the consistent inners need a path (the line graph) as their tree."""
-        reason = super().refusal(policy)
-        if reason is None and self.inner.endswith("consistent"):
-            tree = self._plan(policy)[0]
-            try:
-                _check_path(tree)
-            except InvalidParameterError as exc:
-                reason = str(exc)
-        return reason
-
     def plan(self, policy: Policy) -> tuple[Policy, int]:
         """The tree T used and its stretch ℓ over the policy (1 when the policy is a forest).
 
@@ -119,23 +100,18 @@ class Transformed(Mechanism):
         and the sensitivity of the same policy in turn, and the stretch over
         millions of edges costs a second.
         """
-        return self._plan(self.require(policy))
-
-    def _plan(self, policy: Policy) -> tuple[Policy, int]:
         key = (id(policy), self.tree)
-        with _PLANS_LOCK:
-            hit = _PLANS.get(key)
-            if hit is not None and hit[0]() is policy:
-                return hit[1]
-        if policy.is_forest():  # computed outside the lock: a stretch over millions of edges takes a second
+        hit = _PLANS.get(key)
+        if hit is not None and hit[0]() is policy:
+            return hit[1]
+        if policy.is_forest():
             found = (policy, 1)
         else:
             tree = spanning_tree(policy, self.tree)
             found = (tree, stretch(policy, tree))
-        with _PLANS_LOCK:
-            while len(_PLANS) >= 8:
-                _PLANS.pop(next(iter(_PLANS)))
-            _PLANS[key] = (weakref.ref(policy), found)
+        if len(_PLANS) >= 8:
+            _PLANS.pop(next(iter(_PLANS)))
+        _PLANS[key] = (weakref.ref(policy), found)
         return found
 
     def sensitivity(self, policy: Policy) -> float:
@@ -195,7 +171,6 @@ class Transformed(Mechanism):
         Claimed privacy: :meth:`partition_epsilon` (one policy edge moves ℓ
         entries of x_T by 1; the partition runs with ratio·ε/ℓ).
         """
-        self.require(policy)
         if not self.inner.startswith("dawa"):
             raise InvalidParameterError(f"{self.name} has no partition step")
         epsilon = check_epsilon(epsilon)
@@ -206,9 +181,9 @@ class Transformed(Mechanism):
         starts = l1_partition(xt, DAWA_RATIO * epsilon / ell, 1.0 / ((1 - DAWA_RATIO) * epsilon / ell), rng, size=size)
         return np.cumsum(starts, axis=1) - 1
 
-    def partition_epsilon(self, epsilon: float) -> float | None:
-        """The ε the partition step spends (DAWA's ratio of ε; None for the inners without a partition)."""
-        return DAWA_RATIO * epsilon if self.inner.startswith("dawa") else None
+    def partition_epsilon(self, epsilon: float) -> float:
+        """The ε the partition step spends (DAWA's ratio of ε)."""
+        return DAWA_RATIO * epsilon
 
     def expected_error(self, workload: Workload, policy: Policy, epsilon: float) -> float:
         """2 (ℓ/ε)² · mean over queries of ‖w P_T‖² (the figure without consistency)."""
