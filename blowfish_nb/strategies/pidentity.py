@@ -29,6 +29,8 @@ __all__ = ["objective", "fit", "strategy_matrix", "range_gram", "prefix_gram", "
 
 #: L-BFGS-B's relative tolerance on f (1e-4 stops about 0.5 % above the optimum on all ranges, k = 256)
 FTOL = 1e-5
+#: the tolerance the best start is then polished to
+POLISH_FTOL = 1e-7
 
 
 def default_p(k: int) -> tuple[int, ...]:
@@ -103,17 +105,18 @@ def fit(gram: np.ndarray, p: int, *, restarts: int, max_iter: int, rng: np.rando
     starts.append(blocks * max(1.0, math.sqrt(k / p)) + 0.01 * rng.random((p, k)))
     while len(starts) < max(restarts, 1):
         starts.append(rng.random((p, k)))
+
+    def fun(z):
+        try:
+            f, g = objective(z.reshape(p, k), G)
+        except np.linalg.LinAlgError:
+            return math.inf, np.zeros_like(z)
+        if not (math.isfinite(f) and f > 0):
+            return math.inf, np.zeros_like(z)
+        return f, g.reshape(-1)
+
     best, best_f = None, math.inf
     for T0 in starts[:max(restarts, 1)]:
-        def fun(z):
-            try:
-                f, g = objective(z.reshape(p, k), G)
-            except np.linalg.LinAlgError:
-                return math.inf, np.zeros_like(z)
-            if not (math.isfinite(f) and f > 0):
-                return math.inf, np.zeros_like(z)
-            return f, g.reshape(-1)
-
         res = minimize(fun, T0.reshape(-1), jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * (p * k),
                        options={"maxiter": max_iter, "ftol": FTOL, "maxcor": 20})
         T = np.maximum(res.x, 0.0).reshape(p, k)
@@ -121,7 +124,14 @@ def fit(gram: np.ndarray, p: int, *, restarts: int, max_iter: int, rng: np.rando
         if f < best_f:
             best, best_f = T, f
     if best is None:  # every start failed numerically: the identity
-        best, best_f = np.zeros((p, k)), float(np.trace(G))
+        return np.zeros((p, k)), float(np.trace(G)) * scale
+    # polish the best start only, to a tighter tolerance (all ranges, k = 256: 65.09 → 64.93 per query at ε = 1)
+    res = minimize(fun, best.reshape(-1), jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * (p * k),
+                   options={"maxiter": max_iter, "ftol": POLISH_FTOL, "maxcor": 20})
+    T = np.maximum(res.x, 0.0).reshape(p, k)
+    f = fun(T.reshape(-1))[0]
+    if f < best_f:
+        best, best_f = T, f
     return best, best_f * scale
 
 
