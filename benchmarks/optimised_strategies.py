@@ -109,7 +109,7 @@ def targets(raw) -> list[str]:
 WHY = (
     "**Templates (issue 24).** `optimize` now fits a Kronecker product of p-Identity factors (unit columns: Δ = 1 "
     "under DP), on 1-D policies without ⊥ a p-Identity on the line's edge values (the prefix sums: Δ = the longest "
-    "edge's span exactly, the public total free), weighted marginals on grids of ≤ 4,096 cells (Δ linear in the "
+    "edge's span exactly, the public total free), weighted marginals on grids of ≤ 1,024 cells (Δ linear in the "
     "weights, exact under the attribute policy), the dense factors on a smoothed max (axes ≤ 128 cells, started "
     "from the p-Identity result too), and then the winner with the public total as one more row (policies "
     "without ⊥, ≤ 1,024 cells); every candidate is charged its exact Δ and the column names the winner. The "

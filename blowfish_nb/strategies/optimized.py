@@ -195,7 +195,7 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
         The optimised templates to try (default: every one of :data:`TEMPLATES`
         that applies): ``"p-identity"`` (Kronecker p-Identity, DP-exact),
         ``"edge-domain p-identity"`` (1-D policies without ⊥), ``"marginals"``
-        (weighted marginals, grids of ≤ 4,096 cells) and ``"dense"`` (dense
+        (weighted marginals, grids of ≤ 1,024 cells) and ``"dense"`` (dense
         factors on a smoothed max, axes of ≤ 128 cells), and ``"total"`` (the
         winner again with the public total as one more row, under policies
         without ⊥ on ≤ 1,024 cells). The identity and the
