@@ -345,9 +345,16 @@ def kron_pidentity(terms, shape, restarts, max_iter, rng) -> list[np.ndarray]:
     # one Kronecker term: each axis's Gram only scales with the others, so one round is the optimum
     rounds = 1 if d == 1 or (len(terms) == 1 and not terms[0].zip) else 3
     for _ in range(rounds):
-        for i, n in enumerate(shape):
+        seen = []  # (Gram / its trace, Θ) of this round: an axis whose Gram is a multiple of an earlier one's
+        for i, n in enumerate(shape):  # gets that axis's Θ (the fit is the same for c·G)
             G = axis_gram(terms, shape, inverse, i)
-            T, _ = fit_best_p(G, restarts=restarts, max_iter=max_iter, rng=rng, start=theta[i])
+            Gn = G / (np.trace(G) or 1.0)
+            same = next((T for H, T in seen if H.shape == Gn.shape and np.allclose(H, Gn, rtol=1e-12, atol=0)), None)
+            if same is not None:
+                T = same
+            else:
+                T, _ = fit_best_p(G, restarts=restarts, max_iter=max_iter, rng=rng, start=theta[i])
+                seen.append((Gn, T))
             theta[i] = T
             A = strategy_matrix(T)
             inverse[i] = np.linalg.inv(A.T @ A)
