@@ -82,7 +82,8 @@ def row(W, pol):
     dp_name, dp_fixed = best_fixed(W, dp, EPS / 2)
     dp_opt = mechanisms.Optimized.fit(W, dp, **OPTIONS).expected_error(W, dp, EPS / 2)
     dp_bound = lower_bound(W, dp, EPS / 2) if k <= LOWER_BOUND_LIMIT else np.nan
-    return {"dp_bound": dp_bound, "err": err, "delta": opt.sensitivity(pol), "seconds": seconds, "fixed": fixed, "fixed_name": fixed_name,
+    return {"dp_bound": dp_bound, "err": err, "delta": opt.sensitivity(pol), "seconds": seconds, "fixed": fixed,
+            "fixed_name": fixed_name, "template": opt.optimized.info["template"],
             "bound": bound, "dp": dp_fixed, "dp_name": dp_name, "dp_opt": dp_opt}
 
 
@@ -106,31 +107,23 @@ def targets(raw) -> list[str]:
 
 #: why the targets are missed (written from the table and the experiments described in it)
 WHY = (
-    "**Why the bound is not reached.** One Kronecker product A₁ ⊗ A₂ pays Δ = max(a₁c₂, c₁a₂) under the grid "
+    "**Templates (issue 24).** `optimize` now fits a Kronecker product of p-Identity factors (unit columns: Δ = 1 "
+    "under DP), on 1-D policies without ⊥ a p-Identity on the line's edge values (the prefix sums: Δ = the longest "
+    "edge's span exactly, the public total free), weighted marginals on grids of ≤ 1,024 cells (Δ linear in the "
+    "weights, exact under the attribute policy), the dense factors on a smoothed max (axes ≤ 128 cells, started "
+    "from the p-Identity result too), and then the winner with the public total as one more row (policies "
+    "without ⊥, ≤ 1,024 cells); every candidate is charged its exact Δ and the column names the winner. The "
+    "HDMM-style ε/2-DP column is the same optimiser under DP, so it improved too. "
+    "**Why the SVD bound is not reached.** One Kronecker product A₁ ⊗ A₂ pays Δ = max(a₁c₂, c₁a₂) under the grid "
     "(a_i the largest L1 norm of a difference of adjacent columns of A_i, c_i the largest column norm; "
-    "tests/mechanisms/test_optimized.py checks the formula by brute force), against c₁c₂ under unbounded DP. The "
-    "policy therefore buys at most the factor max_i(a_i / c_i) over a DP strategy, and strategies that answer "
-    "ranges well aggregate blocks of cells, whose worst adjacent pair (the edge between the two top blocks) has "
-    "a_i ≈ 2c_i: the gain over DP at the same ε is then lost, and what remains is the DP-style strategy the "
-    "optimiser finds (Δ < 1 after normalisation; its gain over Laplace is the table's 'best fixed / Optimized'). Where the "
-    "grid's own SVD bound sits (only 1.5× below the DP-at-ε bound on 25×25: 16.2 against 24.6 per query at "
-    "ε = 1, pure-ε form) a strategy within 2× of it would have to be near-optimal for DP *and* smooth across "
-    "every edge. **How far pure-ε mechanisms sit from this bound even under DP** is the last column: on the same "
-    "boxes the best ε/2-DP strategy found (fixed or HDMM-style) is several times its own DP SVD bound, and the "
-    "ratio grows with the grid — the bound is an L2 (Gaussian-style) bound, and Laplace pays the L1 column norm; "
-    "the 2× target inherits that slack. Research runs while building this (helper scripts, not in the repository; "
-    "continuous-Laplace figures on 10,000 boxes): dense non-Kronecker strategies plus the public total, best of 12 "
-    "starts, reach 3.4× the grid bound on 4×4, 5.3× on 8×8, 8.1× on 16×16 and 10.3× on 25×25 (still improving "
-    "after 1,400 iterations, 3.9× below ε/2-DP); staggered hierarchies, weighted unions of Kronecker products and "
-    "of 2-D block hierarchies, corner-anchored boxes all did worse than one optimised Kronecker product. "
-    "`strategies.known_total` (Kronecker factors optimised for least squares that also uses the public total, "
-    "which policies without ⊥ release for free) is 1.06× / 1.12× / 1.30× below this table's Optimized at an equal "
-    "budget on 25×25 / 50×50 / 100×100; `mechanisms.Optimized` does not use it yet. "
-    "**1-D.** Under G¹ the optimiser starts from (and keeps) the prefix sums, but the fixed Transformed+Laplace "
-    "also uses the public total (no ⊥: n is known), which the cell-domain strategies here do not exploit; under "
-    "G⁴ and G¹⁶ it beats the fixed strategies. **Marginals under the attribute policy:** every edge moves one "
-    "attribute to any other value (a clique), so a_i ≈ 2c_i on every axis and the identity (Laplace) stays "
-    "best: the optimiser keeps it."
+    "tests/mechanisms/test_optimized.py checks the formula by brute force), against c₁c₂ under unbounded DP, and "
+    "strategies that answer ranges well aggregate blocks of cells, whose worst adjacent pair has a_i close to 2c_i. "
+    "The bound is an L2 (Gaussian-style) bound and Laplace pays the L1 column norm: the last column shows how far "
+    "even the best ε/2-DP strategy sits from DP's own bound on the same workload, and that slack grows with the "
+    "grid (issue 16's closing note gives the research runs beyond Kronecker products). "
+    "**1-D under G¹:** the edge-domain p-Identity ties the Transformed mechanism (identity on the edge values "
+    "with the public total); 'best fixed / Optimized' below 1 there is the discrete Laplace's smaller variance "
+    "(1.84 against 2 at ε = 1) on the fixed mechanism's integer measurements."
 )
 
 
@@ -148,12 +141,12 @@ def main() -> None:
         r = row(W, pol)
         raw.append((block, label, r))
         best_dp = min(r["dp"], r["dp_opt"])
-        rows.append([block, label, fmt(r["err"]), fmt(r["delta"]), fmt(r["bound"]), fmt(r["err"] / r["bound"], 2),
+        rows.append([block, label, f"{fmt(r['err'])} ({r['template']})", fmt(r["delta"]), fmt(r["bound"]), fmt(r["err"] / r["bound"], 2),
                      f"{fmt(r['fixed'])} ({r['fixed_name']})", fmt(r["fixed"] / r["err"], 2),
                      f"{fmt(r['dp'])} ({r['dp_name']})", fmt(r["dp_opt"]), fmt(best_dp / r["err"], 2),
                      fmt(best_dp / r["dp_bound"], 2), f"{r['seconds']:.0f}"])
         print(rows[-1], flush=True)
-    header = ["block", "case", "Optimized (G)", "its Δ", "SVD bound (G)", "Optimized / bound",
+    header = ["block", "case", "Optimized (G) (template)", "its Δ", "SVD bound (G)", "Optimized / bound",
               "best fixed (G)", "best fixed / Optimized", "best fixed ε/2-DP", "HDMM-style ε/2-DP",
               "best ε/2-DP / Optimized", "DP's own gap: best ε/2-DP / DP SVD bound", "optimise s"]
     text = "\n\n".join([

@@ -21,7 +21,7 @@ import numpy as np
 from .._validation import check_epsilon
 from ..exceptions import InvalidParameterError
 from ..policy import Policy
-from ..strategies.optimized import DenseFactor, OptimizedStrategy, optimize
+from ..strategies.optimized import DenseFactor, OptimizedStrategy, flat_mean_variance, optimize
 from ..operators import Workload
 from . import noise
 from .base import MatrixMechanism, Mechanism, _check_workload, apply_rows
@@ -138,6 +138,12 @@ class Optimized(MatrixMechanism):
         self._sizes(policy)
         return self.optimized.operator
 
+    def query_variances(self, workload: Workload, policy: Policy) -> np.ndarray:
+        """w (AᵀA)⁻¹ wᵀ; one flat factor on a grid (the weighted marginals) by dense least squares."""
+        if self._flat():
+            return self._dense_variances(workload, policy, self.measured(policy))
+        return super().query_variances(workload, policy)
+
     # -- noise on real-valued measurements ----------------------------------------------
     def _lattice(self, policy: Policy, epsilon: float) -> tuple[float, float, int]:
         """(Δ, γ, m): the exact sensitivity, the public grid step and the rows one neighbour may change."""
@@ -189,10 +195,20 @@ class Optimized(MatrixMechanism):
         _check_workload(workload, policy.domain.size)
         if self.optimized is None:
             return self.for_workload(workload, policy).expected_error(workload, policy, epsilon)
+        if self._flat():
+            self._sizes(policy)
+            return float(self.noise_variance(policy, epsilon) * flat_mean_variance(self.optimized, workload))
         return float(self.noise_variance(policy, epsilon) * np.mean(self.query_variances(workload, policy)))
+
+    def _flat(self) -> bool:
+        """One dense factor over a whole grid (weighted marginals, or a strategy with the public total)."""
+        return self.optimized is not None and len(self.optimized.factors) == 1 and len(self.optimized.shape) > 1
 
     def __repr__(self) -> str:
         s = self.optimized
         if s is None:
             return "Optimized()"
-        return f"Optimized(shape={tuple(s.shape)}, rows={tuple(f.shape[0] for f in s.factors)})"
+        extra = f", template={s.info['template']!r}" if "template" in s.info else ""
+        if "fallback" in s.info:  # the release's provenance (repr of its mechanism) says so
+            extra += f", fallback={s.info['fallback']!r}"
+        return f"Optimized(shape={tuple(s.shape)}, rows={tuple(f.shape[0] for f in s.factors)}{extra})"

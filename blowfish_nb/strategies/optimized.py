@@ -26,6 +26,18 @@ every range's variance and the gradient. Restarts start from the identity,
 the prefix sums and seeded random matrices (an explicit ``rng``: the result
 is a function of the inputs and the seed).
 
+**Templates** (issue 24, from the ideas of McKenna et al. 2018; no HDMM
+code): besides the dense factors above (axes of ≤ :data:`DENSE_AXIS` cells,
+started from the p-Identity result too), :func:`optimize` fits a Kronecker
+product of p-Identity factors (:mod:`.pidentity`: A = [I; Θ]·D, unit
+columns, so Δ = 1 exactly under DP; O(k²p) gradients; axes alternately on
+their Gram weighted by the other axes' variances, :func:`axis_gram`), on
+1-D policies without ⊥ a p-Identity on the line's edge values (the prefix
+sums, :func:`edge_pidentity`: Δ = the longest edge's span exactly, the public
+total free), and on small grids weighted marginals (:mod:`.marginal_weights`:
+Δ linear in the weights). Each candidate is charged its exact Δ and the
+lowest exact objective wins (the identity and the prefix sums compete too).
+
 **Privacy never rests on the surrogate.** :func:`optimize` returns the
 factors with the **exact** Δ of their Kronecker product under the policy,
 computed by the policy's own edge-difference code; that Δ is what a
@@ -43,11 +55,13 @@ import scipy.sparse as sp
 
 from .._validation import as_generator
 from ..exceptions import InvalidParameterError
-from ..policy import BOTTOM, Policy
+from ..policy import BOTTOM, Constrained, Policy
 from ..ranges import Boxes, as_ranges, axis_ranges
 from ..operators import DENSE_LIMIT, Kron, Matrix, Stack, Workload
+from .pidentity import fit_best_p, prefix_gram, range_gram, strategy_matrix
 
-__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "supports"]
+__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "supports",
+           "flat_mean_variance"]
 
 #: the largest axis optimised (a dense n×n inverse per evaluation)
 AXIS_LIMIT = 4096
@@ -139,6 +153,9 @@ def supports(workload: Workload, policy: Policy) -> str | None:
     >>> supports(workload.identity(4), policy.line(Domain.grid(4))) is None
     True
     """
+    if isinstance(policy, Constrained):
+        return ("a constrained policy's sensitivity is not the edge differences the optimiser charges "
+                "(policy.constrained: use a mechanism that supports it)")
     shape = tuple(policy.domain.shape)
     if max(shape) > AXIS_LIMIT:
         return f"an axis of {max(shape)} cells is above the {AXIS_LIMIT} optimised"
@@ -152,7 +169,7 @@ def supports(workload: Workload, policy: Policy) -> str | None:
 
 
 def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: float = 1.0,
-             max_iter: int = 300, rng=0) -> OptimizedStrategy:
+             max_iter: int = 300, rng=0, templates=None) -> OptimizedStrategy:
     """A strategy optimised for ``workload`` under ``policy``; its Δ is exact.
 
     Parameters
@@ -173,6 +190,17 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
         L-BFGS-B iterations per start.
     rng : None, int or numpy.random.Generator
         Seeds the random starts (a given seed gives the same strategy).
+    templates : None or iterable of str
+        The optimised templates to try (default: every one of :data:`TEMPLATES`
+        that applies): ``"p-identity"`` (Kronecker p-Identity, DP-exact),
+        ``"edge-domain p-identity"`` (1-D policies without ⊥), ``"marginals"``
+        (weighted marginals, grids of ≤ 1,024 cells) and ``"dense"`` (dense
+        factors on a smoothed max, axes of ≤ 128 cells), and ``"total"`` (the
+        winner again with the public total as one more row, under policies
+        without ⊥ on ≤ 1,024 cells). The identity and the
+        prefix sums always compete; ``info["template"]`` names the winner,
+        ``info["objectives"]`` every candidate's exact objective and
+        ``info["fallback"]`` says when no optimised template beat them.
 
     Returns
     -------
@@ -201,6 +229,10 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
             raise InvalidParameterError(f"{name} must be an integer >= {low}, got {value!r}")
     if not (isinstance(rows, (int, float)) and math.isfinite(rows) and rows >= 1):
         raise InvalidParameterError(f"rows must be a number >= 1, got {rows!r}")
+    chosen = TEMPLATES if templates is None else tuple(templates) if not isinstance(templates, str) else (templates,)
+    unknown = [t for t in chosen if t not in TEMPLATES]
+    if unknown or not chosen:
+        raise InvalidParameterError(f"templates must be names among {TEMPLATES}, got {templates!r}")
     reason = supports(workload, policy)
     if reason is not None:
         raise InvalidParameterError(f"cannot optimise a strategy here: {reason}")
@@ -208,21 +240,191 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     shape = tuple(policy.domain.shape)
     problem = _Problem(_terms(workload, shape), _edge_groups(policy), shape,
                        tuple(int(math.ceil(rows * n)) for n in shape))
-    best = None
     # the identity (the Laplace mechanism) and the prefix sums (Ordered) themselves: never done worse than them
-    starts = [[np.eye(n) for n in shape], [np.tril(np.ones((n, n))) for n in shape]]
+    fixed = [[np.eye(n) for n in shape], [np.tril(np.ones((n, n))) for n in shape]]
+    candidates = [("identity", fixed[0]), ("prefix", fixed[1])]
     # nothing to trade off when no edge moves a record (every strategy has Δ = 0) or no query has error to lose
     edges = problem.edges
-    if (any(p is not None for p in edges.pairs) or edges.bottom or edges.multi) and problem.error(starts[0]) > 0:
-        starts += [problem.optimise(problem.start(s, rng), max_iter) for s in range(restarts)]
-    for start, X in enumerate(starts):
+    pairs = any(p is not None for p in edges.pairs)
+    if (pairs or edges.bottom or edges.multi) and problem.error(fixed[0]) > 0:
+        candidates += _templates(problem, policy, restarts, max_iter, rng, chosen)
+    best, scores = None, {}
+
+    def consider(name, X):
+        nonlocal best
         factors = tuple(DenseFactor(x) for x in X)
         op = factors[0] if len(factors) == 1 else Kron(factors)
-        delta = float(policy.sensitivity(op))
-        objective = delta**2 * problem.error(X)
+        delta = float(policy.sensitivity(op))  # exact: the policy's edge differences, whatever the surrogate was
+        error = problem.error(X) if len(X) == len(shape) else _flat_error(problem, X[0])
+        objective = delta**2 * error
+        if not math.isfinite(objective):
+            return
+        scores[name] = objective
         if best is None or objective < best.objective:
-            best = OptimizedStrategy(factors, delta, objective, shape, {"start": start})
+            best = OptimizedStrategy(factors, delta, objective, shape, {"template": name})
+
+    for name, X in candidates:
+        if X is not None:
+            consider(name, X)
+    # the public total: no edge to ⊥ means no neighbour changes n, so a row TOTAL_WEIGHT·1ᵀ adds nothing to Δ
+    # (the policy's edge differences confirm it) and least squares gets the total almost free
+    K = math.prod(shape)
+    if "total" in chosen and len(candidates) > 2 and not edges.bottom and K <= TOTAL_CELLS \
+            and best.info["template"] != "edge-domain p-identity":
+        name = best.info["template"]
+        consider(f"{name} + total", [np.vstack([best.kron.dense(), np.full((1, K), TOTAL_WEIGHT)])])
+    best.info["objectives"] = scores
+    optimised = [n for n, X in candidates[2:] if X is not None]
+    if len(candidates) > 2 and best.info["template"] in ("identity", "prefix"):
+        best.info["fallback"] = (f"no optimised template ({', '.join(optimised) or 'none converged'}) beat the "
+                                 f"fixed {best.info['template']} strategy")
     return best
+
+
+#: the dense smoothed-max template runs on axes up to this many cells (its steps are O(n³))
+DENSE_AXIS = 128
+#: the optimised templates :func:`optimize` tries
+TEMPLATES = ("p-identity", "edge-domain p-identity", "marginals", "dense", "total")
+#: the largest grid on which the winner is also tried with the public total (one dense K × K inverse)
+TOTAL_CELLS = 1024
+
+
+def _templates(problem, policy, restarts, max_iter, rng, chosen) -> list:
+    """(name, per-axis factors) of every optimised template in ``chosen`` that applies (None where one failed)."""
+    edges, shape = problem.edges, problem.shape
+    kron = None
+    if "p-identity" in chosen or "dense" in chosen:  # the dense template starts from it
+        kron = _guard(lambda: kron_pidentity(problem.terms, shape, restarts, max_iter, rng))
+    out = [("p-identity", kron)] if "p-identity" in chosen else []
+    if "edge-domain p-identity" in chosen and len(shape) == 1 and not edges.bottom and not edges.multi \
+            and edges.pairs[0] is not None:
+        out.append(("edge-domain p-identity", _guard(lambda: edge_pidentity(problem.terms, shape[0], restarts,
+                                                                            max_iter, rng))))
+    if "marginals" in chosen and len(shape) > 1:
+        from .marginal_weights import fit_marginals  # noqa: PLC0415  (one template module per idea)
+
+        flat = _guard(lambda: fit_marginals(problem.terms, shape, problem.edges, max_iter))
+        out.append(("marginals", None if flat is None else [flat]))
+    cell_edges = any(p is not None for p in edges.pairs) or edges.multi
+    if "dense" in chosen and cell_edges and max(shape) <= DENSE_AXIS:
+        # the dense factors on the smoothed max: from the p-identity's result and from seeded starts
+        starts = [kron] if kron is not None else []
+        starts += [problem.start(s, rng) for s in range(max(restarts - len(starts), 0))]
+        best = None
+        for X0 in starts:
+            X = _guard(lambda: problem.optimise([np.array(x, dtype=float) for x in X0], max_iter))
+            if X is None:
+                continue
+            f = _guard(lambda: problem.value_and_grad(X)[0])
+            if f is not None and math.isfinite(f) and (best is None or f < best[0]):
+                best = (f, X)
+        out.append(("dense", None if best is None else best[1]))
+    return out
+
+
+def _guard(fn):
+    """fn(), or None when the optimisation failed numerically (a template that fails is skipped)."""
+    try:
+        out = fn()
+    except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+        return None
+    return out
+
+
+def kron_pidentity(terms, shape, restarts, max_iter, rng) -> list[np.ndarray]:
+    """One p-Identity factor per axis, each fitted to its axis's Gram given the others (alternating).
+
+    For a fixed set of other axes the error is linear in axis i's (AᵢᵀAᵢ)⁻¹, with
+    Gram Σ_terms weight · (other axes' variances) · 1_r 1_rᵀ (:func:`axis_gram`),
+    so each step is one p-Identity fit; under DP the product has Δ = 1.
+    """
+    d = len(shape)
+    inverse = [np.eye(n) for n in shape]
+    theta = [None] * d
+    # one Kronecker term: each axis's Gram only scales with the others, so one round is the optimum
+    rounds = 1 if d == 1 or (len(terms) == 1 and not terms[0].zip) else 3
+    for _ in range(rounds):
+        seen = []  # (Gram / its trace, Θ) of this round: an axis whose Gram is a multiple of an earlier one's
+        for i, n in enumerate(shape):  # gets that axis's Θ (the fit is the same for c·G)
+            G = axis_gram(terms, shape, inverse, i)
+            Gn = G / (np.trace(G) or 1.0)
+            same = next((T for H, T in seen if H.shape == Gn.shape and np.allclose(H, Gn, rtol=1e-12, atol=0)), None)
+            if same is not None:
+                T = same
+            else:
+                T, _ = fit_best_p(G, restarts=restarts, max_iter=max_iter, rng=rng, start=theta[i])
+                seen.append((Gn, T))
+            theta[i] = T
+            A = strategy_matrix(T)
+            inverse[i] = np.linalg.inv(A.T @ A)
+    return [strategy_matrix(T) for T in theta]
+
+
+#: the weight of the total's row in the edge-domain strategy (its noise variance is 1/64 of a unit row's;
+#: a policy without ⊥ charges it nothing)
+TOTAL_WEIGHT = 8.0
+
+
+def edge_pidentity(terms, k, restarts, max_iter, rng) -> list[np.ndarray]:
+    """A p-Identity strategy on the line tree's edge values (the prefix sums), as a cell-domain matrix.
+
+    Haney et al. 2015, Thm 4.3: moving a record from cell u to v (u < v) changes
+    the prefix sums P_u … P_{v−1} by one each, so for B ≥ 0 with unit columns the
+    strategy A = B·C (C the prefix-sum matrix) has ‖A(e_u − e_v)‖₁ = v − u exactly
+    on the line (Δ = θ under G^θ): the DP normalisation again, no smoothed max.
+    Without ⊥ the total P_{k−1} is public, so it is measured with weight
+    :data:`TOTAL_WEIGHT` at no cost and the fit covers P_0 … P_{k−2}.
+    """
+    G = prefix_gram(axis_gram(terms, (k,), [np.eye(k)], 0))[:-1, :-1]
+    T, _ = fit_best_p(G, restarts=restarts, max_iter=max_iter, rng=rng)
+    B = strategy_matrix(T)
+    full = np.zeros((B.shape[0] + 1, k))
+    full[:-1, :-1] = B
+    full[-1, -1] = TOTAL_WEIGHT
+    return [np.cumsum(full[:, ::-1], axis=1)[:, ::-1]]  # column i = Σ_{j ≥ i} B e_j: A = B·C
+
+
+def axis_gram(terms, shape, inverse, i) -> np.ndarray:
+    """The Gram of axis i's workload weighted by the other axes' variances under their (AⱼᵀAⱼ)⁻¹."""
+    n = shape[i]
+    G = np.zeros((n, n))
+    S = [_prefix2(N) for N in inverse]
+    for t in terms:
+        if t.gram is not None:
+            G += t.weight * t.gram
+            continue
+        v = [_Problem._variances(S[j], *t.axes[j]) for j in range(len(shape))]
+        lo, hi = t.axes[i]
+        if t.zip:
+            others = np.prod([v[j] for j in range(len(shape)) if j != i], axis=0) if len(shape) > 1 else None
+            G += t.weight * range_gram(lo, hi, n, others)
+        else:
+            others = math.prod(float(v[j].sum()) for j in range(len(shape)) if j != i)
+            G += t.weight * others * range_gram(lo, hi, n)
+    return G
+
+
+def _prefix2(N):
+    n = N.shape[0]
+    S = np.zeros((n + 1, n + 1))
+    S[1:, 1:] = np.cumsum(np.cumsum(N, axis=0), axis=1)
+    return S
+
+
+def flat_mean_variance(strategy: OptimizedStrategy, workload: Workload) -> float:
+    """mean over queries of w (AᵀA)⁻¹ wᵀ for a strategy of one flat factor on a grid: tr(WᵀW (AᵀA)⁻¹)/q."""
+    from .marginal_weights import workload_gram  # noqa: PLC0415
+
+    shape = tuple(strategy.shape)
+    G = workload_gram(_terms(workload, shape), shape)
+    return float(np.sum(G * strategy.factors[0].inverse_gram)) / workload.shape[0]
+
+
+def _flat_error(problem, X) -> float:
+    """Σ_queries w (XᵀX)⁻¹ wᵀ for one flat factor on a grid (the marginals template; ≤ DENSE_LIMIT cells)."""
+    from .marginal_weights import workload_gram  # noqa: PLC0415
+
+    return float(np.sum(workload_gram(problem.terms, problem.shape) * np.linalg.inv(X.T @ X)))
 
 
 # -- the workload, as per-axis ranges -------------------------------------------------------------
