@@ -23,7 +23,6 @@ import itertools
 import math
 
 import numpy as np
-from scipy.optimize import minimize
 
 from .pidentity import range_gram
 
@@ -88,6 +87,8 @@ def fit_marginals(terms, shape, edges, max_iter: int) -> np.ndarray:
     Raises ValueError when the template does not apply (a grid above
     :data:`MARGINAL_CELLS` cells, more than :data:`MARGINAL_AXES` axes, or a dense 1-D Gram).
     """
+    from scipy.optimize import minimize  # lazy: import blowfish_nb stays light (issue 28)
+
     from .optimized import TOTAL_WEIGHT  # noqa: PLC0415  (one constant, defined with the edge-domain template)
 
     d, K = len(shape), math.prod(shape)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import minimize
 
 __all__ = ["objective", "fit", "strategy_matrix", "range_gram", "prefix_gram", "default_p", "fit_best_p"]
 
@@ -93,6 +92,8 @@ def fit(gram: np.ndarray, p: int, *, restarts: int, max_iter: int, rng: np.rando
     r-th of p equal blocks of cells: a one-level hierarchy) and seeded random
     matrices, ``restarts`` in all; the lowest f wins.
     """
+    from scipy.optimize import minimize  # lazy: import blowfish_nb stays light (issue 28)
+
     k = gram.shape[0]
     scale = float(np.trace(gram)) / k or 1.0
     G = gram / scale  # f is linear in G: optimise a well-scaled copy
