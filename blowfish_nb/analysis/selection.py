@@ -30,7 +30,7 @@ import pandas as pd
 
 from .._validation import check_epsilon
 from ..exceptions import BlowfishError, InvalidParameterError
-from ..mechanisms import Laplace, MatrixMechanism, Optimized
+from ..mechanisms import MatrixMechanism, Optimized
 from ..mechanisms.base import auto_candidates
 from ..mechanisms.htheta import AUTO_MAX_THETA
 from ..mechanisms.optimized import AUTO, AUTO_AXIS

@@ -29,7 +29,7 @@ from scipy.sparse import csgraph
 
 from .._arrays import unique_sorted
 from .._validation import check_epsilon
-from ..exceptions import InvalidParameterError, PolicyError
+from ..exceptions import InvalidParameterError
 from ..operators import Workload
 from ..policy import Policy, spanning_tree, transform
 from ..policy.threshold import Threshold
