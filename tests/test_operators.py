@@ -107,3 +107,17 @@ def test_operators_and_strategies_import_nothing_above_them():
             if isinstance(node, (ast.Import, ast.ImportFrom)) and getattr(node, "level", 0) == 0:
                 names = [node.module] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
                 assert all(n.split(".")[0] in libraries for n in names), f"{path.name} imports {names}"
+
+
+def test_range_column_differences_and_norms_on_unsorted_and_sorted_ends():
+    """Issue 28: sorted ends are used as they are (no re-sort per edge chunk); unsorted ones still sorted first."""
+    from blowfish_nb.ranges import Ranges
+
+    rng = np.random.default_rng(4)
+    k = 40
+    for hi in (np.arange(k), rng.permutation(k), np.sort(rng.integers(0, k, 25)), rng.integers(0, k, 25)):
+        R = Ranges(k, np.zeros(hi.size, dtype=int), hi)
+        D = R.dense()
+        u, v = rng.integers(0, k, 60), rng.integers(0, k, 60)
+        np.testing.assert_array_equal(R.column_differences(u, v), np.abs(D[:, u] - D[:, v]).sum(axis=0))
+        np.testing.assert_array_equal(R.column_norms(u), np.abs(D[:, u]).sum(axis=0))

@@ -107,6 +107,15 @@ class Transform:
         data = np.r_[np.ones(k), -np.ones(int(real.sum()))]
         self._tri = sp.csr_array((data, (rows, cols)), shape=(k, k))
         self._rank = rank
+        # subtree sums of whole counts as differences of one running sum: in depth-first preorder a cell's subtree
+        # is the run [start, start + size) (the tree is the BFS tree's: a forest has one spanning tree)
+        pre = csgraph.depth_first_order(adj, k + 1, directed=False, return_predecessors=False)
+        self._preorder = pre[pre < k]
+        self._pre_start = np.empty(k, dtype=np.intp)
+        self._pre_start[self._preorder] = np.arange(k)
+        size = np.empty(k)
+        size[cells] = spsolve_triangular(self._tri, np.ones(k), lower=False, unit_diagonal=True)
+        self._pre_end = self._pre_start + np.rint(size).astype(np.intp)
         # x_G[e] = S[child] if the edge is stored as (child, parent), −S[child] if as (parent, child)
         child_is_u = pred[u] == vv
         self._edge_child = np.where(child_is_u, u, vv)
@@ -127,10 +136,15 @@ class Transform:
         if x.shape != (self.k,):
             raise InvalidParameterError(f"x must be a histogram of {self.k} cells, got shape {x.shape}")
         if self.is_forest:
-            subtree = np.empty(self.k)
-            subtree[self._order] = spsolve_triangular(
-                self._tri, x[self._order], lower=False, unit_diagonal=True
-            )
+            running = np.concatenate([[0.0], np.cumsum(x[self._preorder])])
+            if np.all(x == np.rint(x)) and abs(running).max(initial=0.0) < 2.0**53:
+                # whole counts: every partial sum is exact, so the differences are the subtree sums exactly (O(k))
+                subtree = running[self._pre_end] - running[self._pre_start]
+            else:
+                subtree = np.empty(self.k)
+                subtree[self._order] = spsolve_triangular(
+                    self._tri, x[self._order], lower=False, unit_diagonal=True
+                )
             return self._edge_sign * subtree[self._edge_child]
         phi = self._lu.solve(x[self._keep])
         return self._reduced.T @ phi

@@ -141,6 +141,7 @@ def test_a_plan_is_built_once_per_k_and_theta_and_equals_a_fresh_one():
     for name in ("A", "V", "column", "group", "pos", "sign"):
         assert np.array_equal(getattr(cached, name), getattr(fresh, name)), name
     assert cached.stretch == fresh.stretch and cached.exact_sensitivity() == fresh.exact_sensitivity()
+    assert cached.sensitivity() == cached.exact_sensitivity() == m.sensitivity(a)  # computed once, then recalled
     W = workload.prefix(60)
     assert m.expected_error(W, b, 1.0) == m.expected_error(W, a, 1.0)
     assert len(htheta._PLANS) <= htheta.PLANS_REMEMBERED

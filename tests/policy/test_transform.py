@@ -110,3 +110,33 @@ def test_crossing_rows_and_counts_equal_dense_w_times_p(edges):
     dense = W @ P
     assert np.array_equal(crossing_rows(lo, hi, edges, k).toarray(), dense)
     assert np.array_equal(crossing_counts(lo, hi, edges, k), (dense**2).sum(axis=1))
+
+
+@pytest.mark.parametrize("tree", tree_policies(), ids=lambda p: p.summary())
+def test_subtree_sums_by_running_sum_equal_the_triangular_solve(tree):
+    """Issue 28: whole counts take x_G from one running sum in depth-first order; it equals, bit for bit, the
+    triangular solve it replaced (still used for other x), on every tree family and on a grounded forest."""
+    from scipy.sparse.linalg import spsolve_triangular
+
+    t = policy.transform(tree)
+    rng = np.random.default_rng(tree.domain.size)
+    for x in (rng.poisson(4, size=tree.domain.size).astype(float), np.zeros(tree.domain.size),
+              rng.integers(-3, 9, size=tree.domain.size).astype(float)):
+        subtree = np.empty(t.k)
+        subtree[t._order] = spsolve_triangular(t._tri, x[t._order], lower=False, unit_diagonal=True)
+        np.testing.assert_array_equal(t.data(x), t._edge_sign * subtree[t._edge_child])
+    real = rng.normal(size=tree.domain.size)  # not whole: the solve itself
+    subtree = np.empty(t.k)
+    subtree[t._order] = spsolve_triangular(t._tri, real[t._order], lower=False, unit_diagonal=True)
+    np.testing.assert_array_equal(t.data(real), t._edge_sign * subtree[t._edge_child])
+
+
+def test_subtree_runs_of_a_deep_tree():
+    """H^θ at k = 2,000, θ = 4 is a chain of hubs ~k/θ deep: the running-sum x_G equals the solve's."""
+    from scipy.sparse.linalg import spsolve_triangular
+
+    t = policy.transform(policy.spanning_tree(policy.threshold(Domain.grid(2000), 4), "htheta"))
+    x = np.random.default_rng(5).poisson(3, size=2000).astype(float)
+    subtree = np.empty(t.k)
+    subtree[t._order] = spsolve_triangular(t._tri, x[t._order], lower=False, unit_diagonal=True)
+    np.testing.assert_array_equal(t.data(x), t._edge_sign * subtree[t._edge_child])
