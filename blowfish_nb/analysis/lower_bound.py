@@ -4,7 +4,8 @@ Any matrix-mechanism strategy answering W under (ε, δ, G)-Blowfish privacy
 has total squared error at least P(ε, δ)·(λ₁ + … + λ_s)²/n_G, with
 P(ε, δ) = 2 log(2/δ)/ε², λ the singular values of W_G = W P_G and n_G the
 number of edges. The λ are the square roots of the eigenvalues of
-L^{1/2} WᵀW L^{1/2} with L = P_G P_Gᵀ, a k×k problem whatever |E| is.
+L^{1/2} WᵀW L^{1/2} with L = P_G P_Gᵀ, a k×k problem whatever |E| is, and
+the nonzero eigenvalues of W L Wᵀ, a q×q one (used when q < k).
 
 P(ε, δ) belongs to (ε, δ) mechanisms with Gaussian noise, which Laplace
 mechanisms can beat. For pure ε (Laplace noise scaled to the L1 sensitivity)
@@ -58,7 +59,6 @@ def lower_bound(workload, policy: Policy, epsilon: float, delta: float | None = 
     k = policy.domain.size
     if k > LOWER_BOUND_LIMIT:
         raise InvalidParameterError(f"lower_bound is dense; k={k} is above {LOWER_BOUND_LIMIT}")
-    G = _gram(workload)
     e = policy.edges()
     m = len(e)
     if m == 0:
@@ -67,13 +67,30 @@ def lower_bound(workload, policy: Policy, epsilon: float, delta: float | None = 
     pair = e[:, 1] != BOTTOM
     P = sp.csr_array((np.r_[np.ones(m), -np.ones(int(pair.sum()))],
                       (np.r_[e[:, 0], e[pair, 1]], np.r_[cols, cols[pair]])), shape=(k, m))
-    L = (P @ P.T).toarray()
-    vals, vecs = np.linalg.eigh(L)
-    root = (vecs * np.sqrt(np.clip(vals, 0, None))) @ vecs.T
-    sing = np.sqrt(np.clip(np.linalg.eigvalsh(root @ G @ root), 0, None))
+    L = P @ P.T
+    q = workload.shape[0]
+    if q < k:
+        # the λ² are the nonzero eigenvalues of (W P)(W P)ᵀ = W L Wᵀ as well: one q × q eigvalsh, no eigh of L
+        # (issue 28: with OpenBLAS's threads on a loaded machine, the k × k eigh of a 64-range quote took ~0.6 s)
+        S = _rows(workload)
+        M = S @ L @ S.T
+        M = np.asarray(M.toarray() if sp.issparse(M) else M, dtype=float)
+        sing = np.sqrt(np.clip(np.linalg.eigvalsh((M + M.T) / 2), 0, None))
+    else:
+        G = _gram(workload)
+        vals, vecs = np.linalg.eigh(L.toarray())
+        root = (vecs * np.sqrt(np.clip(vals, 0, None))) @ vecs.T
+        sing = np.sqrt(np.clip(np.linalg.eigvalsh(root @ G @ root), 0, None))
     factor = noise.variance(1.0 / epsilon) if delta is None else 2 * math.log(2 / delta) / epsilon**2
     total = factor * sing.sum() ** 2 / m
     return float(total / workload.shape[0])
+
+
+def _rows(workload):
+    """W itself: sparse through its structure, or the dense array a user gave."""
+    if not hasattr(workload, "dense"):
+        return np.asarray(workload, dtype=float)
+    return as_sparse(workload)
 
 
 def _gram(workload) -> np.ndarray:

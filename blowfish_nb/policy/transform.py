@@ -239,6 +239,10 @@ def crossing_counts(lo, hi, edges: np.ndarray, k: int) -> np.ndarray:
     if len(edges) and edges.min() >= 0 and np.abs(edges[:, 0] - edges[:, 1]).max() <= WINDOW_SPAN:
         rows = _windowed_rows(lo, hi, edges, k)
         return np.asarray(rows.multiply(rows).sum(axis=1), dtype=float).reshape(-1)
+    to_bottom = edges[:, 1] == BOTTOM if len(edges) else np.zeros(0, dtype=bool)
+    if to_bottom.all():  # a star to ⊥ (the dp spanning tree): an edge (u, ⊥) crosses exactly when u is inside
+        ends = np.sort(edges[:, 0])
+        return (np.searchsorted(ends, hi, side="right") - np.searchsorted(ends, lo, side="left")).astype(float)
     u, v = edges[:, 0], edges[:, 1]
     if lo.size * len(u) > 500_000_000:
         raise InvalidParameterError(

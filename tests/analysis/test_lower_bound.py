@@ -5,6 +5,7 @@ import pytest
 
 from blowfish_nb import Domain, policy, workload
 from blowfish_nb.analysis import choose_mechanism, lower_bound
+from blowfish_nb.operators import Total
 from blowfish_nb.policy import BOTTOM
 from blowfish_nb.ranges import all_ranges, random_ranges
 
@@ -27,8 +28,21 @@ POLS = [policy.dp(Domain.grid(12)), policy.line(Domain.grid(12)), policy.thresho
 
 @pytest.mark.parametrize("pol", POLS, ids=lambda p: p.summary())
 def test_eigen_formulation_equals_direct_svd(pol):
-    for W in [workload.identity(12), workload.prefix(12), all_ranges(12)]:
+    for W in [workload.identity(12), workload.prefix(12), all_ranges(12), random_ranges(12, 5, rng=1)]:
         assert lower_bound(W, pol, 0.5) == pytest.approx(direct(W, pol, 0.5), rel=1e-6)  # sqrt of near-zero eigenvalues
+
+
+@pytest.mark.parametrize("pol", POLS, ids=lambda p: p.summary())
+def test_fewer_queries_than_cells_take_the_q_by_q_route_with_the_same_bound(pol):
+    """Issue 28: q < k takes the eigenvalues of W L Wᵀ (q × q); a structured workload, its dense array, and the
+    k × k route (the same rows stacked twice, q ≥ k, whose λ are √2 times as large: (Σλ)² doubles and q doubles)
+    agree with the direct SVD."""
+    for W in [random_ranges(12, 3, rng=2), random_ranges(12, 11, rng=3), Total(12)]:
+        want = direct(W, pol, 0.7)
+        assert lower_bound(W, pol, 0.7) == pytest.approx(want, rel=1e-6)
+        assert lower_bound(W.dense(), pol, 0.7) == pytest.approx(want, rel=1e-6)
+        twice = np.vstack([W.dense()] * (1 + 12 // W.shape[0]))
+        assert lower_bound(twice, pol, 0.7) == pytest.approx(want, rel=1e-6)
 
 
 @pytest.mark.parametrize("pol", POLS[:4], ids=lambda p: p.summary())

@@ -92,6 +92,8 @@ def test_tree_fast_path_scales():
     np.array([[i, i + 1] for i in range(11)]),                   # short edges: the windowed scan
     np.array([[0, j] for j in range(1, 12)]),                   # a star: long edges, the direct count
     np.array([[i, -1] for i in range(12)] + [[2, 9], [0, 11]]),  # ⊥ edges and long ones
+    np.array([[i, -1] for i in range(12)]),                     # the dp star: counted by sorted ends
+    np.array([[i, -1] for i in (7, 0, 3, 3)]),                  # a partial star, unsorted, a repeat
 ])
 def test_crossing_rows_and_counts_equal_dense_w_times_p(edges):
     """W·P_G by the definition (column e = e_u − e_v, ⊥ contributes nothing), for every range of 12 cells."""
