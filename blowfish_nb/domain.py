@@ -79,7 +79,8 @@ class OrderedAttribute:
         object.__setattr__(self, "edges", edges)
         k = edges.size - 1
         width = (edges[-1] - edges[0]) / k
-        equal = bool(np.allclose(np.diff(edges), width, rtol=0, atol=1e-12 * max(1.0, abs(edges[-1]))))
+        # np.allclose(diff, width, rtol=0, atol=...) without its generic machinery (the edges are finite)
+        equal = bool(np.abs(np.diff(edges) - width).max() <= 1e-12 * max(1.0, abs(edges[-1])))
         object.__setattr__(self, "_width", width if equal else None)
 
     @property
@@ -90,7 +91,7 @@ class OrderedAttribute:
     @property
     def labels(self) -> pd.IntervalIndex:
         """Bin intervals (closed on the left; the last bin also holds its right edge)."""
-        return pd.IntervalIndex.from_breaks(self.edges, closed="left", name=self.name)
+        return _interval_labels(self.name, self.edges.tobytes()).copy()  # a copy: an Index's name can be set
 
     def encode(self, values: pd.Series) -> np.ndarray:
         """Bin index of every value; raise :class:`DomainError` for NaN, text or out-of-range values."""
@@ -160,8 +161,7 @@ class OrderedAttribute:
             elif affine:  # the bounds once per block, then one affine map (exact: see _affine_is_exact)
                 if not self._fits(block):
                     return None
-                codes = codes_buf[: block.size]
-                np.copyto(codes, self._affine(block, r_buf[: block.size]), casting="unsafe")
+                codes = self._affine(block, r_buf[: block.size], codes_buf[: block.size])
             elif floats:
                 codes = self._float_codes(block, codes_buf[: block.size], *(a[: block.size] for a in scratch))
             else:
@@ -181,16 +181,24 @@ class OrderedAttribute:
             counts += c
         return counts
 
-    def _affine(self, part: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """(v − e0) / width into ``out`` (float), by the same operations whatever the block."""
+    def _affine(self, part: np.ndarray, out: np.ndarray, codes: np.ndarray | None = None) -> np.ndarray:
+        """(v − e0) / width into ``out`` (float), by the same operations whatever the block.
+
+        With ``codes`` (intp) the last operation writes its float results
+        straight into ``codes``, truncated as ``astype`` would (one pass
+        fewer: the same codes as truncating ``out`` afterwards), and returns it.
+        """
         e0, width = self.edges[0], self._width
+        last = out if codes is None else codes
         if e0 != 0:
-            np.subtract(part, e0, out=out)
             if width != 1:
-                np.divide(out, width, out=out)
+                np.subtract(part, e0, out=out)
+                np.divide(out, width, out=last, casting="unsafe")
+            else:
+                np.subtract(part, e0, out=last, casting="unsafe")
         else:
-            np.divide(part, width, out=out)
-        return out
+            np.divide(part, width, out=last, casting="unsafe")
+        return last
 
     @functools.cached_property
     def _affine_is_exact(self) -> bool:
@@ -805,3 +813,10 @@ def _num(v: float) -> str:
 def _short(values) -> str:
     shown = list(values[:6]) if isinstance(values, Sequence) else list(values)[:6]
     return f"{shown!r}"[:-1] + (", ...]" if len(values) > 6 else "]")
+
+
+@functools.lru_cache(maxsize=32)
+def _interval_labels(name: str, edges: bytes) -> pd.IntervalIndex:
+    """The bins' IntervalIndex, built once per (name, edges): pandas' validation of 4,096 intervals cost more than
+    the rest of a histogram release's planning (issue 28). Callers get copies (see :attr:`OrderedAttribute.labels`)."""
+    return pd.IntervalIndex.from_breaks(np.frombuffer(edges, dtype=float), closed="left", name=name)

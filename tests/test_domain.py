@@ -118,6 +118,8 @@ def test_the_one_division_count_is_taken_only_when_it_equals_the_edge_search():
             taken += 1
             codes = a._affine(v, np.empty(v.size)).astype(np.intp)
             assert np.array_equal(np.bincount(np.minimum(codes, k - 1), minlength=k), want)
+            # the count's route: the last operation written straight into intp codes (one pass fewer), same codes
+            assert np.array_equal(a._affine(v, np.empty(v.size), np.empty(v.size, dtype=np.intp)), codes)
         assert np.array_equal(Domain([a]).histogram(pd.DataFrame({"x": v})), want)
     assert taken > 150  # the fast path is the common case, not a curiosity
 
@@ -177,3 +179,37 @@ def test_grid_refuses_an_attribute_beyond_the_cell_limit_before_allocating():
         Domain.grid(10**9)
     with pytest.raises(InvalidParameterError, match="10,000,000"):
         Domain.grid((2, CELL_LIMIT + 1))
+
+
+def test_bin_labels_are_built_once_and_each_caller_gets_its_own_index():
+    """Issue 28: the IntervalIndex of a bin layout is remembered; it equals pandas' own construction, and renaming
+    the index of one release does not rename the next one's."""
+    import numpy as np
+    import pandas as pd
+
+    from blowfish_nb.domain import OrderedAttribute
+
+    for edges in (np.linspace(0, 250_000, 4097), [18.0, 30.0, 50.0, 80.0], np.r_[0.1, np.cumsum(np.arange(1, 9))]):
+        a, b = OrderedAttribute("x", edges), OrderedAttribute("x", np.array(edges))
+        want = pd.IntervalIndex.from_breaks(np.asarray(edges, dtype=float), closed="left", name="x")
+        first = a.labels
+        pd.testing.assert_index_equal(first, want, exact=True)
+        first.name = "renamed"
+        pd.testing.assert_index_equal(b.labels, want, exact=True)
+        assert OrderedAttribute("y", edges).labels.name == "y"
+
+
+def test_equal_width_detection_matches_allclose():
+    """The width test written without np.allclose gives its verdict on equal, nearly equal and unequal edges."""
+    import numpy as np
+
+    from blowfish_nb.domain import OrderedAttribute
+
+    rng = np.random.default_rng(9)
+    cases = [np.linspace(0, 1, 11), np.linspace(-3.3, 1e6, 4097), np.array([0.0, 1.0, 3.0]),
+             np.linspace(0, 1, 11) + np.r_[0, 1e-13, np.zeros(9)], np.linspace(0, 1, 11) + np.r_[0, 1e-11, np.zeros(9)]]
+    cases += [np.cumsum(rng.uniform(0.5, 1.5, 30)) for _ in range(5)]
+    for e in cases:
+        width = (e[-1] - e[0]) / (e.size - 1)
+        want = bool(np.allclose(np.diff(e), width, rtol=0, atol=1e-12 * max(1.0, abs(e[-1]))))
+        assert (OrderedAttribute("x", e)._width is not None) == want
