@@ -41,7 +41,8 @@ def one_pass(rng) -> list[list[object]]:
                                                                  policy=pol, epsilon=1.0, rng=rng))
             ratio = t_total / (t_count + t_mech)
             rows.append([name, pol, f"{t_count * 1e3:.1f}", f"{t_mech * 1e3:.1f}", f"{t_total * 1e3:.1f}",
-                         f"{ratio:.2f}", "yes" if ratio <= 2 else "NO"])
+                         f"{ratio:.2f}", "yes" if ratio <= 2 else "NO", f"{t_total / t_count:.2f}",
+                         "yes" if t_total <= 3 * t_count else "NO"])
     return rows
 
 
@@ -58,7 +59,8 @@ def projection(rng) -> list[list[object]]:
         t_proj = median_seconds(lambda: release_counts(counts, plan, epsilon=1.0, projection=True, rng=rng), repeats=3)
         a = release_counts(counts, plan, epsilon=1.0, projection=True, rng=0)
         b = release_counts(counts, plan, epsilon=1.0, projection=False, rng=0)
-        rows.append([pol, f"{k:,}", a.provenance["projected cells"], f"{t_full:.3f}", f"{t_proj:.4f}",
+        rows.append([pol, f"{k:,}", a.provenance["projected cells"], f"{t_full:.3f}",
+                     "yes" if t_full <= 1.0 else "NO", f"{t_proj:.4f}",
                      f"{t_full / t_proj:.0f}×", f"{b.mechanism} / {a.mechanism}",
                      f"{b.expected_error:.4g} / {a.expected_error:.4g}"])
     return rows
@@ -80,7 +82,7 @@ def accuracy_timing() -> list[list[object]]:
             translate = median_seconds(lambda: epsilon_for_accuracy(mech, W, pol, 50.0, 0.05), repeats=5)
             whole = median_seconds(lambda: plan_budget(plan, accuracy=(50.0, 0.05)), repeats=3)
             rows.append([query, name, mech.name, f"{chosen.epsilon:.4g}", f"{translate * 1e3:.1f}",
-                         "yes" if translate <= 0.05 else "NO", f"{whole * 1e3:.0f}"])
+                         "yes" if translate <= 0.05 else "NO", f"{whole * 1e3:.0f}", "yes" if whole <= 0.05 else "NO"])
     return rows
 
 
@@ -99,15 +101,23 @@ def main() -> None:
         "Command: `.venv/bin/python -m benchmarks.accessor_scale`. Medians of repeated runs in one process.",
         f"## One pass over {ROWS:,} rows: `df.blowfish.release` against np.bincount on precomputed codes + the mechanism",
         "The target: total ≤ 2 × (bincount + mechanism). *Mechanism* is everything after the counts "
-        "(`release_counts`: choice by expected error, noise, inference, the Release).",
-        markdown_table(["column", "policy", "bincount ms", "mechanism ms", "total ms", "ratio", "≤ 2"], parts[0]),
+        "(`release_counts`: choice by expected error, noise, inference, the Release). Issue 28's bar, total ≤ 3 × "
+        "bincount, is set for 10⁶ rows and 4,096 cells (benchmarks/histogram_release.py); here it is read at 10⁷ rows.",
+        markdown_table(["column", "policy", "bincount ms", "mechanism ms", "total ms", "ratio", "≤ 2",
+                        "total ÷ bincount", "≤ 3 (issue 28)"], parts[0]),
         "## Dynamic projection on a 10^6-cell domain (3 range queries; counts precomputed)",
-        markdown_table(["policy", "cells", "projected cells", "full domain s", "projected s", "speed-up",
+        "Issue 28's bar: a release at k = 10⁶ in ≤ 1 s (the full-domain column; benchmarks/large_domain_release.py "
+        "times the mechanisms alone against a baseline).",
+        markdown_table(["policy", "cells", "projected cells", "full domain s", "≤ 1 s (issue 28)", "projected s",
+                        "speed-up",
                         "mechanism full / projected", "expected error full / projected"], parts[1]),
         "## (α, β) → ε at k = 4096 (α = 50, β = 0.05; the ℓ∞ guarantee over all answers)",
         "*Translation*: (α, β) → ε for the mechanism `auto` picks (closed form, or 800 Monte-Carlo draws with a "
-        "99% upper bound on the quantile). *With the pick*: choosing that mechanism by expected error too.",
-        markdown_table(["query", "policy", "mechanism", "ε", "translation ms", "≤ 50 ms", "with the pick ms"], parts[2]),
+        "99% upper bound on the quantile). *With the pick*: choosing that mechanism by expected error too. Both are "
+        "medians after a warm-up, so they time remembered quotes; issue 28's ≤ 50 ms bar for a *cold* quote (fresh "
+        "interpreter) is benchmarks/quote_cold.py's.",
+        markdown_table(["query", "policy", "mechanism", "ε", "translation ms", "≤ 50 ms", "with the pick ms",
+                        "with the pick ≤ 50 ms"], parts[2]),
     ])
     publish(RESULTS, text)
 
