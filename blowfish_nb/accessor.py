@@ -125,7 +125,8 @@ def release(
                    theta=theta, blocks=blocks, attributes=attributes, constraints=constraints,
                    **request.template_parameters())
     budgeted = plan_budget(plan, request)
-    as_generator(rng)  # a bad rng is refused before the pass over the rows
+    if rng is not None:  # a bad rng is refused before the pass over the rows (None, OS entropy, is always good)
+        as_generator(rng)
     return execute(histogram(df, plan.domain), budgeted, rng=rng)
 
 
