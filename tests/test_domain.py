@@ -213,3 +213,38 @@ def test_equal_width_detection_matches_allclose():
         width = (e[-1] - e[0]) / (e.size - 1)
         want = bool(np.allclose(np.diff(e), width, rtol=0, atol=1e-12 * max(1.0, abs(e[-1]))))
         assert (OrderedAttribute("x", e)._width is not None) == want
+
+
+def test_counts_in_threads_use_their_own_scratch_and_equal_the_sequential_ones():
+    """Issue 28: the count's scratch arrays are kept per thread; columns counted at once in several threads (floats
+    on the affine route, floats on the edge route, unit integers) give the counts each gives alone, and a column
+    with a bad value deep inside is still refused."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    import pandas as pd
+    import pytest
+
+    from blowfish_nb import Domain, DomainError
+
+    rng = np.random.default_rng(11)
+    jobs = []
+    for i in range(12):
+        if i % 3 == 0:
+            d, v = Domain.from_column(pd.Series([0.0], name="x"), bins=4096, bounds=(0, 250_000)), rng.uniform(0, 250_000, 300_000)
+        elif i % 3 == 1:
+            d, v = Domain.from_column(pd.Series([0.0], name="x"), bins=7, bounds=(0.1, 1.0)), rng.uniform(0.1, 1.0, 200_001)
+        else:
+            d, v = Domain.from_column(pd.Series([0], name="x"), bins=100, bounds=(0, 100)), rng.integers(0, 100, 250_000)
+        jobs.append((d, pd.DataFrame({"x": v})))
+    alone = [d.histogram(df) for d, df in jobs]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda job: job[0].histogram(job[1]), jobs * 2))
+    for a, b in zip(alone * 2, together):
+        assert np.array_equal(a, b)
+    d, df = jobs[0]
+    bad = df.copy()
+    bad.loc[250_000, "x"] = -1.0
+    with pytest.raises(DomainError):
+        d.histogram(bad)
+    assert np.array_equal(d.histogram(df), alone[0])
