@@ -85,10 +85,11 @@ class Transform:
         k = self.k
         n = k + 2  # cells, ⊥ (k), and a super-root (k + 1) joined to every ground
         grounds = list(self.roots) + ([k] if has_ground_bottom else [])
+        rows, cols = adj.nonzero()  # once (each call converts the whole matrix)
         adj = sp.csr_array(
             (np.r_[adj.data, np.ones(2 * len(grounds))],
-             (np.r_[adj.nonzero()[0], np.full(len(grounds), k + 1), grounds],
-              np.r_[adj.nonzero()[1], grounds, np.full(len(grounds), k + 1)])),
+             (np.r_[rows, np.full(len(grounds), k + 1), grounds],
+              np.r_[cols, grounds, np.full(len(grounds), k + 1)])),
             shape=(n, n),
         )
         order, pred = csgraph.breadth_first_order(adj, k + 1, directed=False)
