@@ -102,7 +102,8 @@ def main() -> None:
         f"## One pass over {ROWS:,} rows: `df.blowfish.release` against np.bincount on precomputed codes + the mechanism",
         "The target: total ≤ 2 × (bincount + mechanism). *Mechanism* is everything after the counts "
         "(`release_counts`: choice by expected error, noise, inference, the Release). Issue 28's bar, total ≤ 3 × "
-        "bincount, is set for 10⁶ rows and 4,096 cells (benchmarks/histogram_release.py); here it is read at 10⁷ rows.",
+        "bincount, is set for 10⁶ rows and 4,096 cells (benchmarks/histogram_release.py); here it is read at "
+        "10⁷ rows.",
         markdown_table(["column", "policy", "bincount ms", "mechanism ms", "total ms", "ratio", "≤ 2",
                         "total ÷ bincount", "≤ 3 (issue 28)"], parts[0]),
         "## Dynamic projection on a 10^6-cell domain (3 range queries; counts precomputed)",

@@ -228,15 +228,14 @@ def test_counts_in_threads_use_their_own_scratch_and_equal_the_sequential_ones()
     from blowfish_nb import Domain, DomainError
 
     rng = np.random.default_rng(11)
+    layouts = [((0.0, 4096, (0, 250_000)), lambda: rng.uniform(0, 250_000, 300_000)),
+               ((0.0, 7, (0.1, 1.0)), lambda: rng.uniform(0.1, 1.0, 200_001)),
+               ((0, 100, (0, 100)), lambda: rng.integers(0, 100, 250_000))]
     jobs = []
     for i in range(12):
-        if i % 3 == 0:
-            d, v = Domain.from_column(pd.Series([0.0], name="x"), bins=4096, bounds=(0, 250_000)), rng.uniform(0, 250_000, 300_000)
-        elif i % 3 == 1:
-            d, v = Domain.from_column(pd.Series([0.0], name="x"), bins=7, bounds=(0.1, 1.0)), rng.uniform(0.1, 1.0, 200_001)
-        else:
-            d, v = Domain.from_column(pd.Series([0], name="x"), bins=100, bounds=(0, 100)), rng.integers(0, 100, 250_000)
-        jobs.append((d, pd.DataFrame({"x": v})))
+        (first, bins, bounds), values = layouts[i % 3]
+        d = Domain.from_column(pd.Series([first], name="x"), bins=bins, bounds=bounds)
+        jobs.append((d, pd.DataFrame({"x": values()})))
     alone = [d.histogram(df) for d, df in jobs]
     with ThreadPoolExecutor(4) as pool:
         together = list(pool.map(lambda job: job[0].histogram(job[1]), jobs * 2))
