@@ -86,7 +86,10 @@ def _assert_readable(g: dict, answers: int, series: int) -> None:
 def test_two_runs_draw_both_releases_side_by_side_in_data_units(server, request, page):
     """The issue saw the collapsed plot in JupyterLab and in Notebook 7: both are driven."""
     _open(request.getfixturevalue(server), page)
-    answers = 30  # the notebook's session bins age into 30 bins; histogram of age, one bin per answer
+    # the notebook's session bins age into two-year bins (it prints how many); histogram of age, one bin per answer
+    answers = int(re.search(r"age in (\d+) two-year bins",
+                            page.locator(".jp-Notebook .jp-Cell", has_text="# ages in whole years").first.inner_text())
+                  .group(1))
     tag = "" if server == "lab" else f"-{server}"
 
     g = _run_and_wait(page, releases=1)

@@ -27,6 +27,15 @@ def _ready(page) -> None:
 lab_holder = {}
 
 
+def _age_bins(page) -> int:
+    """How many age bins the notebook made (two-year bins between the data set's public bounds), from its output."""
+    marker = "# ages in whole years"
+    page.wait_for_function("m => /age in \\d+ two-year bins: \\d+–\\d+/.test(Array.from(document.querySelectorAll("
+                           "'.jp-Notebook .jp-Cell')).find(c => c.innerText.includes(m))?.innerText || '')", arg=marker)
+    text = page.locator(".jp-Notebook .jp-Cell", has_text=marker).first.inner_text()
+    return int(re.search(r"age in (\d+) two-year bins", text).group(1))
+
+
 def _node_point(page, selector: str, node_id: str) -> tuple[float, float]:
     return tuple(page.evaluate(
         """([sel, id]) => { const box = document.querySelector(sel); const cy = box.__cy;
@@ -69,7 +78,7 @@ def test_mouse_edits_on_the_canvas_reach_the_python_policy(lab, page):
     page.mouse.click(x, y)
     page.wait_for_selector(".blowfish-canvas-message:has-text('self-loops are not edges')")
     m = cell_text(page, "# The Policy object the canvas holds", r"canvas: edges = (\d+)")
-    assert m.group(1) == "30"  # 29 line edges + the one added by mouse
+    assert int(m.group(1)) == _age_bins(page)  # k − 1 line edges + the one added by mouse
 
 
 def test_theta_slider_and_tradeoff_click(lab, page):
@@ -94,7 +103,8 @@ def test_theta_slider_and_tradeoff_click(lab, page):
     m = cell_text(page, "# What the kernel holds now", rf"explorer: theta = {theta}, epsilon = 0\.5,")
     assert m is not None and theta > 3
     edges = int(page.get_attribute(explorer_canvas, "data-edges"))
-    assert edges == sum(30 - d for d in range(1, theta + 1))  # G^θ on 30 bins, edge for edge
+    k = _age_bins(page)
+    assert edges == sum(k - d for d in range(1, theta + 1))  # G^θ on k bins, edge for edge
 
     # click the first point of the ε = 0.1 series: θ = 1, ε = 0.1
     bars_before = page.eval_on_selector_all(BARS, HEIGHTS)
@@ -128,8 +138,13 @@ def test_analyst_two_queries_then_refused(lab, page):
     page.wait_for_selector(f"{panel} .blowfish-cost:has-text('cumulative of age')")
     run.click()
     page.wait_for_function(f"() => document.querySelectorAll('{panel} .blowfish-history tr').length === 3")
-    # the comparison plot draws both releases (30 answers each)
-    page.wait_for_function(f"() => document.querySelectorAll('{panel} .blowfish-compare rect.bar').length === 60")
+    # the comparison plot draws both releases (one answer per age bin each)
+    page.wait_for_function(f"() => document.querySelectorAll('{panel} .blowfish-compare rect.bar').length === "
+                           f"{2 * _age_bins(page)}")
+    # whole-year bins read as ages (issue 28, 7: not "18.0–20.1")
+    ticks = page.eval_on_selector_all(f"{panel} .blowfish-compare .tick text", "els => els.map(e => e.textContent)")
+    bins = [t for t in ticks if "–" in t]
+    assert bins and all(re.fullmatch(r"\d+–\d+", t) for t in bins), ticks
     left = float(re.search(r"ε left ([0-9.e+-]+)", label.inner_text()).group(1))
     assert 0 < left < 1
     bar = page.eval_on_selector(f"{panel} .blowfish-budget .progress-bar", "e => parseFloat(e.style.width)")
