@@ -9,7 +9,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import pytest
 
-from tests.browser.conftest import ARTIFACTS, open_notebook, run_all
+from tests.browser.conftest import ARTIFACTS, cell_text, open_notebook, run_all
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -261,3 +261,19 @@ def test_unequal_bins_are_drawn_at_their_true_widths(lab, page):
     shown = page.eval_on_selector_all(BARS, "els => els.filter(e => e.getBoundingClientRect().width > 0 && "
                                             "getComputedStyle(e).visibility !== 'hidden').length")
     assert shown == 0
+
+
+def test_arrow_keys_move_a_focused_slider_in_jupyterlab_too(lab, page):
+    """Issue 28 (7): the listener that keeps slider keys from Notebook 7's shortcuts leaves JupyterLab's sliders
+    working as before (the Notebook 7 side is tests/browser/test_notebook7.py)."""
+    _ready(page, lab)
+    handle = page.locator(f"{EXPLORER} .blowfish-epsilon .noUi-handle")
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    handle.press("ArrowRight")  # from ε = 1 one step up the log scale
+    page.wait_for_function(f"() => document.querySelector('{EXPLORER} .blowfish-epsilon .widget-readout')"
+                           ".innerText !== '1.00'", timeout=10_000)
+    slider_eps = float(page.locator(f"{EXPLORER} .blowfish-epsilon .widget-readout").inner_text())
+    assert slider_eps > 1.0
+    m = cell_text(page, "# What the kernel holds now", r"kernel sees epsilon = (?!1,)([0-9.e+-]+),")
+    assert float(m.group(1)) == pytest.approx(slider_eps, rel=5e-3)
