@@ -13,6 +13,8 @@ Templates (BlowfishDB's analyst view, extended):
   ``hi`` equal to the domain's upper bound takes the last bin, which holds its
   right edge. Each answer is labelled with the interval its bins span (e.g.
   ``(20, 35)`` on 5-year bins from 17 answers ``[17, 37)``);
+  bins are labelled in data units as the widgets print them (``"5,000–10,000"``, a
+  category by its name; a MultiIndex on several attributes);
 * ``"marginal"`` — counts over the attributes in ``keep``, the others summed out;
 * ``"kmeans"`` — ``k`` cluster centres over ordered attributes, found by SuLQ
   (:mod:`blowfish_nb.mechanisms.sulq`) in ``iterations`` noisy steps; the
@@ -47,7 +49,7 @@ from .ranges import Boxes, Ranges
 from .units import decimals, format_edge, format_edges
 from .workload import marginal
 
-__all__ = ["Query", "build_query", "covered_bins", "QUERIES", "TEMPLATES", "PARAMETERS"]
+__all__ = ["Query", "build_query", "bin_labels", "covered_bins", "QUERIES", "TEMPLATES", "PARAMETERS"]
 
 #: the query templates, each with the request parameters it takes (besides columns, the budget and the mechanism)
 TEMPLATES: dict[str, tuple[str, ...]] = {
@@ -122,7 +124,7 @@ def build_query(domain: Domain, query, **params) -> Query:
             raise InvalidParameterError(f"{p}= is for query={owner!r}, got query={query!r}")
     shape = domain.shape
     if query == "histogram":
-        return Query("histogram", Identity(domain.size), domain.labels)
+        return Query("histogram", Identity(domain.size), bin_labels(domain))
     if query == "cumulative":
         _ordered_only(domain, "cumulative")
         W = Prefix(shape[0]) if len(shape) == 1 else Kron([Prefix(s) for s in shape])
@@ -132,6 +134,47 @@ def build_query(domain: Domain, query, **params) -> Query:
     if query == "kmeans":
         return _kmeans(domain, params.get("k"), params.get("iterations"))
     return _marginal(domain, params.get("keep"))
+
+
+def bin_labels(domain: Domain) -> pd.Index:
+    """One label per cell in data units, as the widgets print bins: ``"5,000–10,000"`` (a category: its name).
+
+    A one-attribute domain gives an Index named after the column, several a
+    MultiIndex of them. The half-open intervals themselves stay in
+    :attr:`Domain.labels <blowfish_nb.Domain.labels>`. An attribute's labels
+    are built once and reused (O(k) string formatting, ≈ 0.5 µs a bin, would
+    otherwise be paid by every release).
+
+    Examples
+    --------
+    >>> d = Domain.from_column(pd.Series([0.0], name="salary"), bins=3, bounds=(0, 15_000))
+    >>> bin_labels(d).tolist(), bin_labels(d).name
+    (['0–5,000', '5,000–10,000', '10,000–15,000'], 'salary')
+    """
+    indexes = [_attribute_labels(a) for a in domain.attributes]
+    if len(indexes) == 1:
+        return indexes[0]
+    return pd.MultiIndex.from_product(indexes, names=domain.names)
+
+
+#: labels of recently used ordered attributes, by (name, edges): a repeated release formats nothing
+_LABELS: dict[tuple[str, bytes], pd.Index] = {}
+_LABELS_KEPT = 32
+
+
+def _attribute_labels(attr) -> pd.Index:
+    if isinstance(attr, CategoricalAttribute):
+        return attr.labels
+    key = (attr.name, attr.edges.tobytes())
+    cached = _LABELS.get(key)
+    if cached is None:
+        texts = format_edges(attr, attr.edges)
+        cached = pd.Index(np.array([f"{a}–{b}" for a, b in zip(texts[:-1], texts[1:])], dtype=object),
+                          dtype=object, name=attr.name)
+        if len(_LABELS) >= _LABELS_KEPT:
+            _LABELS.pop(next(iter(_LABELS)), None)
+        _LABELS[key] = cached
+    return cached.rename(attr.name)  # a fresh Index object on the shared values: renaming a release's index is local
 
 
 def _ordered_only(domain: Domain, what: str) -> None:
@@ -147,7 +190,7 @@ def _upper_labels(domain: Domain) -> pd.Index:
         texts = format_edges(attr, attr.edges[1:])  # one pass: a repeated quote rebuilds these labels
         ends = [f"< {t}" for t in texts[:-1]] + [f"≤ {texts[-1]}"]
         return pd.Index(ends, name=f"{attr.name} up to")
-    return domain.labels
+    return bin_labels(domain)
 
 
 def _is_seq(value) -> bool:
@@ -251,7 +294,7 @@ def _marginal(domain: Domain, keep) -> Query:
     coords = np.unravel_index(np.arange(domain.size), domain.shape)
     axes = [domain.names.index(n) for n in order]
     blocks = np.ravel_multi_index([coords[a] for a in axes], kept.shape).astype(np.intp)
-    return Query("marginal", W, kept.labels, blocks)
+    return Query("marginal", W, bin_labels(kept), blocks)
 
 
 def _kmeans(domain: Domain, k, iterations) -> Query:

@@ -229,7 +229,39 @@ function setLine(node, text) {
   node.title = text;
 }
 
+// Keys a focused ipywidgets slider handle (noUiSlider) answers.
+export const SLIDER_KEYS = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "PageUp", "PageDown", "Home", "End"];
+
+// Notebook 7 starts its app without bubblingKeydown, so Lumino reads every
+// keydown on `document` in the capture phase, before the slider does: ArrowLeft
+// on a focused θ or ε handle ran notebook:move-cursor-heading-above-or-collapse
+// and never reached the slider (JupyterLab reads keydowns on the way back up,
+// after the slider has handled them). Lumino skips an event whose default is
+// already prevented, and noUiSlider does not look, so one listener on `window`
+// (whose capture phase comes before the document's) prevents the default of a
+// slider key aimed at a handle inside one of our widgets: the notebook ignores
+// it and the slider moves, as in JupyterLab. Nothing in ipywidgets' DOM is
+// changed; keys with a modifier, and every other element, keep their shortcuts.
+export function keepSliderKeys(win) {
+  if (!win || win.__blowfishSliderKeys) return;
+  win.__blowfishSliderKeys = true;
+  win.addEventListener(
+    "keydown",
+    (event) => {
+      const t = event.target;
+      if (
+        SLIDER_KEYS.includes(event.key) && !event.ctrlKey && !event.metaKey && !event.altKey &&
+        t && t.classList && t.classList.contains("noUi-handle") && t.closest && t.closest(".blowfish-explorer")
+      ) {
+        event.preventDefault();
+      }
+    },
+    true,
+  );
+}
+
 function render({ model, el }) {
+  keepSliderKeys(typeof window === "undefined" ? null : window);
   const root = document.createElement("div");
   root.className = "blowfish-canvas-widget";
   const caption = document.createElement("div");

@@ -19,8 +19,10 @@ def df():
 def test_release_fields_and_index(df):
     r = df.blowfish.release("histogram", column="salary", bins=25, policy="threshold", theta=3, epsilon=0.5, rng=4)
     assert isinstance(r, bf.Release)
-    assert isinstance(r.answers.index, pd.IntervalIndex) and len(r.answers) == 25
-    assert r.answers.index[0].left == 0 and r.answers.index[-1].right == 250_000
+    # labelled in data units as the widgets print bins (issue 28, 7); positions still work
+    assert r.answers.index.name == "salary" and len(r.answers) == 25
+    assert r.answers.index[0] == "0–10,000" and r.answers.index[-1] == "240,000–250,000"
+    assert r.answers["10,000–20,000"] == r.answers.iloc[1]
     assert r.epsilon == 0.5 and r.policy.family == "threshold" and r.policy.params["theta"] == 3
     t = np.exp(-0.5 / 2)  # discrete Laplace of scale Δ/ε = 4: variance 2t/(1 − t)²
     assert r.mechanism == "Laplace" and r.expected_error == pytest.approx(2 * t / (1 - t) ** 2)

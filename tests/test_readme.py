@@ -5,7 +5,9 @@ buys" is used by every later section, ``s`` from the session by the widgets. A
 block followed by a ```text block shows output, so it must print something; a
 ```text exact block is output that does not depend on the noise (analytic
 errors, units), and the printed text must equal it line for line. The blocks
-run in a temporary folder (the session snippet saves a file).
+run in an empty temporary folder, which must still be empty afterwards: a
+reader runs them wherever they are (often notebooks/), and the session snippet
+saves its file in a folder it removes.
 """
 
 from __future__ import annotations
@@ -67,4 +69,4 @@ def test_every_snippet_runs_in_order(tmp_path, monkeypatch):
             assert printed.strip(), f"block {n} ({heading}) shows output in the README but printed nothing"
         if exact:
             assert printed.strip().splitlines() == shown.strip().splitlines(), (heading, printed)
-    assert (tmp_path / "session.json").exists()
+    assert list(tmp_path.iterdir()) == []  # the snippets clean up after themselves (issue 28, 7: no session.json)

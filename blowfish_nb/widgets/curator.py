@@ -58,7 +58,7 @@ class CuratorExplorer(w.VBox):
     * pickers: column, query template (histogram, cumulative), policy family;
     * sliders: ε (log scale), θ (threshold, in bins), block size (partition);
     * bars: true (grey) and noisy (blue) answers on the column's own axis
-      (each bar on its bin, ticks in data units), and the ±2 standard-error
+      (each bar on its bin at the bin's true width, ticks in data units), and the ±2 standard-error
       band of the expected error; brushing a range shows the count of the bins
       it overlaps ("salary 70,000–135,000"), true and noisy (the noisy one from
       :meth:`Release.range_answer`: no extra budget), and its expected error;
@@ -260,12 +260,20 @@ class CuratorExplorer(w.VBox):
                                      labels=["true"])
         self.noisy_bars = bqplot.Bars(x=[0.0], y=[0.0], scales=scales, colors=["#3b6ea5"], opacities=[0.85],
                                       padding=0.45, labels=["noisy"])
+        # unequal bins: bqplot's Bars are all one width, so each bar is drawn as its own outline at its bin's true
+        # width (one filled path per series, hidden while the bins are equal and the Bars show them)
+        self.true_areas = bqplot.Lines(x=[0.0], y=[0.0], scales=scales, fill="inside", colors=["#b0b0b0"],
+                                       fill_colors=["#b0b0b0"], fill_opacities=[1.0], stroke_width=0,
+                                       visible=False, labels=["true"])
+        self.noisy_areas = bqplot.Lines(x=[0.0], y=[0.0], scales=scales, fill="inside", colors=["#3b6ea5"],
+                                        fill_colors=["#3b6ea5"], fill_opacities=[0.85], stroke_width=0,
+                                        visible=False, labels=["noisy"])
         self.brush = BrushIntervalSelector(scale=xs, marks=[self.true_bars], color="#55a868")
         self.x_axis = bqplot.Axis(scale=xs, label="bin")
         self.y_axis = bqplot.Axis(scale=ys, orientation="vertical", label="count", tick_format="~s",
                                   label_offset="48px")
         self.figure = bqplot.Figure(
-            marks=[self.true_bars, self.band, self.noisy_bars],
+            marks=[self.true_bars, self.true_areas, self.band, self.noisy_bars, self.noisy_areas],
             axes=[self.x_axis, self.y_axis],
             interaction=self.brush,
             display_toolbar=False,  # its hover toolbar covered the title; brushing is this plot's interaction
@@ -337,12 +345,16 @@ class CuratorExplorer(w.VBox):
         ordered = isinstance(attr, OrderedAttribute)
         self._edges = np.asarray(attr.edges, dtype=float) if ordered else np.arange(k + 1) - 0.5
         self._centers = (self._edges[:-1] + self._edges[1:]) / 2
+        widths = np.diff(self._edges)
+        self._unequal = not np.allclose(widths, widths[0], rtol=1e-9, atol=0)
         unit = (getattr(self._df, "attrs", {}).get("units") or {}).get(column)
         with self.figure.hold_sync():
             self.x_axis.label = f"{column} ({unit})" if unit else column
             ticks = nice_ticks(self._edges[0], self._edges[-1]) if ordered else np.arange(k, dtype=float)
             self.x_axis.tick_values = ticks
             self.x_axis.tick_format = f",.{tick_decimals(ticks)}f"
+            self.true_bars.visible = self.noisy_bars.visible = not self._unequal
+            self.true_areas.visible = self.noisy_areas.visible = self._unequal
         bin_width = span_label(attr, 1) if ordered else None
         self.tradeoff_x_axis.label = f"θ (bins of {bin_width})" if bin_width else "θ (bins)"
         self.brush.selected = None
@@ -429,6 +441,10 @@ class CuratorExplorer(w.VBox):
             self.true_bars.y = truth
             self.noisy_bars.x = self._centers
             self.noisy_bars.y = release.answers.to_numpy()
+            if self._unequal:
+                self.true_areas.x, self.true_areas.y = bar_outline(self._edges, truth, TRUE_WIDTH)
+                self.noisy_areas.x, self.noisy_areas.y = bar_outline(self._edges, release.answers.to_numpy(),
+                                                                     NOISY_WIDTH)
             self.band.x = self._centers
             self.band.y = np.vstack([truth - 2 * se, truth + 2 * se])
             self.y_axis.label = "count" if query == "histogram" else "cumulative count"
@@ -562,6 +578,30 @@ Explorer = CuratorExplorer
 
 #: how far (a factor, on log axes) the error–θ plot reaches beyond its points
 LOG_PAD = 1.3
+#: the share of its bin a bar covers, true and noisy (as the Bars' paddings 0.05 and 0.45 draw equal bins)
+TRUE_WIDTH, NOISY_WIDTH = 0.95, 0.55
+
+
+def bar_outline(edges: np.ndarray, heights: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray]:
+    """One closed outline of bars standing on their bins at the bins' true widths (centred, ``share`` of each).
+
+    Each bar is four points — up its left side, across its top, down its right
+    side — and the outline runs along y = 0 between bars, so a filled path
+    draws exactly the bars (negative heights hang below 0).
+
+    Examples
+    --------
+    >>> x, y = bar_outline(np.array([0.0, 1, 3]), np.array([5.0, 2]), 0.5)
+    >>> x.tolist(), y.tolist()
+    ([0.25, 0.25, 0.75, 0.75, 1.5, 1.5, 2.5, 2.5], [0.0, 5.0, 5.0, 0.0, 0.0, 2.0, 2.0, 0.0])
+    """
+    left, right = edges[:-1], edges[1:]
+    centre, half = (left + right) / 2, (right - left) * share / 2
+    x = np.column_stack([centre - half, centre - half, centre + half, centre + half]).ravel()
+    h = np.asarray(heights, dtype=float)
+    zero = np.zeros_like(h)
+    y = np.column_stack([zero, h, h, zero]).ravel()
+    return x, y
 
 
 def flat_note(query: str, thetas: np.ndarray, errors: dict, deltas: list[float]) -> str:

@@ -82,11 +82,18 @@ def _assert_readable(g: dict, answers: int, series: int) -> None:
     assert g["x"]["label"] == "age"
 
 
+def _age_bins(page) -> int:
+    from tests.browser.test_curator_and_analyst import _age_bins as age_bins
+
+    return age_bins(page)
+
+
 @pytest.mark.parametrize("server", ["lab", "notebook7"])
 def test_two_runs_draw_both_releases_side_by_side_in_data_units(server, request, page):
     """The issue saw the collapsed plot in JupyterLab and in Notebook 7: both are driven."""
     _open(request.getfixturevalue(server), page)
-    answers = 30  # the notebook's session bins age into 30 bins; histogram of age, one bin per answer
+    # the notebook's session bins age into two-year bins (it prints how many); histogram of age, one bin per answer
+    answers = _age_bins(page)
     tag = "" if server == "lab" else f"-{server}"
 
     g = _run_and_wait(page, releases=1)

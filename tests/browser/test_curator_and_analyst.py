@@ -27,6 +27,20 @@ def _ready(page) -> None:
 lab_holder = {}
 
 
+#: the printed output of the code cell whose source holds the marker, from the notebook's model (a cell scrolled
+#: out of view has no innerText in JupyterLab 4's windowed notebook)
+CELL_OUTPUT_JS = """(m) => { const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+    const c = cells.find(c => c.model.sharedModel.getSource().includes(m));
+    return c ? c.model.outputs.toJSON().map(o => [].concat(o.text || []).join('')).join('') : ''; }"""
+
+
+def _age_bins(page) -> int:
+    """How many age bins the notebook made (two-year bins between the data set's public bounds), from its output."""
+    marker = "# ages in whole years"
+    page.wait_for_function(f"m => /age in \\d+ two-year bins/.test(({CELL_OUTPUT_JS})(m))", arg=marker)
+    return int(re.search(r"age in (\d+) two-year bins", page.evaluate(CELL_OUTPUT_JS, marker)).group(1))
+
+
 def _node_point(page, selector: str, node_id: str) -> tuple[float, float]:
     return tuple(page.evaluate(
         """([sel, id]) => { const box = document.querySelector(sel); const cy = box.__cy;
@@ -69,7 +83,7 @@ def test_mouse_edits_on_the_canvas_reach_the_python_policy(lab, page):
     page.mouse.click(x, y)
     page.wait_for_selector(".blowfish-canvas-message:has-text('self-loops are not edges')")
     m = cell_text(page, "# The Policy object the canvas holds", r"canvas: edges = (\d+)")
-    assert m.group(1) == "30"  # 29 line edges + the one added by mouse
+    assert int(m.group(1)) == _age_bins(page)  # k − 1 line edges + the one added by mouse
 
 
 def test_theta_slider_and_tradeoff_click(lab, page):
@@ -94,7 +108,8 @@ def test_theta_slider_and_tradeoff_click(lab, page):
     m = cell_text(page, "# What the kernel holds now", rf"explorer: theta = {theta}, epsilon = 0\.5,")
     assert m is not None and theta > 3
     edges = int(page.get_attribute(explorer_canvas, "data-edges"))
-    assert edges == sum(30 - d for d in range(1, theta + 1))  # G^θ on 30 bins, edge for edge
+    k = _age_bins(page)
+    assert edges == sum(k - d for d in range(1, theta + 1))  # G^θ on k bins, edge for edge
 
     # click the first point of the ε = 0.1 series: θ = 1, ε = 0.1
     bars_before = page.eval_on_selector_all(BARS, HEIGHTS)
@@ -128,8 +143,13 @@ def test_analyst_two_queries_then_refused(lab, page):
     page.wait_for_selector(f"{panel} .blowfish-cost:has-text('cumulative of age')")
     run.click()
     page.wait_for_function(f"() => document.querySelectorAll('{panel} .blowfish-history tr').length === 3")
-    # the comparison plot draws both releases (30 answers each)
-    page.wait_for_function(f"() => document.querySelectorAll('{panel} .blowfish-compare rect.bar').length === 60")
+    # the comparison plot draws both releases (one answer per age bin each)
+    page.wait_for_function(f"() => document.querySelectorAll('{panel} .blowfish-compare rect.bar').length === "
+                           f"{2 * _age_bins(page)}")
+    # whole-year bins read as ages (issue 28, 7: not "18.0–20.1")
+    ticks = page.eval_on_selector_all(f"{panel} .blowfish-compare .tick text", "els => els.map(e => e.textContent)")
+    ages = [t for t in ticks if re.search(r"–|<|≤", t)]  # "17–19" or, beside a cumulative one, "< 19"
+    assert ages and all(re.fullmatch(r"\d+–\d+|[<≤] \d+", t) for t in ages), ticks
     left = float(re.search(r"ε left ([0-9.e+-]+)", label.inner_text()).group(1))
     assert 0 < left < 1
     bar = page.eval_on_selector(f"{panel} .blowfish-budget .progress-bar", "e => parseFloat(e.style.width)")

@@ -9,7 +9,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import pytest
 
-from tests.browser.conftest import ARTIFACTS, open_notebook, run_all
+from tests.browser.conftest import ARTIFACTS, cell_text, open_notebook, run_all
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -213,3 +213,67 @@ def test_the_explorer_fits_1280x800_with_its_plots_and_canvas_in_view_together(l
     for part in (".blowfish-theta", ".blowfish-epsilon", ".blowfish-bars", ".blowfish-tradeoff", ".blowfish-canvas"):
         box = page.eval_on_selector(f"{EXPLORER} {part}", BOX_JS)
         assert view["top"] - 1 <= box["y"] and box["y"] + box["h"] <= view["bottom"] + 1, (part, box, view)
+
+
+UNEQUAL_CELLS = [
+    "import blowfish_nb as bf\n"
+    "from blowfish_nb.widgets import Explorer\n"
+    "df = bf.datasets.salaries(n=2000, seed=0)\n"
+    "Explorer(df, column='salary', bins={'salary': [0, 20_000, 40_000, 100_000, 250_000], 'age': 31},\n"
+    "         columns=['salary', 'age'], theta=1, rng=0)",
+]
+#: the x pixel of every point of the filled bar outlines, per fill colour (bqplot writes the outline as one path)
+OUTLINES_JS = """(fig) => Array.from(document.querySelector(fig).querySelectorAll('path.line'))
+    .filter(p => getComputedStyle(p).fill !== 'none' && (p.getAttribute('d') || '').length > 0)
+    .map(p => ({fill: getComputedStyle(p).fill, visible: getComputedStyle(p).visibility !== 'hidden' &&
+                getComputedStyle(p.closest('g.mark') || p).visibility !== 'hidden',
+                xs: (p.getAttribute('d').match(/[ML][^ML]+/g) || []).map(s => parseFloat(s.slice(1).split(',')[0]))}))"""
+
+
+def test_unequal_bins_are_drawn_at_their_true_widths(lab, page):
+    """Issue 28 (7): bins of 20,000, 20,000, 60,000 and 150,000 are drawn 1 : 1 : 3 : 7.5 wide, not all alike."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in UNEQUAL_CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, lab.root / "unequal_bins.ipynb")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_notebook(page, lab, "unequal_bins.ipynb")
+    run_all(page)
+    page.wait_for_selector(f"{EXPLORER} .blowfish-canvas[data-ready='1']", timeout=120_000)
+    page.locator(BARS_FIGURE).scroll_into_view_if_needed()
+    page.wait_for_function(f"fig => ({OUTLINES_JS})(fig).filter(o => o.xs.length === 16).length === 2",
+                           arg=BARS_FIGURE, timeout=60_000)
+    page.wait_for_timeout(500)  # bqplot's transition
+    outlines = [o for o in page.evaluate(OUTLINES_JS, BARS_FIGURE) if len(o["xs"]) == 16]
+    page.locator(EXPLORER).screenshot(path=str(ARTIFACTS / "explorer-unequal-bins.png"))
+    widths = {0.95: None, 0.55: None}
+    for o in outlines:
+        xs = [o["xs"][i:i + 4] for i in range(0, 16, 4)]
+        w = [b[2] - b[0] for b in xs]
+        ratios = [v / w[0] for v in w]
+        assert ratios == pytest.approx([1, 1, 3, 7.5], rel=0.03), (o["fill"], w)
+        assert all(xs[i][2] < xs[i + 1][0] for i in range(3)), xs  # side by side, in order, not overlapping
+        widths[0.95 if o["fill"] == "rgb(176, 176, 176)" else 0.55] = w
+    assert widths[0.95] and widths[0.55]  # the grey (true) and the blue (noisy) outlines are both drawn
+    assert [n / t for n, t in zip(widths[0.55], widths[0.95])] == pytest.approx([0.55 / 0.95] * 4, rel=0.05)
+    # the uniform Bars are hidden (none drawn with a width)
+    shown = page.eval_on_selector_all(BARS, "els => els.filter(e => e.getBoundingClientRect().width > 0 && "
+                                            "getComputedStyle(e).visibility !== 'hidden').length")
+    assert shown == 0
+
+
+def test_arrow_keys_move_a_focused_slider_in_jupyterlab_too(lab, page):
+    """Issue 28 (7): the listener that keeps slider keys from Notebook 7's shortcuts leaves JupyterLab's sliders
+    working as before (the Notebook 7 side is tests/browser/test_notebook7.py)."""
+    _ready(page, lab)
+    handle = page.locator(f"{EXPLORER} .blowfish-epsilon .noUi-handle")
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    handle.press("ArrowRight")  # from ε = 1 one step up the log scale
+    page.wait_for_function(f"() => document.querySelector('{EXPLORER} .blowfish-epsilon .widget-readout')"
+                           ".innerText !== '1.00'", timeout=10_000)
+    slider_eps = float(page.locator(f"{EXPLORER} .blowfish-epsilon .widget-readout").inner_text())
+    assert slider_eps > 1.0
+    m = cell_text(page, "# What the kernel holds now", r"kernel sees epsilon = (?!1,)([0-9.e+-]+),")
+    assert float(m.group(1)) == pytest.approx(slider_eps, rel=5e-3)

@@ -258,3 +258,47 @@ def test_the_readout_leads_with_a_plain_sentence_and_keeps_the_details_one_click
     assert "Δ of the query" in details and ex.release.mechanism in details
     ex.family_dropdown.value = "dp"
     assert "whether any one person is in the data cannot be told" in ex.readout.value
+
+
+def test_unequal_bins_are_drawn_at_their_true_widths():
+    """Issue 28 (7): bqplot's Bars give every bar one width, so unequal bins are drawn as outlines at their widths."""
+    from blowfish_nb.widgets.curator import NOISY_WIDTH, TRUE_WIDTH
+
+    df = datasets.salaries(n=800, seed=3)
+    edges = np.array([0, 20_000, 40_000, 100_000, 250_000], dtype=float)
+    ex = CuratorExplorer(df, column="salary", bins={"salary": edges.tolist(), "age": 31}, columns=["salary", "age"],
+                         theta=1, rng=0)
+    assert ex.true_areas.visible and ex.noisy_areas.visible
+    assert not ex.true_bars.visible and not ex.noisy_bars.visible
+    for mark, values, share in ((ex.true_areas, ex.true_answers.to_numpy(), TRUE_WIDTH),
+                                (ex.noisy_areas, ex.release.answers.to_numpy(), NOISY_WIDTH)):
+        x, y = np.asarray(mark.x).reshape(-1, 4), np.asarray(mark.y).reshape(-1, 4)
+        np.testing.assert_allclose(x[:, 2] - x[:, 0], share * np.diff(edges))  # each bar as wide as its bin's share
+        np.testing.assert_allclose((x[:, 0] + x[:, 2]) / 2, (edges[:-1] + edges[1:]) / 2)  # centred on its bin
+        assert (x[:, 0] >= edges[:-1]).all() and (x[:, 2] <= edges[1:]).all()  # inside its bin
+        np.testing.assert_array_equal(y[:, 1], values)
+        np.testing.assert_array_equal(y[:, [0, 3]], 0)  # the outline runs along 0 between bars
+    before = np.asarray(ex.noisy_areas.y).copy()
+    ex.epsilon_slider.value = 0.05
+    assert not np.array_equal(ex.noisy_areas.y, before)  # a new release redraws the outline
+    # equal bins: the Bars show them again
+    ex.column_dropdown.value = "age"
+    assert ex.true_bars.visible and not ex.true_areas.visible
+
+
+def test_answers_carry_the_labels_the_widgets_show():
+    """Issue 28 (7): a histogram release is indexed by the bins in data units ('5,000–10,000'), as views print them."""
+    from blowfish_nb.units import bin_label
+    from blowfish_nb.widgets import AnalystPanel
+
+    df = datasets.salaries(n=800, seed=3)
+    ex = CuratorExplorer(df, column="salary", bins=50, rng=0)
+    attr = ex.domain.attributes[0]
+    shown = [bin_label(attr, i) for i in range(attr.size)]
+    assert ex.release.answers.index.tolist() == shown and ex.true_answers.index.tolist() == shown
+    assert shown[1] == "5,000–10,000" and ex.release.answers.index.name == "salary"
+    assert ex.release.answers.iloc[1] == ex.release.answers["5,000–10,000"]  # positions and labels both work
+    s = df.blowfish.session(1.0, bins={"salary": 50, "age": 31})
+    r = s.release("histogram", "salary", epsilon=0.1)
+    assert r.answers.index.tolist() == shown
+    assert AnalystPanel(s)._answer_labels(r) == shown
