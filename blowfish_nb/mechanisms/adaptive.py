@@ -38,9 +38,12 @@ depends on the data, so the choice is made privately, with a small share
   follows is ε′-private whichever it is (each claims its own ε), so the
   whole is ε-private by sequential composition; the choice itself may be
   published (``budget_split`` states the split for the release's
-  provenance). Checked by brute force on the statistic's moves and by the
-  violation hunter under dp, line, θ = 2 and a custom graph with ⊥; the
-  choice with half its noise is flagged (``tests/mechanisms/test_adaptive.py``).
+  provenance). Checked in exact arithmetic (the closed-form probability
+  of each outcome, F_Lap(τ − S), on every histogram in {0..7}⁴ and each of
+  its neighbours under dp, line and a graph with ⊥: log-ratio ≤ ρε), by
+  brute force on the statistic's moves, and by the violation hunter under
+  dp, line, θ = 2 and a custom graph with ⊥; the comparison with half its
+  noise is flagged (``tests/mechanisms/test_adaptive.py``).
 * **Why ρ = 0.03.** On a dense histogram the fallback then runs with
   0.97ε: 1/0.97² = 1.063 times its error at ε, inside the issue's 1.1
   (ρ ≤ 0.047 would be). The comparison's noise scale against τ is

@@ -1,5 +1,8 @@
 """The private choice between DAWA and a data-independent release, and bad input to every data-dependent release."""
 
+import itertools
+import math
+
 import numpy as np
 import pytest
 
@@ -188,3 +191,45 @@ def test_auto_release_of_a_sparse_histogram_states_the_budget_split():
     assert r.provenance["budget split"] == {"choice": pytest.approx(SHARE), "release": pytest.approx(1 - SHARE),
                                            "between": ("DAWA", "Laplace")}
     assert np.all(np.isfinite(r.answers.to_numpy()))
+
+
+def _log_choice_probabilities(stat, tau, b):
+    """Exact (ln P[dependent], ln P[fallback]) of S + Lap(b) < τ, in closed form (log space)."""
+    z = (tau - stat) / b
+    if z <= 0:
+        return math.log(0.5) + z, math.log1p(-0.5 * math.exp(z))
+    return math.log1p(-0.5 * math.exp(-z)), math.log(0.5) - z
+
+
+@pytest.mark.parametrize("pol_name", ["dp", "line", "custom"])
+def test_exact_loss_of_the_choice_on_every_histogram_of_four_cells(pol_name):
+    # every x ∈ {0..7}⁴ and every neighbour under the policy: the exact log-ratio of both outcomes ≤ ρε
+    k = 4
+    d = Domain.grid(k)
+    pol = {"dp": policy.dp(d), "line": policy.line(d),
+           "custom": policy.custom(d, [(0, 1), (1, 2), (2, 0), (2, 3), (3, "⊥")])}[pol_name]
+    m = mechanisms.Adaptive()
+    g = 1 if pol_name == "dp" else 2
+    edges = pol.edges().tolist()
+    for epsilon in (1.0 / 0.97 * 4 / 3, 0.5):  # caps 3 (dp) and 6 (line) counts at the first ε; 8 and 16 at the second
+        rest = (1 - m.share) * epsilon
+        cap = choice_cap(m.dependent, pol, rest)
+        tau = m.threshold(pol, rest)
+        worst = 0.0
+        for x in itertools.product(range(8), repeat=k):
+            x = np.array(x, float)
+            s, delta = choice_statistic(x, cap, g)
+            b = delta / (m.share * epsilon)
+            p = _log_choice_probabilities(s, tau, b)
+            for u, v in edges:
+                for sign in (1.0, -1.0):
+                    y = x.copy()
+                    y[u] -= sign
+                    if v >= 0:
+                        y[v] += sign
+                    if (y < 0).any():
+                        continue
+                    q = _log_choice_probabilities(choice_statistic(y, cap, g)[0], tau, b)
+                    worst = max(worst, abs(p[0] - q[0]), abs(p[1] - q[1]))
+        assert worst <= m.share * epsilon * (1 + 1e-9)
+        assert worst > 0.15 * m.share * epsilon  # the test reaches losses of the order of the claim
