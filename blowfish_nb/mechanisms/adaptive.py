@@ -58,8 +58,10 @@ depends on the data, so the choice is made privately, with a small share
   strategy on 18 of the 21 DPBench cells of ``dawa_reference.md``).
 * **What it cannot see.** S charges a cell above c only c², so a histogram
   whose non-empty cells sit between c and the level DAWA's PrivTree
-  actually isolates (≈ 25/ε₁ at k = 4,096) looks cheap and goes to DAWA,
-  which merges those cells (ADULTFRANK at ε = 1, ``dawa_reference.md``).
+  actually isolates looks cheap and goes to DAWA, which merges those cells
+  (ADULTFRANK at ε = 1 did so at 2.65× Laplace before DAWA's histogram
+  bias started at level ⌊D/2⌋, :func:`.dawa.histogram_offset`; 0.83× since,
+  ``dawa_reference.md``).
   Raising c to that level would see them, but Δ_S grows with c: at
   k = 4,096 the comparison's noise would then be about τ itself.
 
