@@ -4,40 +4,66 @@ A data-dependent release wins on sparse or piecewise-flat histograms and
 loses on dense, rough ones, where its partition finds nothing and its
 second stage measures every cell with part of the budget. Which case holds
 depends on the data, so the choice is made privately, with a small share
-ρ of ε (:data:`SHARE`), and the release chosen runs with the rest (1 − ρ)ε:
+ρ of ε (:data:`SHARE`), and the release chosen runs with the rest ε′ = (1 − ρ)ε.
 
-* **What decides.** S(x) = Σ_i min(x_i², (Cσ)²), σ² = 2(g/ε′)² Laplace's
-  variance per cell at ε′ = (1 − ρ)ε, C = :data:`HEAVY` = 3: the squared
-  error of a data-dependent release that smears every light cell into a
-  bucket of mean ≈ 0 (cost x_i²) and pays at most C²σ² on a heavy one
-  (isolated, its noise is 1.8σ² at DAWA's ε₂; merged, more). Against it
-  stands Laplace's k·σ². The data-dependent release is chosen when
-  S + Lap(Δ_S/(ρε)) < k·σ². g = 1 when every edge of the policy goes to ⊥,
-  else 2 (a move changes two counts; Laplace's Δ is g as well).
-* **Why it is private.** One count moving by 1 moves min(x², (Cσ)²) by at
-  most 2Cσ + 1 (the slope of x² below the cap is at most 2Cσ; above it the
+* **What decides.** The fallback's error on the histogram is public:
+  τ = k·e_F(ε′), e_F its expected squared error per cell (2(g/ε′)² for
+  Laplace). The data-dependent release's error is not; it is modelled cell
+  by cell as S(x) = Σ_i min(x_i², c²): a cell the partition cannot see is
+  merged into a bucket of mean ≈ 0 and costs x_i², and a cell it can see
+  is charged c². The data-dependent release is chosen when
+  S + Lap(Δ_S/(ρε)) < τ.
+* **Where the cap comes from (no constant fitted to data).** c is the noise
+  scale of the dependent release's own partition step, c = g/ε₁ with
+  ε₁ = ``dependent.partition_epsilon(ε′)`` (DAWA: ε₁ = 0.25ε′, a count
+  changed by one moves its partition's scores by one, and each of g
+  counts sees ε₁/g): a cell whose count is below the partition's noise is
+  indistinguishable from an empty one to that step and is merged, so it
+  pays x_i²; above it the cell may be isolated, and it is charged what a
+  cell at the edge of visibility costs, c². For DAWA under unbounded DP this
+  is c = 1/ε₁ = σ/(√2·0.25) ≈ 2.83σ, σ² = 2/ε′² Laplace's variance — a public
+  function of ε, the policy and DAWA's ratio. (Issue 25's first version
+  fixed c = 3σ by comparing 2, 3 and 5 on the DPBench sets; other
+  principled caps were tried before this one was kept — √κσ, the isolated
+  cell's second-stage noise, and PrivTree's isolation level ≈ 70σ — and
+  failed on the same sets, the first on dense ones, the second on flat
+  runs: the choice of principle was checked on data we have, and the
+  held-out sets should judge it.)
+* **Why it is private.** One count moving by 1 moves min(x², c²) by at
+  most 2c + 1 (the slope of x² below the cap is at most 2c; above it the
   term is constant), and a neighbour under the policy moves at most g
-  counts, so Δ_S = g(2Cσ + 1). The noisy comparison is the Laplace
-  mechanism at ρε followed by a comparison with a public number:
-  (ρε, G)-private. The release that follows is (1 − ρ)ε private whichever
-  it is (each claims its own ε), so the whole is ε-private by sequential
-  composition; the choice itself may be published (``budget_split`` states
-  the split for the release's provenance).
-* **Why ρ = 0.03.** On a dense histogram the Laplace release then runs with
-  0.97ε, 1/0.97² = 1.063 times Laplace's error at ε, inside the issue's 1.1.
-  The comparison's noise has standard deviation √2·Δ_S/(ρε) against the
-  threshold k·σ²: about 5% of it at k = 4,096 whatever ε (both scale as
-  1/ε²), 40% at k = 512; on small domains the choice is noisier.
+  counts (g = 1 when every edge goes to ⊥, else 2), so Δ_S = g(2c + 1),
+  public. The noisy comparison is the Laplace mechanism at ρε followed by a
+  comparison with the public number τ: (ρε, G)-private. The release that
+  follows is ε′-private whichever it is (each claims its own ε), so the
+  whole is ε-private by sequential composition; the choice itself may be
+  published (``budget_split`` states the split for the release's
+  provenance). Checked in exact arithmetic (the closed-form probability
+  of each outcome, F_Lap(τ − S), on every histogram in {0..7}⁴ and each of
+  its neighbours under dp, line and a graph with ⊥: log-ratio ≤ ρε), by
+  brute force on the statistic's moves, and by the violation hunter under
+  dp, line, θ = 2 and a custom graph with ⊥; the comparison with half its
+  noise is flagged (``tests/mechanisms/test_adaptive.py``).
+* **Why ρ = 0.03.** On a dense histogram the fallback then runs with
+  0.97ε: 1/0.97² = 1.063 times its error at ε, inside the issue's 1.1
+  (ρ ≤ 0.047 would be). The comparison's noise scale against τ is
+  Δ_S/(ρε·τ) ≈ 2c/(ρε·kσ²) = 2·2.83·0.97/(√2·0.03·k) ≈ 129/k for DAWA
+  under DP: 3% at k = 4,096, 25% at k = 512. "auto" offers Adaptive from
+  :data:`AUTO_MIN_CELLS` = 512 cells on, where that scale is at most
+  1/ln 50 of τ (a histogram with S = 0 or S = 2τ is then misjudged with
+  probability ≤ 1%).
 * **Only for the histogram.** S speaks of cells; for any other workload
   (ranges, boxes) no such statistic is built here, and the whole ε goes to
   the data-dependent release (DAWA's ranges beat the best data-independent
   strategy on 18 of the 21 DPBench cells of ``dawa_reference.md``).
-* **Why C = 3, and what it costs.** Below C the cap would call heavy
-  cells cheaper than DAWA makes them (its PrivTree isolates a cell only
-  when the count clears its depth bias, far above σ); above it the
-  comparison's noise (its Δ grows with C) swamps small domains. C was
-  compared at 2, 3 and 5 on the seven DPBench sets before it was fixed
-  (issue 25's notes): a held-out check should judge it.
+* **What it cannot see.** S charges a cell above c only c², so a histogram
+  whose non-empty cells sit between c and the level DAWA's PrivTree
+  actually isolates looks cheap and goes to DAWA, which merges those cells
+  (ADULTFRANK at ε = 1 did so at 2.65× Laplace before DAWA's histogram
+  bias started at level ⌊D/2⌋, :func:`.dawa.histogram_offset`; 0.83× since,
+  ``dawa_reference.md``).
+  Raising c to that level would see them, but Δ_S grows with c: at
+  k = 4,096 the comparison's noise would then be about τ itself.
 
 """
 
@@ -45,25 +71,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import math
 
 import numpy as np
 
-from ..exceptions import InvalidParameterError
+from ..exceptions import BlowfishError, InvalidParameterError
 from ..policy import Policy
 from ..ranges import as_ranges
 from ..workload import Identity, Workload
 from . import noise
 from .base import Mechanism
-from .dawa import DAWA, _group
+from .dawa import DAWA, RATIO, _group
 from .laplace import Laplace
 
-__all__ = ["Adaptive", "SHARE", "HEAVY", "choice_statistic"]
+__all__ = ["Adaptive", "SHARE", "AUTO_MIN_CELLS", "choice_statistic", "choice_cap"]
 
 #: share of ε spent on the choice (see the module notes)
 SHARE = 0.03
-#: a cell is heavy once its count passes HEAVY standard deviations of Laplace's noise (see the module notes)
-HEAVY = 3.0
+#: "auto" offers Adaptive from this many cells on (the comparison's noise ≤ τ/ln 50 there; see the module notes)
+AUTO_MIN_CELLS = 512
 
 
 @dataclass(frozen=True)
@@ -74,7 +99,7 @@ class Adaptive(Mechanism):
     ----------
     fallback : Mechanism
         The data-independent release for data without structure (Laplace by
-        default; ``mechanism="auto"`` passes its analytic choice).
+        default).
     dependent : Mechanism
         The data-dependent release (DAWA by default).
     share : float
@@ -97,6 +122,10 @@ class Adaptive(Mechanism):
     share: float = SHARE
     linear = False
     registry = {"adaptive": {}}
+    #: "auto" compares the default instance (see :meth:`offered` and :meth:`expected_error`)
+    auto = ({},)
+    #: below Laplace's 0: on a histogram Adaptive quotes its fallback's figure, and the tie goes to Adaptive
+    auto_rank = -1
 
     def __post_init__(self):
         if isinstance(self.share, bool) or not isinstance(self.share, (int, float)) or not 0 < self.share < 1:
@@ -109,6 +138,39 @@ class Adaptive(Mechanism):
     def name(self) -> str:  # type: ignore[override]
         return f"Adaptive({self.dependent.name} or {self.fallback.name})"
 
+    def refusal(self, policy: Policy) -> str | None:
+        """Refused when either release is (read from the policy alone, before any data)."""
+        return self.dependent.refusal(policy) or self.fallback.refusal(policy)
+
+    def offered(self, policy: Policy) -> bool:
+        """"auto" compares Adaptive on domains of at least :data:`AUTO_MIN_CELLS` cells whose policy it supports.
+
+        There the data may be sparse, and the choice's noise is small against
+        its threshold (see the module notes); on smaller domains "auto" keeps
+        to the data-independent figures.
+        """
+        return policy.domain.size >= AUTO_MIN_CELLS and self.supports(policy)
+
+    def expected_error(self, workload, policy, epsilon):
+        """On the histogram, the fallback's figure at the whole ε — what "auto" compares, not Adaptive's own error.
+
+        Adaptive's error depends on the data: on a dense histogram it is the
+        fallback's at (1 − ρ)ε, 1/(1 − ρ)² = 1.063 times this figure; on a
+        sparse one, DAWA's, usually far below it. The figure is quoted so that
+        "auto" (which compares figures, never data) prefers Adaptive to its
+        fallback on histograms (:attr:`auto_rank` breaks the tie). Off the
+        histogram the choice is not made and there is no figure.
+
+        Raises
+        ------
+        InvalidParameterError
+            Off the histogram, or when the fallback has no analytic figure.
+        """
+        if not _histogram(workload, workload.shape[1]):
+            raise InvalidParameterError(
+                f"{self.name} is data-dependent: it has no analytic expected error off the histogram; measure it")
+        return self.fallback.expected_error(workload, policy, epsilon)
+
     def _release(self, x, workload: Workload, policy: Policy, epsilon: float, rng) -> np.ndarray:
         if not _histogram(workload, x.size):  # the statistic speaks of cells: other workloads go to DAWA whole
             return self.dependent.release(x, workload, policy, epsilon, rng=rng)
@@ -118,11 +180,23 @@ class Adaptive(Mechanism):
     def choose(self, x, policy: Policy, epsilon: float, rng: np.random.Generator) -> str:
         """The name of the release chosen ((share·ε, policy)-private; see the module notes)."""
         x = np.asarray(x, dtype=float)
-        g = _group(policy)
-        sigma = math.sqrt(2.0) * g / ((1 - self.share) * epsilon)  # Laplace's standard deviation per cell
-        stat, delta = choice_statistic(x, sigma, g)
+        rest = (1 - self.share) * epsilon
+        cap = choice_cap(self.dependent, policy, rest)
+        stat, delta = choice_statistic(x, cap, _group(policy))
         noisy = stat + float(noise.selection_laplace(rng, delta / (self.share * epsilon), 1)[0])
-        return self.dependent.name if noisy < x.size * sigma**2 else self.fallback.name
+        return self.dependent.name if noisy < self.threshold(policy, rest) else self.fallback.name
+
+    def threshold(self, policy: Policy, epsilon: float) -> float:
+        """τ = k·e_F(ε): the fallback's expected total squared error on the histogram at ε (public).
+
+        Laplace's when the fallback has no analytic figure.
+        """
+        k = policy.domain.size
+        try:
+            per_cell = self.fallback.expected_error(Identity(k), policy, epsilon)
+        except BlowfishError:
+            per_cell = Laplace().expected_error(Identity(k), policy, epsilon)
+        return k * float(per_cell)
 
     def budget_split(self, epsilon: float, workload: Workload | None = None) -> dict:
         """The public split of ε, for the release's provenance (no choice, all to DAWA, off the histogram)."""
@@ -130,9 +204,6 @@ class Adaptive(Mechanism):
             return {"choice": 0.0, "release": epsilon, "between": (self.dependent.name,)}
         return {"choice": self.share * epsilon, "release": (1 - self.share) * epsilon,
                 "between": (self.dependent.name, self.fallback.name)}
-
-    def expected_error(self, workload, policy, epsilon):
-        raise InvalidParameterError(f"{self.name} is data-dependent: it has no analytic expected error; measure it")
 
     def __repr__(self) -> str:
         return f"Adaptive(fallback={self.fallback!r}, dependent={self.dependent!r}, share={self.share})"
@@ -144,14 +215,32 @@ def _histogram(workload: Workload, k: int) -> bool:
         r is not None and r.lo.size == k and np.array_equal(r.lo, np.arange(k)) and np.array_equal(r.hi, r.lo))
 
 
-def choice_statistic(x, sigma: float, group: int = 1) -> tuple[float, float]:
-    """(S, Δ_S): S = Σ min(x_i², (HEAVY·σ)²) and its sensitivity group·(2·HEAVY·σ + 1) (see the module notes).
+def choice_cap(dependent: Mechanism, policy: Policy, epsilon: float) -> float:
+    """c = g/ε₁: the noise scale, per count, of the dependent release's partition step at ε (see the module notes).
+
+    ε₁ = ``dependent.partition_epsilon(epsilon)``; DAWA's ratio of it when the
+    dependent release declares no partition step.
 
     Examples
     --------
-    >>> choice_statistic(np.array([0.0, 1.0, 100.0]), 1.0)
+    >>> from blowfish_nb import Domain, policy
+    >>> choice_cap(DAWA(), policy.dp(Domain.grid(8)), 1.0), choice_cap(DAWA(), policy.line(Domain.grid(8)), 1.0)
+    (4.0, 8.0)
+    """
+    eps1 = dependent.partition_epsilon(epsilon)
+    if eps1 is None:
+        eps1 = RATIO * epsilon
+    return _group(policy) / float(eps1)
+
+
+def choice_statistic(x, cap: float, group: int = 1) -> tuple[float, float]:
+    """(S, Δ_S): S = Σ min(x_i², cap²) and its sensitivity group·(2·cap + 1) (see the module notes).
+
+    Examples
+    --------
+    >>> choice_statistic(np.array([0.0, 1.0, 100.0]), 3.0)
     (10.0, 7.0)
     """
-    cap = HEAVY * float(sigma)
+    cap = float(cap)
     x = np.asarray(x, dtype=float)
     return float(np.sum(np.minimum(x * x, cap * cap))), float(group * (2.0 * cap + 1.0))

@@ -45,7 +45,7 @@ cell: it is never split). Facts used:
    (1/λ)·min(1, e^{−(b−θ)/λ}); (ln(1 − P))′ has magnitude ≤ 1/λ. So the
    leaf term is at most 1/λ in magnitude, and a split term is at most
    ∫ G over the interval its biased score moves through (length ≤ 1).
-2. The unclamped scores s_j = g(v_j) − jδ fall by at least δ a level
+2. The unclamped scores s_j = g(v_j) − (j − j₀)δ fall by at least δ a level
    (g is monotone). A node with s_j + 1 ≤ θ − δ is clamped at θ − δ on both
    sides and contributes 0; the others, counted from the deepest, have
    s_r > θ − δ − 1 + rδ.
@@ -61,6 +61,16 @@ most max(leaf, Σ split) ≤ Σ_r ∫_{s_r}^{s_r+1} G ≤
 term is at most ∫ G over [s_j − 1, s_j] (G non-increasing), the r-th of
 those starts above θ − δ − 2 + rδ, and the leaf adds 1/λ:
 (1/λ)·(1 + Σ_{r≥0} min(1, e^{2/λ}β^{1−r})), → 4/λ for β = 2.
+
+*Where the bias starts.* Nothing above uses the absolute level of the
+bias, only that the unclamped scores fall by at least δ a level and the
+clamp at θ − δ: the bias may start at any public level j₀ (``offset``;
+b(v) = max(g(v) − (depth − j₀)δ, θ − δ), a bonus above j₀) with the same
+bound. j₀ trades the coarsest bucket over empty space (nodes above j₀ are
+split almost surely, so buckets are at most k/2^{j₀} cells) against the
+level a lone cell must reach to be isolated (about θ + (D − 1 − j₀)δ for a
+tree of depth D). Checked exactly at k = 8 for j₀ = 0, 1, 2 and by the
+hunter.
 
 :func:`privtree_scale` solves these bounds for λ given ε (bisection; the
 bound is decreasing in λ) with δ = λ ln 2. Checked exactly on small domains
@@ -194,7 +204,7 @@ def node_scores(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, depth: np.ndarray
 
 
 def privtree_partition(x, epsilon: float, theta: float, rng: np.random.Generator, score: str = "count",
-                       size: int | None = None) -> np.ndarray:
+                       size: int | None = None, offset: int = 0) -> np.ndarray:
     """The first cells of the buckets of a PrivTree partition of x (ε-DP for one entry changed by ≤ 1).
 
     Parameters
@@ -208,6 +218,10 @@ def privtree_partition(x, epsilon: float, theta: float, rng: np.random.Generator
         See the module notes.
     size : int, optional
         Draw ``size`` partitions at once: a boolean (size, k) array, True at the first cell of every bucket.
+    offset : int
+        The public level j₀ at which the depth bias starts: b(v) = max(g(v) − (depth − j₀)·δ, θ − δ). The
+        privacy bound does not depend on it (see the module notes); nodes above j₀ get a bonus and are split
+        unless their score is far below θ. DAWA passes ⌊D/2⌋ for the histogram (see :mod:`.dawa`).
 
     Examples
     --------
@@ -224,7 +238,7 @@ def privtree_partition(x, epsilon: float, theta: float, rng: np.random.Generator
     delta = lam * math.log(FANOUT)
     lo, hi, depth, parent = tree_nodes(k)
     g = node_scores(x, lo, hi, depth, score)
-    biased = np.maximum(g - depth * delta, theta - delta)
+    biased = np.maximum(g - (depth - int(offset)) * delta, theta - delta)
     n = 1 if size is None else int(size)
     split = (biased + noise.selection_laplace(rng, lam, (n, lo.size)) > theta) & (hi - lo > 1)
     reached = np.zeros((n, lo.size), dtype=bool)

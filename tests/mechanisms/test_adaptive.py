@@ -1,5 +1,8 @@
 """The private choice between DAWA and a data-independent release, and bad input to every data-dependent release."""
 
+import itertools
+import math
+
 import numpy as np
 import pytest
 
@@ -7,7 +10,7 @@ from blowfish_nb import Domain, constraints, mechanisms, policy, workload
 from blowfish_nb.analysis import hunt
 from blowfish_nb.analysis.hunt import Probe
 from blowfish_nb.exceptions import BlowfishError
-from blowfish_nb.mechanisms.adaptive import HEAVY, SHARE, choice_statistic
+from blowfish_nb.mechanisms.adaptive import AUTO_MIN_CELLS, SHARE, choice_cap, choice_statistic
 
 LINE8 = Domain.grid(8)
 POLICIES = {
@@ -21,16 +24,16 @@ CHOICE = dict(bases=8, pairs=16, pilot=6_000, confirm=40_000, candidates=3)
 
 def test_statistic_moves_by_at_most_its_sensitivity():
     rng = np.random.default_rng(0)
-    for sigma in (0.3, 1.0, 7.0):
+    for cap in (0.9, 3.0, 21.0):
         for _ in range(200):
-            x = rng.integers(0, int(5 * HEAVY * sigma) + 3, 16).astype(float)
-            s, delta = choice_statistic(x, sigma)
+            x = rng.integers(0, int(5 * cap) + 3, 16).astype(float)
+            s, delta = choice_statistic(x, cap)
             for i in range(16):
                 for step in (1.0, -1.0):
                     y = x.copy()
                     y[i] += step
                     if y[i] >= 0:
-                        assert abs(choice_statistic(y, sigma)[0] - s) <= delta + 1e-9
+                        assert abs(choice_statistic(y, cap)[0] - s) <= delta + 1e-9
 
 
 def _choice_probe(mech, pol, epsilon):
@@ -118,3 +121,115 @@ def test_a_policy_with_count_constraints_is_refused_before_the_data_are_read(mec
 
     with pytest.raises(BlowfishError):
         mech.release(np.zeros(8), workload.identity(8), pol, 1.0, rng=0)
+
+
+# -- the cap and the threshold are public, derived figures -------------------------------------------
+def test_cap_is_the_partition_noise_scale_and_threshold_the_fallback_s_error():
+    d = Domain.grid(1024)
+    for pol, g in ((policy.dp(d), 1), (policy.line(d), 2)):
+        for eps in (0.01, 1.0):
+            # DAWA's partition sees ε₁ = 0.25ε per step of g counts: noise g/ε₁ per count
+            assert choice_cap(mechanisms.DAWA(), pol, eps) == pytest.approx(g / (0.25 * eps))
+            m = mechanisms.Adaptive()
+            tau = m.threshold(pol, eps)
+            assert tau == pytest.approx(1024 * mechanisms.Laplace().expected_error(workload.identity(1024), pol, eps))
+    # a Blowfish fallback sets the threshold by its own (smaller) figure
+    pol = policy.line(d)
+    m = mechanisms.Adaptive(fallback=mechanisms.Transformed(), dependent=mechanisms.PartitionFirst())
+    assert m.threshold(pol, 1.0) == pytest.approx(
+        1024 * mechanisms.Transformed().expected_error(workload.identity(1024), pol, 1.0))
+    assert m.threshold(pol, 1.0) < mechanisms.Adaptive().threshold(pol, 1.0)
+
+
+def _comparison_probe(cap, tau, factor):
+    """The choice's noisy comparison S + Lap(factor·Δ_S/ε) < τ at a claimed ε = 1, with a cap and a threshold set
+    where the hunter's base histograms (heights 1, 3, 6, 20) move S by its full sensitivity and the event's
+    probability is moderate (the real choice is the same comparison with c = g/ε₁ and τ = k·e_F)."""
+    def draw(x, size, rng):
+        stat, delta = choice_statistic(np.asarray(x, float), cap, 1)
+        return (stat + rng.laplace(0.0, factor * delta, size) < tau).astype(float)[:, None]
+
+    return Probe(f"choice comparison, noise × {factor}", draw, 1.0, "answers", True)
+
+
+@pytest.mark.parametrize("factor, flagged", [(1.0, False), (0.5, True)])
+def test_the_comparison_passes_and_with_half_noise_is_flagged(factor, flagged):
+    pol = POLICIES["dp"]
+    # a cell at the cap (6 → 5 moves S by 11 of Δ_S = 13) and one below it (3 → 4 moves S by 7)
+    bases = [np.r_[6.0, np.zeros(7)], np.r_[3.0, 3.0, 3.0, np.zeros(5)]]
+    result = hunt(_comparison_probe(6.0, 30.0, factor), pol, rng=32, bases=bases, pilot=4_000,
+                  confirm=20_000, candidates=3)
+    assert result.violation == flagged, str(result)
+
+
+# -- "auto" ---------------------------------------------------------------------------------------
+def test_auto_offers_adaptive_on_histograms_of_large_domains_and_keeps_data_independent_elsewhere():
+    from blowfish_nb.analysis import choose_mechanism
+
+    big, small = Domain.grid(AUTO_MIN_CELLS), Domain.grid(AUTO_MIN_CELLS // 2)
+    best, table = choose_mechanism(workload.identity(big.size), policy.dp(big), 1.0)
+    assert isinstance(best, mechanisms.Adaptive)
+    # the figure it is compared by is its fallback's, at the whole ε (the tie goes to Adaptive by rank)
+    assert table["expected_error"].iloc[0] == pytest.approx(
+        mechanisms.Laplace().expected_error(workload.identity(big.size), policy.dp(big), 1.0))
+    best, _ = choose_mechanism(workload.identity(small.size), policy.dp(small), 1.0)
+    assert best.name == "Laplace"
+    best, _ = choose_mechanism(workload.prefix(big.size), policy.dp(big), 1.0)
+    assert not isinstance(best, mechanisms.Adaptive)  # ranges: no choice is made, no figure is quoted
+    constrained = policy.constrained(policy.line(big), constraints.count(big, [0, 1]))
+    assert not mechanisms.Adaptive().offered(constrained)
+
+
+def test_auto_release_of_a_sparse_histogram_states_the_budget_split():
+    import pandas as pd
+    from blowfish_nb.accessor import release
+
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"v": np.r_[np.full(3000, 10.5), rng.integers(0, 1024, 40)]})
+    r = release(df, "histogram", "v", bins=1024, bounds=(0, 1024), epsilon=1.0, rng=0)
+    assert r.mechanism.startswith("Adaptive")
+    assert r.provenance["budget split"] == {"choice": pytest.approx(SHARE), "release": pytest.approx(1 - SHARE),
+                                           "between": ("DAWA", "Laplace")}
+    assert np.all(np.isfinite(r.answers.to_numpy()))
+
+
+def _log_choice_probabilities(stat, tau, b):
+    """Exact (ln P[dependent], ln P[fallback]) of S + Lap(b) < τ, in closed form (log space)."""
+    z = (tau - stat) / b
+    if z <= 0:
+        return math.log(0.5) + z, math.log1p(-0.5 * math.exp(z))
+    return math.log1p(-0.5 * math.exp(-z)), math.log(0.5) - z
+
+
+@pytest.mark.parametrize("pol_name", ["dp", "line", "custom"])
+def test_exact_loss_of_the_choice_on_every_histogram_of_four_cells(pol_name):
+    # every x ∈ {0..7}⁴ and every neighbour under the policy: the exact log-ratio of both outcomes ≤ ρε
+    k = 4
+    d = Domain.grid(k)
+    pol = {"dp": policy.dp(d), "line": policy.line(d),
+           "custom": policy.custom(d, [(0, 1), (1, 2), (2, 0), (2, 3), (3, "⊥")])}[pol_name]
+    m = mechanisms.Adaptive()
+    g = 1 if pol_name == "dp" else 2
+    edges = pol.edges().tolist()
+    for epsilon in (1.0 / 0.97 * 4 / 3, 0.5):  # caps 3 (dp) and 6 (line) counts at the first ε; 8 and 16 at the second
+        rest = (1 - m.share) * epsilon
+        cap = choice_cap(m.dependent, pol, rest)
+        tau = m.threshold(pol, rest)
+        worst = 0.0
+        for x in itertools.product(range(8), repeat=k):
+            x = np.array(x, float)
+            s, delta = choice_statistic(x, cap, g)
+            b = delta / (m.share * epsilon)
+            p = _log_choice_probabilities(s, tau, b)
+            for u, v in edges:
+                for sign in (1.0, -1.0):
+                    y = x.copy()
+                    y[u] -= sign
+                    if v >= 0:
+                        y[v] += sign
+                    if (y < 0).any():
+                        continue
+                    q = _log_choice_probabilities(choice_statistic(y, cap, g)[0], tau, b)
+                    worst = max(worst, abs(p[0] - q[0]), abs(p[1] - q[1]))
+        assert worst <= m.share * epsilon * (1 + 1e-9)
+        assert worst > 0.15 * m.share * epsilon  # the test reaches losses of the order of the claim

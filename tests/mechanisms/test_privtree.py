@@ -23,12 +23,12 @@ def _scale(epsilon, score):
     return privtree_scale(epsilon, score)
 
 
-def exact_distribution(x, epsilon, theta, score, noise_factor=1.0):
+def exact_distribution(x, epsilon, theta, score, noise_factor=1.0, offset=0):
     """Every partition's log-probability in closed form: Σ log P(split) over split nodes + Σ log P(stop) over stopped ones."""
     lam = _scale(epsilon, score) * noise_factor
     delta = lam * math.log(2)
     lo, hi, depth, parent = tree_nodes(len(x))
-    b = np.maximum(node_scores(np.asarray(x, float), lo, hi, depth, score) - depth * delta, theta - delta)
+    b = np.maximum(node_scores(np.asarray(x, float), lo, hi, depth, score) - (depth - offset) * delta, theta - delta)
     # log P(split) and log P(stop), exact in log space (no underflow far from θ)
     above = b >= theta
     log_split = np.where(above, np.log1p(-0.5 * np.exp(-np.abs(b - theta) / lam)), math.log(0.5) - np.abs(b - theta) / lam)
@@ -50,13 +50,13 @@ def exact_distribution(x, epsilon, theta, score, noise_factor=1.0):
     return dist(0)
 
 
-def worst_loss(epsilon, theta, score, noise_factor=1.0, seed=0):
+def worst_loss(epsilon, theta, score, noise_factor=1.0, seed=0, offset=0):
     """The largest exact |ln P[T | x] − ln P[T | x′]| over the partitions T and the neighbours of :func:`_cases`."""
     worst = 0.0
     for x, neighbours in _cases(8, np.random.default_rng(seed), score):
-        p = exact_distribution(x, epsilon, theta, score, noise_factor)
+        p = exact_distribution(x, epsilon, theta, score, noise_factor, offset)
         for y in neighbours:
-            q = exact_distribution(y, epsilon, theta, score, noise_factor)
+            q = exact_distribution(y, epsilon, theta, score, noise_factor, offset)
             worst = max(worst, max(abs(p[t] - q[t]) for t in p))
     return worst
 
@@ -84,6 +84,32 @@ def test_exact_loss_on_every_partition_of_eight_cells_is_at_most_epsilon(score, 
     worst = worst_loss(epsilon, theta, score)
     assert worst <= epsilon * (1 + 1e-9)
     assert worst > 0.2 * epsilon  # the cases reach the bound's region (not a vacuous check)
+
+
+@pytest.mark.parametrize("score", ["count", "deviation"])
+@pytest.mark.parametrize("offset", [1, 2])
+def test_exact_loss_with_the_bias_starting_lower_is_at_most_epsilon(score, offset):
+    # the bias may start at any public level j₀ (DAWA's histogram uses ⌊D/2⌋): same bound
+    for epsilon, theta in ((1.0, 1 / 3), (2.0, 4.0)):
+        worst = worst_loss(epsilon, theta, score, offset=offset)
+        assert worst <= epsilon * (1 + 1e-9)
+        assert worst > 0.2 * epsilon
+
+
+def test_sampler_with_an_offset_matches_the_closed_form():
+    x, eps, theta = np.array([0.0, 0.0, 5.0, 1.0, 0.0, 0.0, 0.0, 9.0]), 1.0, 1 / 3
+    exact = exact_distribution(x, eps, theta, "count", offset=2)
+    draws = privtree_partition(x, eps, theta, np.random.default_rng(4), size=20_000, offset=2)
+    keys, counts = np.unique(draws, axis=0, return_counts=True)
+    for key, c in zip(keys, counts):
+        p = math.exp(exact[tuple(np.flatnonzero(key).tolist())])
+        assert abs(c / 20_000 - p) <= 5 * math.sqrt(p * (1 - p) / 20_000) + 1e-4
+
+
+def test_hunter_passes_the_privtree_partition_with_an_offset():
+    probe = l1_partition_probe(partial(privtree_partition, offset=2), 1.0, 1 / 3, name="privtree count, j0 = 2")
+    result = hunt(probe, policy.dp(Domain.grid(8)), rng=24, **PARTITION)
+    assert not result.violation, str(result)
 
 
 @pytest.mark.parametrize("score, factor", [("count", 0.4), ("deviation", 0.3)])
