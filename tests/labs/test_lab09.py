@@ -4,6 +4,7 @@ story), each known mistake gets its own hint without the value, and a classroom 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 import socket
 import threading
 from types import SimpleNamespace
@@ -142,3 +143,33 @@ def test_cluster_counts_is_post_processing_of_a_released_histogram():
 def test_kmeans_ratio_refuses_an_unknown_method():
     with pytest.raises(InvalidParameterError, match="method must be one of"):
         lab09.kmeans_ratio("lloyd")
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_the_graded_answers_need_no_service_under_otter_run(tmp_path):
+    """Where the grading image lacks the service (no uvicorn), the service cells fail, otter carries on, and the
+    solution still scores full marks: no graded value is read from the service."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.labs import ROOT, built_lab
+    from tests.labs.test_grading import OTTER
+
+    slug = "09-a-class-under-one-budget"
+    lab = built_lab(slug, tmp_path / "built") / slug
+    (zip_path,) = (lab / "autograder").glob("*.zip")
+    shim, out = tmp_path / "shim", tmp_path / "out"
+    shim.mkdir()
+    out.mkdir()
+    (shim / "uvicorn.py").write_text("import os, pathlib\npathlib.Path(os.environ['HOME'], 'no-uvicorn').touch()\n"
+                                     "raise ImportError('uvicorn is not installed here')\n")
+    command = [str(OTTER), "run", "-a", str(zip_path), "-o", str(out), str(lab / "solution" / f"{slug}.ipynb")]
+    env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "PYTHONPATH": f"{shim}:{ROOT}",
+           "HOME": str(out)}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env, cwd=out)
+    assert (out / "results.json").is_file(), done.stdout[-3000:] + done.stderr[-3000:]
+    assert (out / "no-uvicorn").is_file()  # the notebook did try to serve, and could not
+    tests = [t for t in json.loads((out / "results.json").read_text())["tests"] if t.get("max_score")]
+    assert sum(t["score"] for t in tests) == sum(t["max_score"] for t in tests) == 7
