@@ -27,9 +27,9 @@ from ..datasets import salaries
 from ..exceptions import InvalidParameterError
 from ._check import LabCheckFailed, make_check, unanswered
 
-__all__ = ["EXTRAS", "data", "classroom", "Classroom", "BUDGET", "ACCOUNT", "ANALYSTS", "BINS", "BOUNDS", "POLICY", "FIRST",
-           "REFUSED", "SECOND", "AT_ONCE", "K", "ITERATIONS", "KMEANS_EPSILON", "METHODS", "SEEDS", "kmeans_ratio",
-           "cluster_counts", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "unanswered", "LabCheckFailed"]
+__all__ = ["EXTRAS", "data", "classroom", "Classroom", "BUDGET", "ACCOUNT", "ANALYSTS", "BINS", "BOUNDS", "POLICY",
+           "FIRST", "REFUSED", "SECOND", "AT_ONCE", "K", "ITERATIONS", "KMEANS_EPSILON", "METHODS", "SEEDS",
+           "kmeans_ratio", "cluster_counts", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "unanswered", "LabCheckFailed"]
 
 #: the package's extras this lab needs (the autograder installs them: the notebook starts an analyst service)
 EXTRAS = "widgets,service"

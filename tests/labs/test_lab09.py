@@ -173,3 +173,17 @@ def test_the_graded_answers_need_no_service_under_otter_run(tmp_path):
     assert (out / "no-uvicorn").is_file()  # the notebook did try to serve, and could not
     tests = [t for t in json.loads((out / "results.json").read_text())["tests"] if t.get("max_score")]
     assert sum(t["score"] for t in tests) == sum(t["max_score"] for t in tests) == 7
+
+
+def test_the_autograder_installs_the_service_and_the_other_labs_only_the_widgets(tmp_path):
+    import zipfile
+
+    from blowfish_nb.labs.build import _extras
+    from tests.labs import built_lab
+
+    slug = "09-a-class-under-one-budget"
+    (zip_path,) = (built_lab(slug, tmp_path / "built") / slug / "autograder").glob("*.zip")
+    env = zipfile.ZipFile(zip_path).read("environment.yml").decode()
+    assert "blowfish_nb[widgets,service]==" in env
+    assert _extras(Path("06-spending-a-budget.ipynb")) == "widgets"
+    assert _extras(Path("99-tiny.ipynb")) == "widgets"  # a lab without a module of its own
