@@ -17,7 +17,6 @@ from __future__ import annotations
 import atexit
 import os
 import tempfile
-import weakref
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +55,9 @@ KMEANS_EPSILON = 0.4
 METHODS = ("sulq", "histogram")
 SEEDS = 10
 
-_RUNNING: "weakref.WeakSet[Classroom]" = weakref.WeakSet()
+#: classrooms serving now: held until stopped, so that one whose cell was re-run (its name rebound) is still stopped,
+#: and its folder removed, when the kernel ends
+_RUNNING: "set[Classroom]" = set()
 
 
 def data(n: int = 2_000, seed: int = 0) -> pd.DataFrame:

@@ -116,10 +116,16 @@ def test_a_classroom_stops_and_leaves_no_thread_port_or_file():
 
 
 def test_the_end_of_the_process_stops_a_forgotten_classroom():
+    before = _threads()
     room = lab09.classroom(lab09.data(n=300))
     folder = room.folder
+    room = lab09.classroom(lab09.data(n=300))  # the cell run twice: the first classroom has no name any more
+    import gc
+
+    gc.collect()
+    assert folder.exists() and len(_threads() - before) == 2
     lab09._stop_all()  # what atexit runs when the kernel shuts down
-    assert not room.running and not folder.exists()
+    assert not room.running and not folder.exists() and not room.folder.exists() and _threads() == before
 
 
 def test_classroom_refuses_what_is_not_a_data_frame():
