@@ -250,8 +250,9 @@ def _test_cells(cells) -> list[tuple[str, list[str], int]]:
     return found
 
 
-def requirements(wheel: Path | None = None) -> list[str]:
-    """The autograder's requirement of this package: an exact pin, found in the zip's ``files/`` with a wheel.
+def requirements(wheel: Path | None = None, extras: str = "widgets") -> list[str]:
+    """The autograder's requirement of this package with ``extras`` (a lab module's ``EXTRAS``, e.g. lab 9's
+    ``"widgets,service"``): an exact pin, found in the zip's ``files/`` with a wheel.
 
     Examples
     --------
@@ -261,9 +262,9 @@ def requirements(wheel: Path | None = None) -> list[str]:
     if wheel is None:
         from importlib.metadata import version
 
-        return [f"blowfish_nb[widgets]=={version('blowfish_nb')}"]
+        return [f"blowfish_nb[{extras}]=={version('blowfish_nb')}"]
     name, ver = Path(wheel).name.split("-")[:2]
-    return [f"--find-links {AUTOGRADER_FILES}", f"{name}[widgets]=={ver}"]
+    return [f"--find-links {AUTOGRADER_FILES}", f"{name}[{extras}]=={ver}"]
 
 
 #: where Gradescope and ``otter grade`` unpack the zip's ``files/``
@@ -278,13 +279,23 @@ def _pin(master: Path, wheel: Path | None) -> None:
         text = _src(cell)
         if cell.get("cell_type") == "raw" and text.lstrip().startswith(_CONFIG_MARKER):
             config = yaml.safe_load(text) or {}
-            config["requirements"] = requirements(wheel)
+            config["requirements"] = requirements(wheel, _extras(master))
             config["overwrite_requirements"] = False
             if wheel is not None:
                 shutil.copyfile(wheel, master.parent / wheel.name)
                 config["autograder_files"] = [wheel.name]
             cell["source"] = f"{_CONFIG_MARKER}\n" + yaml.safe_dump(config, sort_keys=False)
     master.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+def _extras(master: Path) -> str:
+    """The extras the lab's notebook needs: its module's ``EXTRAS`` (``"widgets"`` when it declares none)."""
+    from importlib import import_module
+
+    try:
+        return getattr(import_module(f"blowfish_nb.labs.{lab_module(master)}"), "EXTRAS", "widgets")
+    except ImportError:  # a lab without a module of its own (the build's tests)
+        return "widgets"
 
 
 def _prepare(src: Path, dest: Path, lab: str, keys: Path | None = None) -> None:

@@ -1,0 +1,86 @@
+"""Lab 9's student notebook in a real JupyterLab, renamed as JupyterLab's *Duplicate* names a copy: it runs top to
+bottom (the curator's service starts in the kernel, three analysts connect over 127.0.0.1, the service stops and
+leaves no folder), and a wrong answer typed into a cell gets its one-line hint, without the value or a traceback.
+Screenshot: ``test-artifacts/lab-09-wrong-answer-hint.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.browser.conftest import ARTIFACTS, open_notebook, run_all, run_cell
+from tests.labs import built_lab, value_shown
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
+
+SLUG = "09-a-class-under-one-budget"
+COPY = f"{SLUG}-Copy1.ipynb"
+
+# outputs of the notebook *model* (what the kernel sent): JupyterLab renders only the cells near the view
+_OUTPUTS = """(marker) => {
+    const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+    const cell = cells.find(c => c.model.type === 'code' && c.model.sharedModel.getSource().includes(marker));
+    if (!cell) throw new Error('no code cell contains ' + marker);
+    if (cell.model.executionCount === null) return null;
+    return JSON.stringify(cell.model.outputs.toJSON());
+}"""
+_ERRORS = """() => window.jupyterapp.shell.currentWidget.content.widgets
+    .filter(c => c.model.type === 'code')
+    .flatMap(c => c.model.outputs.toJSON())
+    .filter(o => o.output_type === 'error')
+    .map(o => o.ename + ': ' + o.evalue)"""
+_SET_SOURCE = """([marker, text]) => {
+    const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+    const cell = cells.find(c => c.model.type === 'code' && c.model.sharedModel.getSource().startsWith(marker));
+    cell.model.sharedModel.setSource(text);
+}"""
+
+
+def _text(page, marker: str) -> str:
+    outputs = json.loads(page.evaluate(_OUTPUTS, marker) or "[]")
+    return "".join(o.get("text", "") + "".join(o.get("data", {}).get("text/plain", "")) for o in outputs)
+
+
+def _wait_for(page, marker: str, pattern: str, timeout: float = 120_000) -> str:
+    page.wait_for_function(
+        f"([m, p]) => {{ const out = ({_OUTPUTS})(m); return out !== null && new RegExp(p).test(out); }}",
+        arg=[marker, pattern], timeout=timeout,
+    )
+    return _text(page, marker)
+
+
+def test_lab_09_renamed_student_notebook_runs_and_a_wrong_answer_shows_its_hint(lab, page, tmp_path):
+    built = built_lab(SLUG, tmp_path / "built")
+    shutil.copy(built / SLUG / "student" / f"{SLUG}.ipynb", lab.root / COPY)
+    open_notebook(page, lab, COPY)
+    run_all(page)
+    # the last cell ran: the second service stopped and its folder is gone
+    last = _wait_for(page, "room2.stop()", r"folder left behind", timeout=240_000)
+    assert "serving: False" in last and "folder left behind: False" in last, last
+    assert page.evaluate(_ERRORS) == []  # no cell raised, with every answer still `...`
+    assert "RemoteSession 'ana' at http://127.0.0.1:" in _text(page, "cleo = bf.connect(")
+    assert "replace the `...`" in _text(page, 'grader.check("q1")')
+
+    # the student predicts question 1 as if ana had a budget of her own (1 − 0.3), and checks
+    page.evaluate(_SET_SOURCE, ["ana_remaining =", "ana_remaining = 0.7"])
+    run_cell(page, "ana_remaining = 0.7")
+    run_cell(page, 'grader.check("q1")')
+    out = _wait_for(page, 'grader.check("q1")', "not a budget of her own")
+    hint, *rest = out.strip().splitlines()
+    assert hint.startswith("q1 results: q1 (what ana has left on the shared account): not yet. Hint: ")
+    assert rest == ["(first attempt, kept for your teacher: 0.7)"], out  # the prediction is recorded
+    assert "Traceback" not in out and not value_shown(hint, 0.45), out
+    assert page.evaluate(_ERRORS) == []
+    cell = page.locator(".jp-Cell", has_text='grader.check("q1")')
+    cell.scroll_into_view_if_needed()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-OutputArea-output')].some(e => /not a budget of her own/.test("
+        "e.innerText))", timeout=30_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    cell.screenshot(path=str(ARTIFACTS / "lab-09-wrong-answer-hint.png"))
+    shown = page.locator(".jp-OutputArea-output", has_text="not a budget of her own").inner_text()
+    assert "Hint:" in shown and "Traceback" not in shown  # what the student sees on the page
+    assert (lab.root / "lab09-first-attempts.json").is_file()  # beside the notebook, for the teacher
