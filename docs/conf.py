@@ -5,6 +5,8 @@ Generated at build time, never committed (all git-ignored):
 * ``docs/course/labs/``: the labs' **student** notebooks, copied from ``build/labs/<NN-slug>/student/`` (built with
   :func:`blowfish_nb.labs.build.build` when ``build/labs`` is missing); shown unexecuted, solutions never published.
 * ``docs/api/generated/``: one page per API area and autosummary's stub per object.
+* ``docs/reproductions/_figures/``: the reproduction pages' figures, drawn with matplotlib from the results files the
+  pages include (``docs/_figures.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ ROOT = DOCS.parent
 sys.path[:0] = [str(ROOT), str(DOCS)]  # the package, and _site.py beside this file
 
 import blowfish_nb  # noqa: E402
+from _figures import write_figures  # noqa: E402
 from _site import copy_student_labs, escape_bars, write_api_pages, write_course_toc  # noqa: E402
 
 project = "blowfish_nb"
@@ -133,3 +136,4 @@ if not _built.is_dir():
         _build_labs(_built, run_tests=False)
 write_course_toc(DOCS / "course", copy_student_labs(_built, DOCS / "course" / "labs"))
 write_api_pages(DOCS / "api" / "generated")
+write_figures(ROOT / "benchmarks" / "results", DOCS / "reproductions" / "_figures")

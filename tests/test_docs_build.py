@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import re
 import sys
 from pathlib import Path
@@ -91,3 +92,30 @@ def test_every_paper_reproduction_has_a_page_that_includes_its_results():
         assert included == [name], name
         assert (ROOT / "benchmarks" / "results" / f"{name}.md").exists()
         assert re.search(rf"^{name}$", index, re.M), f"{name} is not in the reproductions toctree"
+
+
+figures = importlib.import_module("_figures")
+
+
+def test_tables_and_numbers_are_read_as_the_results_files_write_them():
+    text = ("# Title\n\n## Exact\n\n| θ | ε=0.1 | ε=1.0 |\n|---|---|---|\n| full | 1.567e+05 | 1,565 |\n"
+            "| 1 | 399.5 (3.1–7.0) | **VIOLATION** |\n\nprose | not a table\n\n| a | b |\n|:--|--:|\n| x | 2 |\n")
+    first, second = figures.read_tables(text)
+    assert first.heading == "Exact" and first.header == ["θ", "ε=0.1", "ε=1.0"]
+    assert first.rows == [["full", "1.567e+05", "1,565"], ["1", "399.5 (3.1–7.0)", "**VIOLATION**"]]
+    assert [figures.number(c) for c in first.rows[0][1:]] == [1.567e5, 1565.0]
+    assert figures.number(first.rows[1][1]) == 399.5 and math.isnan(figures.number(first.rows[1][2]))
+    assert second.rows == [["x", "2"]] and second.column("b") == 1
+    with pytest.raises(KeyError, match="no column 'c'"):
+        second.column("c")
+
+
+def test_every_reproduction_page_shows_the_figure_drawn_from_its_own_results(tmp_path):
+    written = figures.write_figures(ROOT / "benchmarks" / "results", tmp_path)
+    assert sorted(p.name for p in written) == sorted(f"{name}.png" for name in figures.FIGURES)
+    for path in written:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
+        page = (DOCS / "reproductions" / path.name.replace(".png", ".md")).read_text()
+        assert f"```{{figure}} _figures/{path.name}" in page
+        alt = re.search(r"^:alt: (.*)$", page, re.M)
+        assert alt and alt.group(1).strip() and "\n:" not in alt.group(1)  # one line (a multi-line alt broke a caption)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import functools
 import http.server
 import threading
-from urllib.parse import urljoin
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
@@ -100,3 +102,64 @@ def test_an_executed_notebook_page_shows_its_outputs(site, page):
     assert text.strip().splitlines()[0] == "7", text
     assert "e^(0.5·3)" in text, text
     _shot(page, "notebook")
+
+
+class _Links(HTMLParser):
+    """The ``href``/``src`` targets and the ``id``/``name`` anchors of one HTML page."""
+
+    def __init__(self):
+        super().__init__()
+        self.targets: list[str] = []
+        self.anchors: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if value is None:
+                continue
+            if name in ("href", "src") and not (tag == "link" and name == "href" and value.startswith("#")):
+                self.targets.append(value)
+            if name in ("id", "name"):
+                self.anchors.add(value)
+
+
+def _parse(path: Path) -> _Links:
+    links = _Links()
+    links.feed(path.read_text(encoding="utf-8", errors="replace"))
+    return links
+
+
+def test_every_internal_link_and_image_of_the_site_resolves():
+    """A link check of the built site without a network: every relative ``href``/``src`` names a file of the
+    build, and every ``#fragment`` an anchor on its page. External links are listed, not fetched (CI has no
+    internet); they may only point at a web address, never at a local path outside the site."""
+    if not (SITE / "index.html").exists():
+        pytest.fail(f"{SITE} has no index.html: build the site first with `make docs`")
+    # the pages of the site (``_static/`` holds the theme's assets, among them an unrendered Jinja macro file)
+    pages = sorted(p for p in SITE.rglob("*.html") if "_static" not in p.relative_to(SITE).parts)
+    parsed = {p: _parse(p) for p in pages}
+    broken, external = [], set()
+    for page, links in parsed.items():
+        for target in links.targets:
+            parts = urlsplit(target)
+            if parts.scheme in ("http", "https", "mailto"):
+                external.add(target)
+                continue
+            if parts.scheme or target.startswith("//"):
+                if parts.scheme not in ("data", "javascript"):
+                    broken.append(f"{page.relative_to(SITE)}: {target} (scheme {parts.scheme!r})")
+                continue
+            file = page if not parts.path else (page.parent / unquote(parts.path)).resolve()
+            if parts.path.endswith("/") or file.is_dir():
+                file = file / "index.html"
+            if not file.is_file() or SITE.resolve() not in file.resolve().parents:
+                broken.append(f"{page.relative_to(SITE)}: {target}")
+            elif parts.fragment and file.suffix == ".html":
+                anchors = parsed[file].anchors if file in parsed else _parse(file).anchors
+                if unquote(parts.fragment) not in anchors:
+                    broken.append(f"{page.relative_to(SITE)}: {target} (no anchor)")
+    assert not broken, f"{len(broken)} broken links:\n" + "\n".join(broken[:40])
+    assert len(pages) > 50  # the whole site was checked, not an empty build
+    # the reproduction pages show their figures (docs/_figures.py), which the check above found on disk
+    for name in ("he2014", "haney2015", "anuarbek", "he2014_kmeans", "privacy_hunt"):
+        images = [t for t in parsed[SITE / "reproductions" / f"{name}.html"].targets if t.endswith(f"{name}.png")]
+        assert images, f"reproductions/{name}.html shows no figure"
