@@ -58,7 +58,7 @@ docs: labs
 # its own JupyterLab and Chromium, which would fight over two cores).
 test: $(STAMP) browser-deps
 	$(MAKE) docs LABS_FLAGS=--no-run-tests
-	$(PY) -m pytest -m "not browser" -n auto
+	$(PY) -m pytest -m "not browser" -n auto --durations=30
 	$(PY) -m pytest -m browser
 
 # Unit and notebook tests only (no browser).
