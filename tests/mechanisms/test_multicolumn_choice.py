@@ -194,6 +194,13 @@ def grid_policies(d):
                                "x1": policy.line(Domain([d.attributes[1]]))})]
 
 
+def _analytic_rows_finite(table) -> bool:
+    """Every data-independent candidate got its exact error; the data-dependent one that auto now offers on large
+    domains (Adaptive: DAWA or Laplace, issue 25) has none off the histogram and is listed with inf."""
+    analytic = table[~table.index.str.startswith("Adaptive")]
+    return bool(np.isfinite(analytic["expected_error"]).all()) and len(analytic) >= len(table) - 1
+
+
 def test_choice_on_a_40000_cell_grid_never_calls_a_dense_solve(no_dense_solve):
     """Histogram, cumulative, boxes and a marginal on 200×200 under DP, a grid and a composed policy."""
     shape = (200, 200)
@@ -203,7 +210,7 @@ def test_choice_on_a_40000_cell_grid_never_calls_a_dense_solve(no_dense_solve):
         for W in [workload.identity(d.size), workload.kron(Prefix(200), Prefix(200)), random_boxes(shape, 40, rng),
                   workload.marginal(shape, [1])]:
             best, table = choose_mechanism(W, pol, 1.0)
-            assert np.isfinite(table["expected_error"]).sum() == len(table), table
+            assert _analytic_rows_finite(table), table
 
 
 def test_choice_on_the_readme_domain_never_calls_a_dense_solve(no_dense_solve):
@@ -219,4 +226,4 @@ def test_choice_on_the_readme_domain_never_calls_a_dense_solve(no_dense_solve):
     for pol in grid_policies(d):
         for W in [user, per_axis]:
             best, table = choose_mechanism(W, pol, 1.0)
-            assert np.isfinite(table["expected_error"]).sum() == len(table), table
+            assert _analytic_rows_finite(table), table
