@@ -83,6 +83,17 @@ class Custom(Policy):
     def _display_params(self):
         return {"edges": len(self._edges)}
 
+    def summary(self) -> str:
+        """One line for humans, e.g. ``"custom graph of 145 edges on salary (50 cells)"``.
+
+        The edge list is the parameter, so the line counts it in words rather than printing ``edges=145``; a
+        graph with ⊥ (unbounded neighbours) says so.
+        """
+        n = len(self._edges)
+        bottom = " and ⊥" if self._bottom else ""
+        return (f"custom graph of {n:,} edge{'s' if n != 1 else ''}{bottom} on {', '.join(self.domain.names)} "
+                f"({self.domain.size} cells)")
+
     def __eq__(self, other: object) -> bool:
         # the edge arrays are in normal form: compare them directly, not as JSON lists (the canvas compares
         # policies on every edit)

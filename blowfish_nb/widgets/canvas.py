@@ -397,7 +397,7 @@ class PolicyCanvas(anywidget.AnyWidget):
             arrangement, editable = ("grid" if len(d.shape) == 2 else "line"), False
             nodes, edges, note = _grid_blocks_view(pol)
             start, stop = 0, d.size
-        # a custom graph's summary counts its edges already ("custom edges=145 on …"): say it once
+        # a custom graph's summary counts its edges already ("custom graph of 145 edges on …"): say it once
         head = (f"{pol.family} graph on {', '.join(d.names)} ({d.size} cells)" if "edges" in pol.params
                 else pol.summary())
         title = f"{head}: {pol.edge_count():,} edges" + (f" — {note}" if note else "")

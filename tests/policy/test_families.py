@@ -150,3 +150,15 @@ def test_malformed_policies_are_refused(call, message):
 def test_is_forest_matches_networkx(pol, spec, domain):
     g = brute_graph(brute_edges(spec, domain, pol.has_bottom), domain.size, pol.has_bottom)
     assert pol.is_forest() == nx.is_forest(g)
+
+
+def test_a_custom_graph_summary_counts_its_edges_in_words():
+    """Issue 28 (7): privacy statements read "custom graph of 3 edges on x (6 cells)", not "custom edges=3 on …",
+    and a graph with ⊥ says so."""
+    d = Domain.grid(6)
+    plain = policy.custom(d, [(0, 1), (1, 2), (4, 5)])
+    assert plain.summary() == "custom graph of 3 edges on x0 (6 cells)", plain.summary()
+    with_bottom = policy.custom(d, [(0, 1), (2, policy.BOTTOM)])
+    assert with_bottom.has_bottom and with_bottom.summary() == "custom graph of 2 edges and ⊥ on x0 (6 cells)"
+    one = policy.custom(d, [(0, 5)])
+    assert one.summary() == "custom graph of 1 edge on x0 (6 cells)"
