@@ -32,6 +32,7 @@ from .._validation import check_epsilon
 from ..exceptions import InvalidParameterError
 from ..operators import Workload
 from ..policy import Policy, spanning_tree, transform
+from ..policy.transform import Transform
 from ..policy.threshold import Threshold
 from ..ranges import as_ranges
 from . import noise
@@ -185,9 +186,11 @@ class _Plan:
 
     def __init__(self, policy: Threshold):
         self.policy = policy
-        self.tree = spanning_tree(policy, "htheta")
+        self._tree = None
         self.stretch = 1 if policy.theta == 1 or policy.domain.size <= 2 else None
-        t = self.t = transform(self.tree)
+        k = policy.domain.size
+        written = _htheta_lower_upper(k, policy.theta) if k >= 3 else None
+        t = self.t = _HThetaTransform(policy, written) if k >= 3 else transform(self.tree)
         e = t.edges
         lo, hi = e.min(axis=1), e.max(axis=1)
         # orientation (lower, upper): x_H entries flipped where the transform stores (upper, lower)
@@ -204,10 +207,17 @@ class _Plan:
         self.levels = int(np.abs(self.A).sum(axis=0).max())
         self.V = np.linalg.inv(self.A.T @ self.A)
         self.column = group * self.K + pos
-        self.paths = _TreePaths(self.t.edges, policy.domain.size)
+        self.paths = _HThetaPaths(policy, written) if k >= 3 else _TreePaths(self.t.edges, k)
         self._sensitivity: float | None = None  # filled by sensitivity() on first use
         if self.stretch is None:
             self.stretch = int(max(self._distances(u, v).max() for u, v in self.window_edges()))
+
+    @property
+    def tree(self):
+        """H^θ as a policy (built on first use: the plan's transform and paths are written out from its shape)."""
+        if self._tree is None:
+            self._tree = spanning_tree(self.policy, "htheta")
+        return self._tree
 
     def window_edges(self):
         """The policy's edges whose lower end lies within 3θ of either end of the domain.
@@ -328,3 +338,104 @@ class _TreePaths:
         if not rows:
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp), np.zeros(0)
         return np.concatenate(rows), np.concatenate(out_edges), np.concatenate(signs)
+
+
+# -- H^θ written out: the tree's edges, parents and subtree sums in closed form ------------------------------
+#
+# The generic constructions (a spanning-tree policy, :class:`~blowfish_nb.policy.transform.Transform`'s breadth- and
+# depth-first orders and triangular solve, :class:`_TreePaths`' searches) took 1–3 s at k = 10⁶ for a tree whose
+# shape is known: with red cells r_b = min(bθ + θ − 1, k − 1), every cell a < k − 1 is the lower end of exactly one
+# edge, (a, red_of(a)) for a non-red cell and (r_b, r_{b+1}) for a red one, so in the policy's order (sorted pairs)
+# edge a is the one with lower end a. Grounded at cell 0 (the transform's root: the smallest cell of the one
+# component), a cell's parent is its neighbour towards 0. The tests compare every array with the generic one.
+
+
+def _htheta_lower_upper(k: int, theta: int) -> tuple[np.ndarray, np.ndarray]:
+    """The edges (a, up(a)), a = 0 … k − 2, of H^θ in sorted order, and each cell's red cell."""
+    cells = np.arange(k, dtype=np.intp)
+    red_of = (cells // theta) * theta + (theta - 1)
+    np.minimum(red_of, k - 1, out=red_of)
+    edges = np.empty((k - 1, 2), dtype=np.intp)
+    edges[:, 0] = cells[:-1]
+    upper = np.minimum(cells[:-1] + theta, k - 1)  # a red cell's edge goes to the next red cell
+    edges[:, 1] = np.where(red_of[:-1] != cells[:-1], red_of[:-1], upper)
+    return edges, red_of
+
+
+def _htheta_parents(k: int, theta: int, red_of: np.ndarray) -> np.ndarray:
+    """Each cell's parent in H^θ grounded at cell 0 (−1 for cell 0)."""
+    cells = np.arange(k, dtype=np.intp)
+    red = red_of == cells
+    block = cells // theta
+    # a non-red cell hangs off its red cell; a red cell off the previous block's red cell, or off 0 in block 0
+    pred = np.where(red, np.where(block >= 1, block * theta - 1, 0), red_of)
+    pred[0] = -1
+    return pred
+
+
+class _HThetaTransform(Transform):
+    """:class:`~blowfish_nb.policy.transform.Transform` of H^θ (k ≥ 3), its arrays written out (see above).
+
+    x_H on edge a: the edge's lower end is the child for a non-red a ≠ 0 (+x_a); otherwise the upper end is
+    (−(sum of x over the cells after a): for a red a the tree beyond r_{b+1} is every later block, and for a = 0
+    the rest of the tree is every other cell). Whole counts whose absolute sum is below 2⁵³ make every partial sum
+    exact, so this equals the generic forest transform's exact subtree sums bit for bit; any other x goes to the
+    generic transform (built then).
+    """
+
+    def __init__(self, policy: Threshold, written=None):  # noqa: D107 — Transform.__init__ is not called
+        k, theta = policy.domain.size, policy.theta
+        self._threshold = policy
+        self._generic = None
+        self.k = k
+        self.edges, red_of = written if written is not None else _htheta_lower_upper(k, theta)
+        m = k - 1
+        self.roots = np.zeros(1, dtype=np.intp)
+        self.component_of_cell = np.zeros(k, dtype=np.intp)
+        self._keep = np.ones(k, dtype=bool)
+        self._keep[0] = False
+        self.is_forest = True
+        # the incidence matrix in CSC form: column a holds +1 at row a and −1 at row up(a) (a < up(a): sorted rows)
+        self.incidence = sp.csc_array((np.tile([1.0, -1.0], m), self.edges.reshape(-1),
+                                       np.arange(0, 2 * m + 1, 2)), shape=(k, m))
+        lower = self.edges[:, 0]
+        self._child_is_lower = (red_of[:-1] != lower) & (lower != 0)
+
+    @property
+    def policy(self):
+        """H^θ as a policy (built on first use)."""
+        return self._fallback().policy
+
+    def _fallback(self) -> Transform:
+        if self._generic is None:
+            self._generic = transform(spanning_tree(self._threshold, "htheta"))
+        return self._generic
+
+    def data(self, x) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.k,):
+            raise InvalidParameterError(f"x must be a histogram of {self.k} cells, got shape {x.shape}")
+        if not (np.all(x == np.rint(x)) and np.abs(x).sum() < 2.0**53):
+            return self._fallback().data(x)
+        running = np.concatenate([[0.0], np.cumsum(x)])
+        lower = self.edges[:, 0]
+        own = running[lower + 1] - running[lower]  # x_a, exactly
+        after = running[-1] - running[lower + 1]  # the sum over the cells after a, exactly
+        return np.where(self._child_is_lower, 1.0, -1.0) * np.where(self._child_is_lower, own, after)
+
+
+class _HThetaPaths(_TreePaths):
+    """:class:`_TreePaths` of H^θ (k ≥ 3) grounded at cell 0, its arrays written out (see above)."""
+
+    def __init__(self, policy: Threshold, written=None):  # noqa: D107
+        k, theta = policy.domain.size, policy.theta
+        self.edges, red_of = written if written is not None else _htheta_lower_upper(k, theta)
+        self.pred = _htheta_parents(k, theta, red_of)
+        cells = np.arange(k, dtype=np.intp)
+        block = cells // theta
+        zero_is_red = red_of[0] == 0
+        red_depth = block + (0 if zero_is_red else 1)  # the red path from 0 (through r_0 when 0 is not red)
+        self.depth = np.where(red_of == cells, red_depth, red_depth + 1).astype(np.int64)
+        self.depth[0] = 0
+        self.up_edge = np.minimum(cells, self.pred)  # edge a joins a's lower end a to its upper end
+        self.up_edge[0] = -1
