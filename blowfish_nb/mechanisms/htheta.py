@@ -192,16 +192,15 @@ class _Plan:
         written = _htheta_lower_upper(k, policy.theta) if k >= 3 else None
         t = self.t = _HThetaTransform(policy, written) if k >= 3 else transform(self.tree)
         e = t.edges
-        lo, hi = e.min(axis=1), e.max(axis=1)
-        # orientation (lower, upper): x_H entries flipped where the transform stores (upper, lower)
-        self.sign = np.where(e[:, 0] < e[:, 1], 1.0, -1.0)
-        reds, group = unique_sorted(hi, return_inverse=True)
-        order = np.lexsort((lo, group))
-        pos = np.empty(len(e), dtype=np.intp)
-        counts = np.bincount(group)
-        first = np.r_[0, np.cumsum(counts)[:-1]]
-        pos[order] = np.arange(len(e)) - np.repeat(first, counts)
-        self.group, self.pos, self.n_groups = group, pos, len(reds)
+        if k >= 3:  # written out: the edges are stored (lower, upper) and group by their upper (red) end in order
+            self.sign = np.ones(len(e))
+            group, pos = _htheta_groups(k, policy.theta)
+            counts = np.bincount(group)
+        else:
+            group, pos, counts = _generic_groups(e)
+            # orientation (lower, upper): x_H entries flipped where the transform stores (upper, lower)
+            self.sign = np.where(e[:, 0] < e[:, 1], 1.0, -1.0)
+        self.group, self.pos, self.n_groups = group, pos, len(counts)
         self.K = HaarFactor().padded(int(counts.max()))
         self.A = HaarFactor().operator(self.K).dense()
         self.levels = int(np.abs(self.A).sum(axis=0).max())
@@ -352,23 +351,56 @@ class _TreePaths:
 
 def _htheta_lower_upper(k: int, theta: int) -> tuple[np.ndarray, np.ndarray]:
     """The edges (a, up(a)), a = 0 … k − 2, of H^θ in sorted order, and each cell's red cell."""
-    cells = np.arange(k, dtype=np.intp)
-    red_of = (cells // theta) * theta + (theta - 1)
-    np.minimum(red_of, k - 1, out=red_of)
     edges = np.empty((k - 1, 2), dtype=np.intp)
-    edges[:, 0] = cells[:-1]
-    upper = np.minimum(cells[:-1] + theta, k - 1)  # a red cell's edge goes to the next red cell
-    edges[:, 1] = np.where(red_of[:-1] != cells[:-1], red_of[:-1], upper)
+    lower, upper = edges[:, 0], edges[:, 1]
+    lower[:] = np.arange(k - 1, dtype=np.intp)
+    red_of = np.empty(k, dtype=np.intp)
+    np.floor_divide(lower, theta, out=red_of[:-1])
+    red_of[:-1] *= theta
+    red_of[:-1] += theta - 1
+    red_of[-1] = k - 1
+    np.minimum(red_of, k - 1, out=red_of)
+    np.add(lower, theta, out=upper)  # a red cell's edge goes to the next red cell ...
+    np.minimum(upper, k - 1, out=upper)
+    np.copyto(upper, red_of[:-1], where=red_of[:-1] != lower)  # ... and a non-red cell's to its own red cell
     return edges, red_of
+
+
+def _generic_groups(e: np.ndarray):
+    """Each edge's group (the rank of its upper end among the upper ends), its place in the group by lower end,
+    and the groups' sizes: the definition, for any edge list (:func:`_htheta_groups` writes it out for H^θ)."""
+    lo, hi = e.min(axis=1), e.max(axis=1)
+    reds, group = unique_sorted(hi, return_inverse=True)
+    order = np.lexsort((lo, group))
+    pos = np.empty(len(e), dtype=np.intp)
+    counts = np.bincount(group)
+    first = np.r_[0, np.cumsum(counts)[:-1]]
+    pos[order] = np.arange(len(e)) - np.repeat(first, counts)
+    return group, pos, counts
+
+
+def _htheta_groups(k: int, theta: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_generic_groups` of H^θ's sorted edges a = 0 … k − 2 (group, place).
+
+    θ = 1: edge a = (a, a + 1) is alone in group a. θ > 1: group 0 is the edges into r_0 (a = 0 … θ − 2, place a);
+    group b ≥ 1 the edges into r_b, a = bθ − 1 (from r_{b−1}, the lowest) … bθ + θ − 2, place a + 1 − bθ.
+    """
+    a = np.arange(k - 1, dtype=np.intp)
+    if theta == 1:
+        return a, np.zeros(k - 1, dtype=np.intp)
+    group, pos = np.divmod(a + 1, theta)
+    pos[: theta - 1] -= 1  # group 0 starts at a = 0, not at a = −1
+    return group, pos
 
 
 def _htheta_parents(k: int, theta: int, red_of: np.ndarray) -> np.ndarray:
     """Each cell's parent in H^θ grounded at cell 0 (−1 for cell 0)."""
     cells = np.arange(k, dtype=np.intp)
-    red = red_of == cells
-    block = cells // theta
-    # a non-red cell hangs off its red cell; a red cell off the previous block's red cell, or off 0 in block 0
-    pred = np.where(red, np.where(block >= 1, block * theta - 1, 0), red_of)
+    # a non-red cell hangs off its red cell; a red cell off the previous block's red cell (bθ − 1), or off 0 in
+    # block 0 (max(bθ − 1, 0))
+    pred = cells - cells % theta - 1
+    np.maximum(pred, 0, out=pred)
+    np.copyto(pred, red_of, where=red_of != cells)
     pred[0] = -1
     return pred
 
@@ -418,10 +450,14 @@ class _HThetaTransform(Transform):
         if not (np.all(x == np.rint(x)) and np.abs(x).sum() < 2.0**53):
             return self._fallback().data(x)
         running = np.concatenate([[0.0], np.cumsum(x)])
-        lower = self.edges[:, 0]
-        own = running[lower + 1] - running[lower]  # x_a, exactly
-        after = running[-1] - running[lower + 1]  # the sum over the cells after a, exactly
-        return np.where(self._child_is_lower, 1.0, -1.0) * np.where(self._child_is_lower, own, after)
+        k = self.k
+        # edge a = (a, up(a)): x_a (exactly, as a difference of exact partial sums) when a is the child, else
+        # −(the sum over the cells after a); negation is the generic transform's product by −1.0, bit for bit
+        out = np.subtract(running[k], running[1:k])
+        np.negative(out, out=out)
+        own = np.subtract(running[1:k], running[: k - 1])
+        np.copyto(out, own, where=self._child_is_lower)
+        return out
 
 
 class _HThetaPaths(_TreePaths):
@@ -430,12 +466,13 @@ class _HThetaPaths(_TreePaths):
     def __init__(self, policy: Threshold, written=None):  # noqa: D107
         k, theta = policy.domain.size, policy.theta
         self.edges, red_of = written if written is not None else _htheta_lower_upper(k, theta)
-        self.pred = _htheta_parents(k, theta, red_of)
+        self.pred = pred = _htheta_parents(k, theta, red_of)
         cells = np.arange(k, dtype=np.intp)
-        block = cells // theta
-        zero_is_red = red_of[0] == 0
-        red_depth = block + (0 if zero_is_red else 1)  # the red path from 0 (through r_0 when 0 is not red)
-        self.depth = np.where(red_of == cells, red_depth, red_depth + 1).astype(np.int64)
-        self.depth[0] = 0
-        self.up_edge = np.minimum(cells, self.pred)  # edge a joins a's lower end a to its upper end
+        # the red path from 0 (through r_0 when 0 is not red), one more step to a non-red cell
+        depth = np.floor_divide(cells, theta, dtype=np.int64)
+        depth += 0 if red_of[0] == 0 else 1
+        depth[red_of != cells] += 1
+        depth[0] = 0
+        self.depth = depth
+        self.up_edge = np.minimum(cells, pred, out=cells)  # edge a joins a's lower end a to its upper end
         self.up_edge[0] = -1

@@ -181,3 +181,15 @@ def test_written_out_tree_equals_the_generic_constructions():
     with pytest.raises(InvalidParameterError, match="x must be"):
         _HThetaTransform(policy.threshold(Domain.grid(8), 2)).data(np.zeros(7))
     assert sp.issparse(_HThetaTransform(policy.threshold(Domain.grid(8), 2)).incidence)
+
+
+def test_written_out_groups_equal_their_definition():
+    """The groups and places of H^θ's edges written out (issue 28) equal the rank-and-sort definition."""
+    from blowfish_nb.mechanisms.htheta import _generic_groups, _htheta_groups, _htheta_lower_upper
+
+    for k in range(3, 40):
+        for theta in sorted({1, 2, 3, 4, 5, 7, k - 2, k - 1, k, k + 3} - {0}):
+            edges, _ = _htheta_lower_upper(k, theta)
+            group, pos, _ = _generic_groups(edges)
+            got_group, got_pos = _htheta_groups(k, theta)
+            assert np.array_equal(got_group, group) and np.array_equal(got_pos, pos), (k, theta)
