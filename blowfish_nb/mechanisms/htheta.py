@@ -138,9 +138,16 @@ class HThetaRanges(Mechanism):
     def query_variances(self, workload: Workload, policy: Policy) -> np.ndarray:
         """w_H (SᵀS)⁻¹ w_Hᵀ per query, block by block over the groups."""
         plan = self.plan(policy)
-        Wg = plan.group_rows(workload)
-        V = sp.kron(sp.identity(plan.n_groups), sp.csr_array(plan.V), format="csr")
-        return np.asarray((Wg @ V).multiply(Wg).sum(axis=1)).reshape(-1)
+        Wg = sp.coo_array(plan.group_rows(workload))
+        Wg.sum_duplicates()
+        # block by block without the (n_groups·K)² block-diagonal (SᵀS)⁻¹: each (query, group) pair's K entries
+        # as one row of a small dense array, w V wᵀ per pair, summed per query
+        group, place = np.divmod(Wg.coords[1], plan.K)
+        pairs, pair = unique_sorted(Wg.coords[0] * plan.n_groups + group, return_inverse=True)
+        blocks = np.zeros((pairs.size, plan.K))
+        blocks[pair, place] = Wg.data
+        per_pair = np.einsum("ip,pq,iq->i", blocks, plan.V, blocks)
+        return np.bincount(pairs // plan.n_groups, weights=per_pair, minlength=Wg.shape[0])
 
     def expected_error(self, workload: Workload, policy: Policy, epsilon: float) -> float:
         epsilon = check_epsilon(epsilon)
