@@ -32,6 +32,7 @@ from .._validation import check_epsilon
 from ..exceptions import InvalidParameterError
 from ..operators import Workload
 from ..policy import Policy, spanning_tree, transform
+from ..policy.transform import Transform
 from ..policy.threshold import Threshold
 from ..ranges import as_ranges
 from . import noise
@@ -137,9 +138,16 @@ class HThetaRanges(Mechanism):
     def query_variances(self, workload: Workload, policy: Policy) -> np.ndarray:
         """w_H (SᵀS)⁻¹ w_Hᵀ per query, block by block over the groups."""
         plan = self.plan(policy)
-        Wg = plan.group_rows(workload)
-        V = sp.kron(sp.identity(plan.n_groups), sp.csr_array(plan.V), format="csr")
-        return np.asarray((Wg @ V).multiply(Wg).sum(axis=1)).reshape(-1)
+        Wg = sp.coo_array(plan.group_rows(workload))
+        Wg.sum_duplicates()
+        # block by block without the (n_groups·K)² block-diagonal (SᵀS)⁻¹: each (query, group) pair's K entries
+        # as one row of a small dense array, w V wᵀ per pair, summed per query
+        group, place = np.divmod(Wg.coords[1], plan.K)
+        pairs, pair = unique_sorted(Wg.coords[0] * plan.n_groups + group, return_inverse=True)
+        blocks = np.zeros((pairs.size, plan.K))
+        blocks[pair, place] = Wg.data
+        per_pair = np.einsum("ip,pq,iq->i", blocks, plan.V, blocks)
+        return np.bincount(pairs // plan.n_groups, weights=per_pair, minlength=Wg.shape[0])
 
     def expected_error(self, workload: Workload, policy: Policy, epsilon: float) -> float:
         epsilon = check_epsilon(epsilon)
@@ -185,29 +193,37 @@ class _Plan:
 
     def __init__(self, policy: Threshold):
         self.policy = policy
-        self.tree = spanning_tree(policy, "htheta")
+        self._tree = None
         self.stretch = 1 if policy.theta == 1 or policy.domain.size <= 2 else None
-        t = self.t = transform(self.tree)
+        k = policy.domain.size
+        written = _htheta_lower_upper(k, policy.theta) if k >= 3 else None
+        t = self.t = _HThetaTransform(policy, written) if k >= 3 else transform(self.tree)
         e = t.edges
-        lo, hi = e.min(axis=1), e.max(axis=1)
-        # orientation (lower, upper): x_H entries flipped where the transform stores (upper, lower)
-        self.sign = np.where(e[:, 0] < e[:, 1], 1.0, -1.0)
-        reds, group = unique_sorted(hi, return_inverse=True)
-        order = np.lexsort((lo, group))
-        pos = np.empty(len(e), dtype=np.intp)
-        counts = np.bincount(group)
-        first = np.r_[0, np.cumsum(counts)[:-1]]
-        pos[order] = np.arange(len(e)) - np.repeat(first, counts)
-        self.group, self.pos, self.n_groups = group, pos, len(reds)
+        if k >= 3:  # written out: the edges are stored (lower, upper) and group by their upper (red) end in order
+            self.sign = np.ones(len(e))
+            group, pos = _htheta_groups(k, policy.theta)
+            counts = np.bincount(group)
+        else:
+            group, pos, counts = _generic_groups(e)
+            # orientation (lower, upper): x_H entries flipped where the transform stores (upper, lower)
+            self.sign = np.where(e[:, 0] < e[:, 1], 1.0, -1.0)
+        self.group, self.pos, self.n_groups = group, pos, len(counts)
         self.K = HaarFactor().padded(int(counts.max()))
         self.A = HaarFactor().operator(self.K).dense()
         self.levels = int(np.abs(self.A).sum(axis=0).max())
         self.V = np.linalg.inv(self.A.T @ self.A)
         self.column = group * self.K + pos
-        self.paths = _TreePaths(self.t.edges, policy.domain.size)
+        self.paths = _HThetaPaths(policy, written) if k >= 3 else _TreePaths(self.t.edges, k)
         self._sensitivity: float | None = None  # filled by sensitivity() on first use
         if self.stretch is None:
             self.stretch = int(max(self._distances(u, v).max() for u, v in self.window_edges()))
+
+    @property
+    def tree(self):
+        """H^θ as a policy (built on first use: the plan's transform and paths are written out from its shape)."""
+        if self._tree is None:
+            self._tree = spanning_tree(self.policy, "htheta")
+        return self._tree
 
     def window_edges(self):
         """The policy's edges whose lower end lies within 3θ of either end of the domain.
@@ -328,3 +344,142 @@ class _TreePaths:
         if not rows:
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp), np.zeros(0)
         return np.concatenate(rows), np.concatenate(out_edges), np.concatenate(signs)
+
+
+# -- H^θ written out: the tree's edges, parents and subtree sums in closed form ------------------------------
+#
+# The generic constructions (a spanning-tree policy, :class:`~blowfish_nb.policy.transform.Transform`'s breadth- and
+# depth-first orders and triangular solve, :class:`_TreePaths`' searches) took 1–3 s at k = 10⁶ for a tree whose
+# shape is known: with red cells r_b = min(bθ + θ − 1, k − 1), every cell a < k − 1 is the lower end of exactly one
+# edge, (a, red_of(a)) for a non-red cell and (r_b, r_{b+1}) for a red one, so in the policy's order (sorted pairs)
+# edge a is the one with lower end a. Grounded at cell 0 (the transform's root: the smallest cell of the one
+# component), a cell's parent is its neighbour towards 0. The tests compare every array with the generic one.
+
+
+def _htheta_lower_upper(k: int, theta: int) -> tuple[np.ndarray, np.ndarray]:
+    """The edges (a, up(a)), a = 0 … k − 2, of H^θ in sorted order, and each cell's red cell."""
+    edges = np.empty((k - 1, 2), dtype=np.intp)
+    lower, upper = edges[:, 0], edges[:, 1]
+    lower[:] = np.arange(k - 1, dtype=np.intp)
+    red_of = np.empty(k, dtype=np.intp)
+    np.floor_divide(lower, theta, out=red_of[:-1])
+    red_of[:-1] *= theta
+    red_of[:-1] += theta - 1
+    red_of[-1] = k - 1
+    np.minimum(red_of, k - 1, out=red_of)
+    np.add(lower, theta, out=upper)  # a red cell's edge goes to the next red cell ...
+    np.minimum(upper, k - 1, out=upper)
+    np.copyto(upper, red_of[:-1], where=red_of[:-1] != lower)  # ... and a non-red cell's to its own red cell
+    return edges, red_of
+
+
+def _generic_groups(e: np.ndarray):
+    """Each edge's group (the rank of its upper end among the upper ends), its place in the group by lower end,
+    and the groups' sizes: the definition, for any edge list (:func:`_htheta_groups` writes it out for H^θ)."""
+    lo, hi = e.min(axis=1), e.max(axis=1)
+    reds, group = unique_sorted(hi, return_inverse=True)
+    order = np.lexsort((lo, group))
+    pos = np.empty(len(e), dtype=np.intp)
+    counts = np.bincount(group)
+    first = np.r_[0, np.cumsum(counts)[:-1]]
+    pos[order] = np.arange(len(e)) - np.repeat(first, counts)
+    return group, pos, counts
+
+
+def _htheta_groups(k: int, theta: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_generic_groups` of H^θ's sorted edges a = 0 … k − 2 (group, place).
+
+    θ = 1: edge a = (a, a + 1) is alone in group a. θ > 1: group 0 is the edges into r_0 (a = 0 … θ − 2, place a);
+    group b ≥ 1 the edges into r_b, a = bθ − 1 (from r_{b−1}, the lowest) … bθ + θ − 2, place a + 1 − bθ.
+    """
+    a = np.arange(k - 1, dtype=np.intp)
+    if theta == 1:
+        return a, np.zeros(k - 1, dtype=np.intp)
+    group, pos = np.divmod(a + 1, theta)
+    pos[: theta - 1] -= 1  # group 0 starts at a = 0, not at a = −1
+    return group, pos
+
+
+def _htheta_parents(k: int, theta: int, red_of: np.ndarray) -> np.ndarray:
+    """Each cell's parent in H^θ grounded at cell 0 (−1 for cell 0)."""
+    cells = np.arange(k, dtype=np.intp)
+    # a non-red cell hangs off its red cell; a red cell off the previous block's red cell (bθ − 1), or off 0 in
+    # block 0 (max(bθ − 1, 0))
+    pred = cells - cells % theta - 1
+    np.maximum(pred, 0, out=pred)
+    np.copyto(pred, red_of, where=red_of != cells)
+    pred[0] = -1
+    return pred
+
+
+class _HThetaTransform(Transform):
+    """:class:`~blowfish_nb.policy.transform.Transform` of H^θ (k ≥ 3), its arrays written out (see above).
+
+    x_H on edge a: the edge's lower end is the child for a non-red a ≠ 0 (+x_a); otherwise the upper end is
+    (−(sum of x over the cells after a): for a red a the tree beyond r_{b+1} is every later block, and for a = 0
+    the rest of the tree is every other cell). Whole counts whose absolute sum is below 2⁵³ make every partial sum
+    exact, so this equals the generic forest transform's exact subtree sums bit for bit; any other x goes to the
+    generic transform (built then).
+    """
+
+    def __init__(self, policy: Threshold, written=None):  # noqa: D107 — Transform.__init__ is not called
+        k, theta = policy.domain.size, policy.theta
+        self._threshold = policy
+        self._generic = None
+        self.k = k
+        self.edges, red_of = written if written is not None else _htheta_lower_upper(k, theta)
+        m = k - 1
+        self.roots = np.zeros(1, dtype=np.intp)
+        self.component_of_cell = np.zeros(k, dtype=np.intp)
+        self._keep = np.ones(k, dtype=bool)
+        self._keep[0] = False
+        self.is_forest = True
+        # the incidence matrix in CSC form: column a holds +1 at row a and −1 at row up(a) (a < up(a): sorted rows)
+        self.incidence = sp.csc_array((np.tile([1.0, -1.0], m), self.edges.reshape(-1),
+                                       np.arange(0, 2 * m + 1, 2)), shape=(k, m))
+        lower = self.edges[:, 0]
+        self._child_is_lower = (red_of[:-1] != lower) & (lower != 0)
+
+    @property
+    def policy(self):
+        """H^θ as a policy (built on first use)."""
+        return self._fallback().policy
+
+    def _fallback(self) -> Transform:
+        if self._generic is None:
+            self._generic = transform(spanning_tree(self._threshold, "htheta"))
+        return self._generic
+
+    def data(self, x) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.k,):
+            raise InvalidParameterError(f"x must be a histogram of {self.k} cells, got shape {x.shape}")
+        if not (np.all(x == np.rint(x)) and np.abs(x).sum() < 2.0**53):
+            return self._fallback().data(x)
+        running = np.concatenate([[0.0], np.cumsum(x)])
+        k = self.k
+        # edge a = (a, up(a)): x_a (exactly, as a difference of exact partial sums) when a is the child, else
+        # −(the sum over the cells after a); negation is the generic transform's product by −1.0, bit for bit
+        out = np.subtract(running[k], running[1:k])
+        np.negative(out, out=out)
+        own = np.subtract(running[1:k], running[: k - 1])
+        np.copyto(out, own, where=self._child_is_lower)
+        return out
+
+
+class _HThetaPaths(_TreePaths):
+    """:class:`_TreePaths` of H^θ (k ≥ 3) grounded at cell 0, its arrays written out (see above)."""
+
+    def __init__(self, policy: Threshold, written=None):  # noqa: D107
+        k, theta = policy.domain.size, policy.theta
+        self.edges, red_of = written if written is not None else _htheta_lower_upper(k, theta)
+        self.pred = pred = _htheta_parents(k, theta, red_of)
+        cells = np.arange(k, dtype=np.intp)
+        # the red path from 0 (through r_0 when 0 is not red), one more step to a non-red cell
+        depth = np.floor_divide(cells, theta, dtype=np.int64)
+        depth += 0 if red_of[0] == 0 else 1
+        depth[red_of != cells] += 1
+        depth[0] = 0
+        self.depth = depth
+        self.up_edge = np.minimum(cells, pred, out=cells)  # edge a joins a's lower end a to its upper end
+        self.up_edge[0] = -1
