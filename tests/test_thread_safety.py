@@ -31,14 +31,14 @@ def fast_switching():
     sys.setswitchinterval(old)
 
 
-def _race(work) -> list[BaseException]:
+def _race(work, rounds: int = ROUNDS) -> list[BaseException]:
     errors: list[BaseException] = []
     start = threading.Barrier(THREADS)
 
     def run(i):
         start.wait()
         try:
-            for r in range(ROUNDS):
+            for r in range(rounds):
                 work(i, r)
         except BaseException as exc:  # noqa: BLE001 - collected and reported by the test
             errors.append(exc)
@@ -80,13 +80,18 @@ def test_transformed_releases_race_safely(fast_switching):
     assert _race(work) == []
 
 
+#: auto releases are whole plans (every candidate's error, then a release): 8 threads × 20 of them still cycle through
+#: all 35 (θ, ε) pairs several times over, with the memos' gets and puts interleaved at a microsecond switch interval
+AUTO_ROUNDS = 20
+
+
 def test_planning_memos_survive_racing_auto_releases(fast_switching):
     df = pd.DataFrame({"v": np.arange(200) % 50})
 
     def work(i, r):
-        theta = 1 + (i * ROUNDS + r) % 7
+        theta = 1 + (i * AUTO_ROUNDS + r) % 7
         rel = df.blowfish.release("cumulative", column="v", bins=50, bounds=(0, 50), policy="threshold",
                                   theta=theta, epsilon=0.5 + 0.01 * (r % 5), rng=i * 1000 + r)
         assert len(rel.answers) == 50
 
-    assert _race(work) == []
+    assert _race(work, AUTO_ROUNDS) == []
