@@ -52,6 +52,15 @@ def built_lab(slug: str, dest: Path) -> Path:
     return dest
 
 
+def built_labs_fixture(tmp_path_factory):
+    """``folder(slug)``: the folder holding lab ``slug`` built (``build/labs`` when fresh, else built on first use
+    into one temporary folder for the whole session). Imported as the ``built_labs`` fixture by the notebook and
+    grading tests, so each lab is built once per session, not once per test module."""
+    dest = tmp_path_factory.getbasetemp() / "built-labs"
+    dest.mkdir(exist_ok=True)
+    return lambda slug: built_lab(slug, dest)
+
+
 def solution_notebook(slug: str, dest: Path) -> Path:
     """The path of lab ``slug``'s built solution notebook (see :func:`built_lab`)."""
     return built_lab(slug, dest) / slug / "solution" / f"{slug}.ipynb"
@@ -146,3 +155,32 @@ def shown_precisely(text: str, value) -> bool:
         forms.add(str(int(x)))
         forms.add(f"{int(x):,}")
     return any(re.search(rf"(?<![\w.]){re.escape(f)}(?![\d])", text) for f in forms)
+
+
+# --- executed notebooks ------------------------------------------------------------------------------------
+
+#: a ``grader.check("q3")`` call in a notebook cell
+CHECK = re.compile(r"""grader\.check\(\s*["']([^"']+)["']\s*\)""")
+
+
+def cell_errors(nb) -> list[str]:
+    """``"Name: value"`` of every error output of an executed notebook."""
+    return [
+        f"{o.get('ename')}: {o.get('evalue')}"
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for o in cell.outputs
+        if o.output_type == "error"
+    ]
+
+
+def check_outputs(nb) -> list[tuple[str, str]]:
+    """(question, the check's output text) for every ``grader.check("q…")`` cell of an executed notebook."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for question in CHECK.findall(cell.source):
+            text = "\n".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.outputs)
+            found.append((question, text))
+    return found
