@@ -17,6 +17,7 @@ import importlib.util
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +65,20 @@ class Question:
 
 
 def load_key(lab: str, keys: Path | None = None) -> dict[str, Question]:
-    """The questions of lab ``lab`` (e.g. ``"lab02"``) from its answer key ``notebooks/labs/key/labNN.py``."""
-    path = (keys or KEYS) / f"{lab}.py"
+    """The questions of lab ``lab`` (e.g. ``"lab02"``) from its answer key ``notebooks/labs/key/labNN.py``.
+
+    Computed once per process for each version of the key file (its path, size and modification time): a key
+    computes its values with the library (lab 8's runs the strategy optimiser for tens of seconds), and the build
+    and the tests ask for the same key many times. The questions are frozen dataclasses; each call returns a new
+    dict of them.
+    """
+    path = ((keys or KEYS) / f"{lab}.py").resolve()
+    stat = path.stat()
+    return dict(_questions(lab, str(path), stat.st_size, stat.st_mtime_ns))
+
+
+@lru_cache(maxsize=32)
+def _questions(lab: str, path: str, size: int, mtime_ns: int) -> dict[str, Question]:
     spec = importlib.util.spec_from_file_location(f"_blowfish_lab_key_{lab}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
