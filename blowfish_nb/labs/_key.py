@@ -131,8 +131,18 @@ def hidden_test(question: str, q: Question, index: int, part: Part) -> str:
         call = f"expect_number({part.arg}, {literal}, rtol={part.rtol!r})"
     fn = call.split("(", 1)[0]
     return (f"# HIDDEN\ndef test_{question}_{index}({part.arg}):\n"
-            f"    from blowfish_nb.labs._grade import {fn}\n"
+            f"    _grade = {{}}\n"
+            f"    exec({_grade_source()!r}, _grade)\n"
+            f"    {fn} = _grade[{fn!r}]\n"
             f"    {call}\n")
+
+
+@lru_cache(maxsize=1)
+def _grade_source() -> str:
+    """The source of :mod:`blowfish_nb.labs._grade`, which each hidden test carries and runs in a namespace of its
+    own: the hidden tests run in the student's kernel (otter's design), and a notebook that replaces the installed
+    module's functions (``blowfish_nb.labs._grade.expect_number = ...``) no longer grades itself."""
+    return (Path(__file__).resolve().parent / "_grade.py").read_text(encoding="utf-8")
 
 
 def public_test(lab: str, question: str, args: Sequence[str]) -> str:

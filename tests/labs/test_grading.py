@@ -1,7 +1,8 @@
 """Grading that holds, lab by lab, under ``otter run`` with the autograder zip in a network namespace of its own
 (no network): the solution scores full marks, and its executed notebook (otter's, kept with ``--pickle-results``)
 raised nowhere (``--debug``) and shows every ``grader.check`` passed, so the solution runs once for both; a notebook
-with every answer 0 that also redefines the public check names (and the lab module's checks) scores at most 30 %.
+with every answer 0 that also redefines the public check names (and the lab module's checks) and replaces the
+installed comparisons of ``blowfish_nb.labs._grade`` scores at most 30 % (each hidden test carries its own copy).
 
 Each run takes 10–30 s (the notebook is executed); run one lab with ``-k 01-neighbours``.
 """
@@ -37,6 +38,9 @@ class _Pass:
 check = grader = judge = public_check = expect_number = expect_choice = expect_bool = _Pass()
 expect_pair = expect_mean = expect_laplace_noise = test_case = Notebook = _Pass()
 import blowfish_nb.labs.{lab} as _lab
+import blowfish_nb.labs._grade as _grade  # the comparisons the hidden tests once imported from the package
+for _name in _grade.__all__:
+    setattr(_grade, _name, lambda *args, **kwargs: None)
 for _name in dir(_lab):
     if re.fullmatch(r"q\\d+[a-z]?", _name):
         setattr(_lab, _name, lambda *args, **kwargs: None)
