@@ -76,9 +76,25 @@ def expect_pair(answer: Any, accepted: Sequence[tuple[int, int]]) -> None:
         raise AssertionError("wrong")
 
 
-def expect_mean(values: Any, expected: float, *, ses: float = 4.0, min_size: int = 200) -> None:
+def expect_mean(values: Any, expected: float, *, ses: float = 4.0, min_size: int = 200,
+                min_cv: float | None = None) -> None:
     """Pass when the mean of at least ``min_size`` plain finite numbers lies within ``ses`` standard errors (their own
-    spread) of ``expected``: a Monte Carlo estimate of ``expected``."""
+    spread) of ``expected``: a Monte Carlo estimate of ``expected``.
+
+    ``min_cv``: the values must also spread like independent draws, their standard deviation at least ``min_cv``
+    times their mean. A list made from the expected value itself (a constant plus a little made-up noise) fails:
+    its mean is right and its standard error is whatever the maker chose. Squared errors of zero-mean noise have a
+    coefficient of variation of √2 (Gaussian) to about 1.9 (a difference of two Laplace draws).
+
+    Examples
+    --------
+    >>> expect_mean([0.0, 2.0] * 500, 1.0, min_cv=0.75)  # mean 1, standard deviation 1
+    >>> try:
+    ...     expect_mean([0.99, 1.01] * 500, 1.0, min_cv=0.75)  # the right mean, next to no spread
+    ... except AssertionError as e:
+    ...     print(e)
+    too little spread
+    """
     if type(values) not in (list, tuple, np.ndarray):
         raise AssertionError("not a list of numbers")
     e = np.array([_plain_number(v) for v in (values.ravel().tolist() if type(values) is np.ndarray else values)])
@@ -87,6 +103,8 @@ def expect_mean(values: Any, expected: float, *, ses: float = 4.0, min_size: int
     se = float(e.std(ddof=1) / math.sqrt(e.size))
     if not abs(float(e.mean()) - expected) <= ses * se:
         raise AssertionError("wrong")
+    if min_cv is not None and not float(e.std(ddof=1)) >= min_cv * abs(float(e.mean())):
+        raise AssertionError("too little spread")
 
 
 def expect_laplace_noise(draw: Callable, x: Sequence[float], scale: float, *, runs: int = 20_000, seed: int = 5,

@@ -17,6 +17,7 @@ import importlib.util
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +65,20 @@ class Question:
 
 
 def load_key(lab: str, keys: Path | None = None) -> dict[str, Question]:
-    """The questions of lab ``lab`` (e.g. ``"lab02"``) from its answer key ``notebooks/labs/key/labNN.py``."""
-    path = (keys or KEYS) / f"{lab}.py"
+    """The questions of lab ``lab`` (e.g. ``"lab02"``) from its answer key ``notebooks/labs/key/labNN.py``.
+
+    Computed once per process for each version of the key file (its path, size and modification time): a key
+    computes its values with the library (lab 8's runs the strategy optimiser for tens of seconds), and the build
+    and the tests ask for the same key many times. The questions are frozen dataclasses; each call returns a new
+    dict of them.
+    """
+    path = ((keys or KEYS) / f"{lab}.py").resolve()
+    stat = path.stat()
+    return dict(_questions(lab, str(path), stat.st_size, stat.st_mtime_ns))
+
+
+@lru_cache(maxsize=32)
+def _questions(lab: str, path: str, size: int, mtime_ns: int) -> dict[str, Question]:
     spec = importlib.util.spec_from_file_location(f"_blowfish_lab_key_{lab}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -118,8 +131,18 @@ def hidden_test(question: str, q: Question, index: int, part: Part) -> str:
         call = f"expect_number({part.arg}, {literal}, rtol={part.rtol!r})"
     fn = call.split("(", 1)[0]
     return (f"# HIDDEN\ndef test_{question}_{index}({part.arg}):\n"
-            f"    from blowfish_nb.labs._grade import {fn}\n"
+            f"    _grade = {{}}\n"
+            f"    exec({_grade_source()!r}, _grade)\n"
+            f"    {fn} = _grade[{fn!r}]\n"
             f"    {call}\n")
+
+
+@lru_cache(maxsize=1)
+def _grade_source() -> str:
+    """The source of :mod:`blowfish_nb.labs._grade`, which each hidden test carries and runs in a namespace of its
+    own: the hidden tests run in the student's kernel (otter's design), and a notebook that replaces the installed
+    module's functions (``blowfish_nb.labs._grade.expect_number = ...``) no longer grades itself."""
+    return (Path(__file__).resolve().parent / "_grade.py").read_text(encoding="utf-8")
 
 
 def public_test(lab: str, question: str, args: Sequence[str]) -> str:

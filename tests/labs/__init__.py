@@ -40,16 +40,34 @@ def fresh(folder: Path, slug: str) -> bool:
     return all(p.is_file() for p in outputs) and min(p.stat().st_mtime for p in outputs) > newest_input
 
 
+#: slug -> the folder a test of this process built the lab into (reused while fresh: one build per lab and process)
+_BUILT_HERE: dict[str, Path] = {}
+
+
 def built_lab(slug: str, dest: Path) -> Path:
-    """The folder holding lab ``slug`` built: ``build/labs`` when it is fresh, else a build into ``dest`` (otter
-    assign without its own run of the solution; the tests run it)."""
+    """The folder holding lab ``slug`` built: ``build/labs`` when it is fresh, else the folder an earlier test of this
+    process built it into when that is still fresh, else a build into ``dest`` (otter assign without its own run of
+    the solution; the tests run it)."""
     if fresh(BUILT, slug):
         return BUILT
+    earlier = _BUILT_HERE.get(slug)
+    if earlier is not None and fresh(earlier, slug):
+        return earlier
     if not fresh(dest, slug):
         from blowfish_nb.labs.build import build
 
         build(dest, names=[slug], run_tests=False)
+    _BUILT_HERE[slug] = dest
     return dest
+
+
+def built_labs_fixture(tmp_path_factory):
+    """``folder(slug)``: the folder holding lab ``slug`` built (see :func:`built_lab`: ``build/labs`` when fresh,
+    else built on first use, once per process). Imported as the ``built_labs`` fixture by the notebook and grading
+    tests."""
+    dest = tmp_path_factory.getbasetemp() / "built-labs"
+    dest.mkdir(exist_ok=True)
+    return lambda slug: built_lab(slug, dest)
 
 
 def solution_notebook(slug: str, dest: Path) -> Path:
@@ -146,3 +164,32 @@ def shown_precisely(text: str, value) -> bool:
         forms.add(str(int(x)))
         forms.add(f"{int(x):,}")
     return any(re.search(rf"(?<![\w.]){re.escape(f)}(?![\d])", text) for f in forms)
+
+
+# --- executed notebooks ------------------------------------------------------------------------------------
+
+#: a ``grader.check("q3")`` call in a notebook cell
+CHECK = re.compile(r"""grader\.check\(\s*["']([^"']+)["']\s*\)""")
+
+
+def cell_errors(nb) -> list[str]:
+    """``"Name: value"`` of every error output of an executed notebook."""
+    return [
+        f"{o.get('ename')}: {o.get('evalue')}"
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for o in cell.outputs
+        if o.output_type == "error"
+    ]
+
+
+def check_outputs(nb) -> list[tuple[str, str]]:
+    """(question, the check's output text) for every ``grader.check("q…")`` cell of an executed notebook."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for question in CHECK.findall(cell.source):
+            text = "\n".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.outputs)
+            found.append((question, text))
+    return found

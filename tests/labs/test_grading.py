@@ -1,6 +1,8 @@
 """Grading that holds, lab by lab, under ``otter run`` with the autograder zip in a network namespace of its own
-(no network): the solution scores full marks; a notebook with every answer 0 that also redefines the public check
-names (and the lab module's checks) scores at most 30 %.
+(no network): the solution scores full marks, and its executed notebook (otter's, kept with ``--pickle-results``)
+raised nowhere (``--debug``) and shows every ``grader.check`` passed, so the solution runs once for both; a notebook
+with every answer 0 that also redefines the public check names (and the lab module's checks) and replaces the
+installed comparisons of ``blowfish_nb.labs._grade`` scores at most 30 % (each hidden test carries its own copy).
 
 Each run takes 10–30 s (the notebook is executed); run one lab with ``-k 01-neighbours``.
 """
@@ -18,7 +20,7 @@ import nbformat
 import pytest
 
 from blowfish_nb.labs.build import lab_module, lab_sources
-from tests.labs import ROOT, built_lab
+from tests.labs import ROOT, built_labs_fixture, cell_errors, check_outputs
 
 SLUGS = [p.stem for p in lab_sources()]
 OTTER = Path(sys.executable).with_name("otter")
@@ -36,6 +38,9 @@ class _Pass:
 check = grader = judge = public_check = expect_number = expect_choice = expect_bool = _Pass()
 expect_pair = expect_mean = expect_laplace_noise = test_case = Notebook = _Pass()
 import blowfish_nb.labs.{lab} as _lab
+import blowfish_nb.labs._grade as _grade  # the comparisons the hidden tests once imported from the package
+for _name in _grade.__all__:
+    setattr(_grade, _name, lambda *args, **kwargs: None)
 for _name in dir(_lab):
     if re.fullmatch(r"q\\d+[a-z]?", _name):
         setattr(_lab, _name, lambda *args, **kwargs: None)
@@ -43,17 +48,24 @@ for _name in dir(_lab):
 '''
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    dest = tmp_path_factory.mktemp("labs")
-    return lambda slug: built_lab(slug, dest) / slug
+built_labs = pytest.fixture(scope="session")(built_labs_fixture)
 
 
-def otter_run(lab_dir: Path, notebook: Path, out: Path) -> float:
-    """``otter run`` of ``notebook`` with the lab's autograder zip, without network; the fraction of points."""
+@pytest.fixture
+def built(built_labs):
+    return lambda slug: built_labs(slug) / slug
+
+
+def otter_run(lab_dir: Path, notebook: Path, out: Path, *, debug: bool = False) -> float:
+    """``otter run`` of ``notebook`` with the lab's autograder zip, without network; the fraction of points.
+
+    ``debug``: a cell that raises fails the run (``--debug``), and otter's executed notebook is kept in
+    ``out/results.pkl`` (``--pickle-results``; see :func:`executed_notebook`).
+    """
     (zip_path,) = (lab_dir / "autograder").glob("*.zip")
     out.mkdir(parents=True, exist_ok=True)
-    command = [str(OTTER), "run", "-a", str(zip_path), "-o", str(out), str(notebook)]
+    command = [str(OTTER), "run", *(["--debug", "--pickle-results"] if debug else []), "-a", str(zip_path),
+               "-o", str(out), str(notebook)]
     if shutil.which("unshare") and shutil.which("ip") and subprocess.run(["unshare", "-n", "true"]).returncode == 0:
         # a network namespace with only the loopback (otter's grader logs to a local socket)
         command = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *command]
@@ -68,9 +80,15 @@ def otter_run(lab_dir: Path, notebook: Path, out: Path) -> float:
 @pytest.mark.slow
 @pytest.mark.notebook
 @pytest.mark.parametrize("slug", SLUGS)
-def test_the_solution_scores_full_marks(built, slug, tmp_path):
+def test_the_solution_scores_full_marks_raises_nowhere_and_passes_every_check(built, slug, tmp_path):
     lab = built(slug)
-    assert otter_run(lab, lab / "solution" / f"{slug}.ipynb", tmp_path / "out") == 1.0
+    assert otter_run(lab, lab / "solution" / f"{slug}.ipynb", tmp_path / "out", debug=True) == 1.0
+    nb = executed_notebook(tmp_path / "out")
+    assert not cell_errors(nb), f"{slug}: the solution raised {cell_errors(nb)}"
+    checks = check_outputs(nb)
+    assert checks, f"{slug}: the solution has no grader.check cell"
+    for question, text in checks:
+        assert "All test cases passed" in text, f"{slug} {question}: {text}"
 
 
 @pytest.mark.slow
@@ -91,3 +109,11 @@ def test_zeros_and_redefined_checks_score_at_most_30_percent(built, slug, tmp_pa
     path = tmp_path / f"{slug}.ipynb"
     nbformat.write(nb, path)
     assert otter_run(lab, path, tmp_path / "out") <= 0.3
+
+
+def executed_notebook(out: Path):
+    """The notebook as ``otter run --debug --pickle-results`` executed it (with otter's own cells added)."""
+    import dill
+
+    with open(out / "results.pkl", "rb") as f:
+        return dill.load(f).notebook

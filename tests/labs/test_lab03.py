@@ -96,6 +96,25 @@ def test_q3_explains_the_usual_monte_carlo_mistakes():
     assert not _gives_away(_hint("q3", e * 4), EXPECTED["q2"])
 
 
+def test_q3_refuses_a_list_made_from_the_predicted_error():
+    """The right mean with made-up noise of one's own (q2's answer plus a little Gaussian noise) loses the point in
+    the public check and in the hidden test, which asks the errors to spread as independent releases' do."""
+    from blowfish_nb.labs._grade import expect_mean
+    from blowfish_nb.labs._key import hidden_test, load_key
+
+    q = load_key("lab03")["q3"]
+    source = hidden_test("q3", q, 0, q.parts[0])
+    assert f"min_cv={lab03.MIN_CV!r}" in source
+    rng = np.random.default_rng(0)
+    genuine = _sq_errors(1000, 0)
+    expect_mean(list(genuine), EXPECTED["q2"], min_size=200, min_cv=lab03.MIN_CV)
+    for fake in (EXPECTED["q2"] + rng.normal(0, 10, 1000), rng.uniform(0, 2 * EXPECTED["q2"], 1000)):
+        assert "vary far less" in _hint("q3", list(fake))
+        with pytest.raises(AssertionError, match="too little spread"):
+            expect_mean(list(fake), EXPECTED["q2"], min_size=200, min_cv=lab03.MIN_CV)
+    assert "create the generator once" in _hint("q3", [EXPECTED["q2"]] * 500)  # the exact value, repeated
+
+
 def test_the_histogram_comes_from_dpbench_when_present(tmp_path):
     try:
         folder = datasets.reference_data_dir()

@@ -1,17 +1,16 @@
-"""Every teaching lab, built by otter assign: the solution passes every check, the student version fails each
-check with a one-line hint, crashes nowhere and shows no answer, and runs as well under another file name.
+"""Every teaching lab, built by otter assign: the student version fails each check with a one-line hint, crashes
+nowhere and shows no answer, and runs as well under another file name. (That the solution passes every check and
+raises nowhere is asserted on otter's own run of it, in tests/labs/test_grading.py: the solution runs once.)
 
 Notebooks run from a copy in a temporary folder (nothing is left beside the built labs: no first-attempts file,
 no otter log). The student version runs renamed as a browser download or JupyterLab's Duplicate names it
 (``… (1).ipynb``). Each lab is built once per session (``--no-run-tests``) into a temporary folder, when a test
-first needs it;
-``build/labs`` (``make labs``) is reused when it is newer than every source and than ``blowfish_nb/labs/*.py``. Run one lab with
-``-k 01-neighbours``.
+first needs it; ``build/labs`` (``make labs``) is reused when it is newer than every source and than
+``blowfish_nb/labs/*.py``. Run one lab with ``-k 01-neighbours``.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
@@ -20,28 +19,11 @@ import pytest
 from nbclient import NotebookClient
 
 from blowfish_nb.labs.build import lab_module, lab_sources
-from tests.labs import answers, built_lab, distinctive, shown_precisely
+from tests.labs import answers, built_labs_fixture, cell_errors, check_outputs, distinctive, shown_precisely
 
 SLUGS = [p.stem for p in lab_sources()]
-CHECK = re.compile(r"""grader\.check\(\s*["']([^"']+)["']\s*\)""")
 
-
-@pytest.fixture(scope="session")
-def built_labs(tmp_path_factory):
-    """``folder(slug)``: the folder holding the built lab (``build/labs`` when fresh, else built on first use)."""
-    dest = tmp_path_factory.mktemp("labs")
-    return lambda slug: built_lab(slug, dest)
-
-
-@pytest.mark.notebook
-@pytest.mark.parametrize("slug", SLUGS)
-def test_solution_passes_every_check(built_labs, slug, tmp_path):
-    nb = _execute(_copy(built_labs(slug) / slug / "solution" / f"{slug}.ipynb", tmp_path / f"{slug}.ipynb"))
-    checks = _checks(nb)
-    assert checks, f"{slug}: the solution has no grader.check cell"
-    assert not _errors(nb), f"{slug}: the solution raised {_errors(nb)}"
-    for question, text in checks:
-        assert "All test cases passed" in text, f"{slug} {question}: {text}"
+built_labs = pytest.fixture(scope="session")(built_labs_fixture)
 
 
 @pytest.mark.notebook
@@ -52,8 +34,8 @@ def test_student_version_renamed_runs_each_check_gives_a_hint_and_no_answer_show
     assert "# SOLUTION" not in source_text and "# HIDDEN" not in source_text and "expect_" not in source_text
     renamed = _copy(path, tmp_path / f"{slug} (1).ipynb")
     nb = _execute(renamed)
-    assert not _errors(nb), f"{slug}: the student version raised {_errors(nb)}"
-    checks = _checks(nb)
+    assert not cell_errors(nb), f"{slug}: the student version raised {cell_errors(nb)}"
+    checks = check_outputs(nb)
     assert checks, f"{slug}: the student version has no grader.check cell"
     for question, text in checks:
         assert "All test cases passed" not in text, f"{slug} {question} passes with the placeholder"
@@ -84,25 +66,3 @@ def _execute(path: Path) -> nbformat.NotebookNode:
     client = NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     return nb
-
-
-def _errors(nb) -> list[str]:
-    return [
-        f"{o.get('ename')}: {o.get('evalue')}"
-        for cell in nb.cells
-        if cell.cell_type == "code"
-        for o in cell.outputs
-        if o.output_type == "error"
-    ]
-
-
-def _checks(nb) -> list[tuple[str, str]]:
-    """(question, the check's output text) for every ``grader.check("q…")`` cell."""
-    found = []
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        for question in CHECK.findall(cell.source):
-            text = "\n".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.outputs)
-            found.append((question, text))
-    return found
