@@ -15,7 +15,7 @@ from blowfish_nb.exceptions import InvalidParameterError
 from blowfish_nb.operators import Kron, Stack
 from blowfish_nb.ranges import all_ranges, random_ranges, ranges_2d
 from blowfish_nb.strategies import pidentity
-from blowfish_nb.strategies.marginal_weights import fit_marginals, marginal_matrix, workload_gram
+from blowfish_nb.strategies.marginal_weights import fit_marginals, marginal_matrix, marginal_strategy, workload_gram
 from blowfish_nb.strategies.optimized import (
     DenseFactor, OptimizedStrategy, _edge_groups, _Problem, _templates, _terms, edge_pidentity, optimize,
 )
@@ -97,7 +97,7 @@ def test_marginal_template_error_is_the_dense_error_and_respects_the_linear_boun
     np.testing.assert_allclose(workload_gram(terms, shape), Wd.T @ Wd, atol=1e-9)
     for name in ("dp", "attribute"):
         pol = policy.dp(Domain.grid(shape)) if name == "dp" else policy.attribute(Domain.grid(shape))
-        X = fit_marginals(terms, shape, _edge_groups(pol), 200)
+        X = marginal_strategy(shape, fit_marginals(terms, shape, _edge_groups(pol), 200))[0]
         assert pol.sensitivity(X) <= 1.0 + 1e-9
     assert marginal_matrix((2, 3), ()).tolist() == [[1.0] * 6]
 
@@ -110,7 +110,7 @@ def _forced(W, pol, template) -> OptimizedStrategy:
     out = dict(_templates(problem, pol, 1, 40, np.random.default_rng(3), (template,)))
     if template not in out:
         pytest.skip(f"{template} does not apply under {pol!r}")
-    factors = tuple(DenseFactor(x) for x in out[template])
+    factors = tuple(x if isinstance(x, DenseFactor) else DenseFactor(x) for x in out[template])
     op = factors[0] if len(factors) == 1 else Kron(factors)
     return OptimizedStrategy(factors, float(pol.sensitivity(op)), 0.0, shape, {"template": template})
 
