@@ -60,7 +60,7 @@ from ..ranges import Boxes, as_ranges, axis_ranges
 from ..operators import DENSE_LIMIT, Kron, Matrix, Stack, Workload
 from .pidentity import fit_best_p, prefix_gram, range_gram, strategy_matrix
 
-__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "supports",
+__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "OPT_IN", "supports",
            "flat_mean_variance"]
 
 #: the largest axis optimised (a dense n×n inverse per evaluation)
@@ -199,7 +199,10 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
         (weighted marginals, grids of ≤ 1,024 cells) and ``"dense"`` (dense
         factors on a smoothed max, axes of ≤ 128 cells), and ``"total"`` (the
         winner again with the public total as one more row, under policies
-        without ⊥ on ≤ 1,024 cells). The identity and the
+        without ⊥ on ≤ 1,024 cells). ``"flat"`` is tried only when named
+        (:data:`OPT_IN`, minutes rather than seconds): one dense factor over
+        a grid of ≤ 1,024 cells on the policy's own edges, started from the
+        best Kronecker candidate (:func:`flat_refine`). The identity and the
         prefix sums always compete; ``info["template"]`` names the winner,
         ``info["objectives"]`` every candidate's exact objective and
         ``info["fallback"]`` says when no optimised template beat them.
@@ -232,9 +235,9 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     if not (isinstance(rows, (int, float)) and math.isfinite(rows) and rows >= 1):
         raise InvalidParameterError(f"rows must be a number >= 1, got {rows!r}")
     chosen = TEMPLATES if templates is None else tuple(templates) if not isinstance(templates, str) else (templates,)
-    unknown = [t for t in chosen if t not in TEMPLATES]
+    unknown = [t for t in chosen if t not in TEMPLATES + OPT_IN]
     if unknown or not chosen:
-        raise InvalidParameterError(f"templates must be names among {TEMPLATES}, got {templates!r}")
+        raise InvalidParameterError(f"templates must be names among {TEMPLATES + OPT_IN}, got {templates!r}")
     reason = supports(workload, policy)
     if reason is not None:
         raise InvalidParameterError(f"cannot optimise a strategy here: {reason}")
@@ -248,7 +251,8 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     # nothing to trade off when no edge moves a record (every strategy has Δ = 0) or no query has error to lose
     edges = problem.edges
     pairs = any(p is not None for p in edges.pairs)
-    if (pairs or edges.bottom or edges.multi) and problem.error(fixed[0]) > 0:
+    active = bool((pairs or edges.bottom or edges.multi) and problem.error(fixed[0]) > 0)
+    if active:
         candidates += _templates(problem, policy, restarts, max_iter, rng, chosen)
     best, scores = None, {}
 
@@ -269,9 +273,17 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     for name, X in candidates:
         if X is not None:
             consider(name, X)
+    K = math.prod(shape)
+    if "flat" in chosen and active and len(shape) > 1 and K <= FLAT_CELLS \
+            and policy.edge_count() <= FLAT_EDGES:
+        start = min((c for c in candidates if c[1] is not None and len(c[1]) == len(shape)),
+                    key=lambda c: scores.get(c[0], math.inf))  # a full-rank Kronecker start (the fixed ones too)
+        X = _guard(lambda: flat_refine(problem, policy, start[1], max_iter))
+        if X is not None:
+            candidates.append(("flat", [X]))
+            consider("flat", [X])
     # the public total: no edge to ⊥ means no neighbour changes n, so a row TOTAL_WEIGHT·1ᵀ adds nothing to Δ
     # (the policy's edge differences confirm it) and least squares gets the total almost free
-    K = math.prod(shape)
     if "total" in chosen and len(candidates) > 2 and not edges.bottom and K <= TOTAL_CELLS \
             and best.info["template"] not in ("edge-domain p-identity", "marginals"):  # (they price the total)
         name = best.info["template"]
@@ -288,6 +300,13 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
 DENSE_AXIS = 128
 #: the optimised templates :func:`optimize` tries
 TEMPLATES = ("p-identity", "edge-domain p-identity", "marginals", "dense", "total")
+#: templates tried only when named (their optimisation takes minutes, not seconds: not for "auto"'s quotes)
+OPT_IN = ("flat",)
+#: the flat template runs on grids of at most this many cells (O(K³) per step) and policies of at most this many edges
+FLAT_CELLS = 1024
+FLAT_EDGES = 200_000
+#: the flat template's stages: (η, p) of the surrogate and the most L-BFGS-B iterations (also ≤ ``max_iter``)
+FLAT_STAGES = (((ETA, P_NORM), 150), ((1e-5, 1024), 100))
 #: the largest grid on which the winner is also tried with the public total (one dense K × K inverse)
 TOTAL_CELLS = 1024
 
@@ -355,6 +374,58 @@ def _sharpen(problem, policy, X, max_iter) -> list[np.ndarray]:
                 best, best_f = Y, f
     finally:
         problem.smoothing = saved
+    return best
+
+
+def flat_refine(problem, policy, X, max_iter) -> np.ndarray:
+    """One dense K × K factor over the whole grid, started from the Kronecker product of ``X``; its exact best stage.
+
+    **Why.** A Kronecker product A₁ ⊗ A₂ is charged products of per-axis norms
+    under a policy whose edges move records between cells (the grid:
+    Δ = max(a₁c₂, c₁a₂), a_i the largest adjacent-column difference, c_i the
+    largest column norm), so no Kronecker strategy can trade the two axes' edges
+    against each other cell by cell. The flat template drops the restriction:
+    it optimises one dense factor on the flattened domain with the smoothed
+    max over the policy's own edges (each a pair of cells, or a cell and ⊥:
+    the surrogate is then the exact Δ smoothed, with no triangle-inequality
+    bound for edges that move several attributes), started at the best
+    Kronecker candidate, so it starts where the Kronecker templates ended.
+    Each stage of :data:`FLAT_STAGES` (sharper smoothing) is kept only when
+    the **exact** objective Δ² · tr(WᵀW (AᵀA)⁻¹) drops, Δ from the policy's
+    edge differences. O(K³) per step: grids of ≤ :data:`FLAT_CELLS` cells.
+    """
+    from .marginal_weights import workload_gram  # noqa: PLC0415
+
+    shape = problem.shape
+    K = math.prod(shape)
+    A = np.ones((1, 1))
+    for x in X:
+        A = np.kron(A, np.asarray(x, dtype=float))
+    A = A / np.abs(A).sum(axis=0).max()
+    G = workload_gram(problem.terms, shape)
+    lo, hi, bottom = [], [], False
+    for u, v in policy.edge_chunks():
+        u, v = np.asarray(u, dtype=np.int64), np.asarray(v, dtype=np.int64)
+        down = v == BOTTOM
+        bottom |= bool(down.any())
+        lo.append(np.minimum(u[~down], v[~down]))
+        hi.append(np.maximum(u[~down], v[~down]))
+    a = np.concatenate(lo) if lo else np.zeros(0, dtype=np.int64)
+    b = np.concatenate(hi) if hi else np.zeros(0, dtype=np.int64)
+    edges = _Edges([(a, b) if a.size else None], bottom, False)
+    flat = _Problem([_Term(1.0, [None], True, G)], edges, (K,), (A.shape[0],))
+
+    def exact(Y):
+        factor = DenseFactor(Y)
+        return float(policy.sensitivity(factor)) ** 2 * _gram_error(G, factor)
+
+    best, best_f = A, exact(A)
+    for smoothing, iters in FLAT_STAGES:
+        flat.smoothing = smoothing
+        Y = _guard(lambda: flat.optimise([best.copy()], min(max_iter, iters))[0])
+        f = None if Y is None else _guard(lambda: exact(Y))
+        if f is not None and math.isfinite(f) and f < best_f:
+            best, best_f = Y, f
     return best
 
 

@@ -117,3 +117,53 @@ def test_two_way_marginals_need_no_identity_and_get_none():
     assert mw.trace_error(theta, mw.workload_traces(terms, shape), shape) == pytest.approx(
         np.sum((Wd @ np.linalg.pinv(A)) ** 2), rel=1e-9)
     np.testing.assert_allclose(Wd @ Ap @ A, Wd, atol=1e-9)  # least squares answers the workload without bias
+
+
+# -- a rank-deficient weighted-marginals strategy, end to end ------------------------------------
+def _one_way_3x3():
+    return Stack([workload.marginal((3, 3), [0]), workload.marginal((3, 3), [1])], [1.0, 1.0])
+
+
+POLICY_SPECS = {
+    "dp": (("dp", {}), policy.dp(Domain.grid((3, 3))), True),
+    "grid": (("threshold", {"theta": 1}), policy.grid((3, 3), 1), False),
+    "grid2": (("threshold", {"theta": 2}), policy.grid((3, 3), 2), False),
+    "attribute": (("attribute", {}), policy.attribute(Domain.grid((3, 3))), False),
+}
+
+
+@pytest.mark.parametrize("name", list(POLICY_SPECS))
+def test_fitted_weights_are_charged_the_brute_force_sensitivity_within_the_linear_bound(name):
+    from tests.brute import brute_edges, brute_sensitivity_edges
+
+    spec, pol, bottom = POLICY_SPECS[name]
+    W = _one_way_3x3()
+    terms = _terms(W, (3, 3))
+    edges = _edge_groups(pol)
+    theta = mw.fit_marginals(terms, (3, 3), edges, 200)  # (on 3×3 the identity often wins: a marginal sums 3 cells)
+    A, Ap, N = mw.marginal_strategy((3, 3), theta)
+    np.testing.assert_allclose(Ap, np.linalg.pinv(A), atol=1e-10)
+    brute = brute_sensitivity_edges(A, brute_edges(spec, pol.domain, bottom))
+    assert pol.sensitivity(A) == pytest.approx(brute, rel=1e-12)
+    assert brute <= float((mw.bound_rows(edges, mw.subsets(2)) @ theta).max()) + 1e-12 <= 1.0 + 1e-9
+
+
+def test_measured_error_of_a_rank_deficient_strategy_is_within_3_standard_errors():
+    from blowfish_nb import mechanisms
+    from blowfish_nb.strategies.optimized import OptimizedStrategy
+
+    pol = policy.dp(Domain.grid((3, 3)))
+    W = _one_way_3x3()
+    A, Ap, N = mw.marginal_strategy((3, 3), [0.0, 0.5, 0.5, 0.0])  # the two 1-way marginals: rank 5 of 9
+    assert np.linalg.matrix_rank(A) == 5
+    s = OptimizedStrategy((DenseFactor(A, Ap, N),), float(pol.sensitivity(A)), 0.0, (3, 3), {"template": "marginals"})
+    m = mechanisms.Optimized(s)
+    x = np.random.default_rng(5).integers(0, 9, size=9).astype(float)
+    draws = m.sample(x, W, pol, 1.0, 20_000, rng=7)
+    per_draw = ((draws - W @ x) ** 2).mean(axis=1)
+    se = per_draw.std(ddof=1) / np.sqrt(per_draw.size)
+    assert abs(per_draw.mean() - m.expected_error(W, pol, 1.0)) < 3 * se
+    # a query outside the row space (a single cell) is not claimed a finite error
+    from blowfish_nb.workload import identity
+
+    assert m.expected_error(identity(9), pol, 1.0) == np.inf
