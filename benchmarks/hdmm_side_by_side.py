@@ -15,8 +15,9 @@ strategies and Kronecker workloads (densely otherwise). Continuous-Laplace
 variances for both (the mechanism's lattice noise adds a factor ≤ 1 + 2⁻¹¹).
 
 **Plain DP:** HDMM's strategy and ours, both optimised for unbounded DP.
-**Policies:** ours optimised under the policy at ε, against HDMM's DP
-strategy at ε/2 (the Blowfish papers' comparison: 4× its DP error).
+**Policies:** ours optimised under the policy at ε (with the opt-in
+``"flat"`` template, :data:`OURS_POLICY`), against HDMM's DP strategy at
+ε/2 (the Blowfish papers' comparison: 4× its DP error).
 
 HDMM's side: 1-D, best of ``RESTARTS`` seeded ``PIdentity(k//16, k)``
 optimisations (its ``mechanism.HDMM.optimize`` loop, seeded); several

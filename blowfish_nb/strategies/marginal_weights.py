@@ -136,7 +136,7 @@ def objective(theta, c, shape, *, outside=None, up=None) -> tuple[float, np.ndar
     Examples
     --------
     >>> f, g = objective([0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 2.0], (2, 2))  # the identity, c on Q_{0,1}
-    >>> f, g.tolist()
+    >>> f, (g + 0.0).tolist()   # + 0.0: no negative zeros
     (2.0, [0.0, 0.0, 0.0, -4.0])
     """
     theta = np.asarray(theta, dtype=float)

@@ -35,8 +35,12 @@ their Gram weighted by the other axes' variances, :func:`axis_gram`), on
 1-D policies without ⊥ a p-Identity on the line's edge values (the prefix
 sums, :func:`edge_pidentity`: Δ = the longest edge's span exactly, the public
 total free), and on small grids weighted marginals (:mod:`.marginal_weights`:
-Δ linear in the weights). Each candidate is charged its exact Δ and the
-lowest exact objective wins (the identity and the prefix sums compete too).
+Δ linear in the weights; closed forms in the marginals algebra, weights
+may be exactly 0). The dense template's smoothing is sharpened by
+continuation (:func:`_sharpen`); the opt-in ``"flat"`` template
+(:func:`flat_refine`) drops the Kronecker restriction on grids of ≤ 1,024
+cells. Each candidate is charged its exact Δ and the lowest exact objective
+wins (the identity and the prefix sums compete too).
 
 **Privacy never rests on the surrogate.** :func:`optimize` returns the
 factors with the **exact** Δ of their Kronecker product under the policy,

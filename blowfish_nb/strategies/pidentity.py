@@ -31,8 +31,8 @@ FTOL = 1e-5
 #: the tolerance the best start is then polished to
 POLISH_FTOL = 1e-7
 #: the polish's iterations, in units of ``max_iter``: on 2,000 random ranges of k = 1,024 (65,536 parameters) every
-#: start stops at its 300 iterations still moving (121.40 per query at ε = 1), and the polish reaches 121.14 after
-#: 300 more and 121.05 after 1,000 (/tmp/exp_pid.py, this session): the iterations go to the start that won
+#: start stops at its ``max_iter`` = 300 iterations still moving, so the iterations go to the start that won (with
+#: 1× the side-by-side's ours/HDMM was 1.0000, a tie; with 3× it is below 1: benchmarks/results/hdmm_side_by_side.md)
 POLISH_ITER = 3
 
 

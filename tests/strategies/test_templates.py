@@ -243,7 +243,7 @@ def test_a_fallback_to_a_fixed_strategy_is_said_in_the_mechanism_repr():
 
 
 def test_weighted_marginals_on_8_cubed_measure_what_they_claim():
-    """The conditioning guard: with the identity's weight at its floor, the measured error stays within 3 SE."""
+    """The identity's weight is exactly 0 here (a rank-deficient strategy): the measured error stays within 3 SE."""
     shape = (8, 8, 8)
     W = Stack([workload.marginal(shape, [i, j]) for i in range(3) for j in range(i + 1, 3)], [1.0] * 3)
     pol = policy.attribute(Domain.grid(shape))
