@@ -53,7 +53,7 @@ from .base import MatrixMechanism, Mechanism, _check_workload, apply_rows
 from .factors import Factor
 from .kron import apply_grid, lstsq_grid
 
-__all__ = ["Optimized", "DenseLeastSquares", "AUTO", "AUTO_COST", "AUTO_TOTAL_COST", "GRAM_LIMIT", "fit_cost"]
+__all__ = ["Optimized", "DenseLeastSquares", "AUTO", "AUTO_COST", "AUTO_TOTAL_COST", "AUTO_CELLS", "GRAM_LIMIT", "fit_cost"]
 
 #: the optimisation ``mechanism="auto"`` runs (bounded: about a second on a 32×32 grid on an idle core); seeded, so repeatable
 AUTO = {"restarts": 1, "max_iter": 100, "rng": 0}
@@ -66,6 +66,9 @@ AUTO = {"restarts": 1, "max_iter": 100, "rng": 0}
 #: in 0.9–2.4 s, 32 × 32 (flat 1024³ ≈ 2³⁰, not offered) in 3.7–4.5 s; a fit is paid once per (workload, policy)
 #: and remembered (:func:`blowfish_nb.analysis.selection.optimized_for`).
 AUTO_COST = 2**28
+#: ... and the domain has at most this many cells: the exact Δ of the fitted dense strategy is read edge by edge
+#: over columns of K entries (64 × 64 measured above; a 200 × 200 grid's 80,000 edges × 40,000 would not be)
+AUTO_CELLS = 4096
 #: the strategies with the public total (:mod:`~blowfish_nb.strategies.known_total`: dense per-axis steps in
 #: Python loops over the queries) compete when Σ nᵢ³ is at most this (1-D ≤ 64 cells, 2-D ≤ 50 × 50; measured
 #: 0.4–0.9 s on 1-D 64, 25 × 25 and 32 × 32 with :data:`AUTO`; 3.9 s at 1-D 128, so not there)
@@ -171,9 +174,10 @@ class Optimized(MatrixMechanism):
         return None
 
     def offered(self, policy: Policy) -> bool:
-        """"auto" offers it when the fit's cost :func:`fit_cost` is at most :data:`AUTO_COST` (any policy it
-        supports; the workload is checked when a choice is made)."""
-        return super().offered(policy) and fit_cost(policy.domain.shape) <= AUTO_COST
+        """"auto" offers it when the fit's cost :func:`fit_cost` is at most :data:`AUTO_COST` on at most
+        :data:`AUTO_CELLS` cells (any policy it supports; the workload is checked when a choice is made)."""
+        shape = policy.domain.shape
+        return super().offered(policy) and fit_cost(shape) <= AUTO_COST and math.prod(shape) <= AUTO_CELLS
 
     def check_fit(self, workload: Workload, policy: Policy) -> None:
         """Refuse, before any data are read, what the optimiser cannot fit (the limit and the value named).
