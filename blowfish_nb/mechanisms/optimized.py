@@ -62,7 +62,8 @@ AUTO = {"restarts": 1, "max_iter": 100, "rng": 0}
 #: "auto" offers ``Optimized()`` when :func:`fit_cost` of the grid is at most this: 2²⁸ ≈ 2.7·10⁸, i.e. one
 #: attribute of ≤ 645 cells, a grid of ≤ 645 cells (the flat templates run up to 1,024) or a larger grid of
 #: per-axis dense steps up to that sum (64 × 64 is 5.2·10⁵). Measured with :data:`AUTO` on 2,000 random ranges or
-#: boxes (``/tmp`` survey, this session, one BLAS thread, shared machine): 1-D k = 512 fits in 1.1–1.3 s, 64 × 64
+#: boxes (Optimized.fit(W, p, **AUTO) timed once per case, one BLAS thread, shared machine, issue 24 session;
+#: ``benchmarks/optimized_cache.py`` times the fits of its cases): 1-D k = 512 fits in 1.1–1.3 s, 64 × 64
 #: in 0.9–2.4 s, 32 × 32 (flat 1024³ ≈ 2³⁰, not offered) in 3.7–4.5 s; a fit is paid once per (workload, policy)
 #: and remembered (:func:`blowfish_nb.analysis.selection.optimized_for`).
 AUTO_COST = 2**28
