@@ -286,12 +286,17 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
         if X is not None:
             candidates.append(("flat", [X]))
             consider("flat", [X])
-    # the public total: no edge to ⊥ means no neighbour changes n, so a row TOTAL_WEIGHT·1ᵀ adds nothing to Δ
-    # (the policy's edge differences confirm it) and least squares gets the total almost free
+    # the public total: no edge to ⊥ means no neighbour changes n, so a row w·1ᵀ adds nothing to Δ (the policy's
+    # edge differences confirm it) and least squares gets the total almost free. Its weight is w = TOTAL_WEIGHT·Δ,
+    # in units of the strategy's own Δ (the noise scale is Δ/ε): the objective does not depend on the scale the
+    # optimiser left the factors at, and the row's values stay TOTAL_WEIGHT·n in noise units. (An absolute weight
+    # of 8 on a dense factor with Δ = 0.018, as under G² over 4 buckets, measured the total 450 noise scales
+    # apart and put 10⁹ records beyond the lattice sampler's float64 grid.)
     if "total" in chosen and len(candidates) > 2 and not edges.bottom and K <= TOTAL_CELLS \
             and best.info["template"] not in ("edge-domain p-identity", "marginals"):  # (they price the total)
         name = best.info["template"]
-        consider(f"{name} + total", [np.vstack([best.kron.dense(), np.full((1, K), TOTAL_WEIGHT)])])
+        weight = TOTAL_WEIGHT * (best.sensitivity if best.sensitivity > 0 else 1.0)
+        consider(f"{name} + total", [np.vstack([best.kron.dense(), np.full((1, K), weight)])])
     best.info["objectives"] = scores
     optimised = [n for n, X in candidates[2:] if X is not None]
     if len(candidates) > 2 and best.info["template"] in ("identity", "prefix"):
@@ -471,8 +476,9 @@ def kron_pidentity(terms, shape, restarts, max_iter, rng) -> list[np.ndarray]:
     return [strategy_matrix(T) for T in theta]
 
 
-#: the weight of the total's row in the edge-domain strategy (its noise variance is 1/64 of a unit row's;
-#: a policy without ⊥ charges it nothing)
+#: the weight of the total's row in units of the strategy's Δ (edge-domain: Δ = the longest edge's span ≥ 1; the
+#: "total" template: TOTAL_WEIGHT·Δ), so its noise variance is at most 1/64 of a unit-Δ row's; a policy without ⊥
+#: charges it nothing
 TOTAL_WEIGHT = 8.0
 
 

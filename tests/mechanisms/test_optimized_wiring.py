@@ -212,16 +212,22 @@ def test_known_total_error_is_within_3_standard_errors_of_the_analytic_one(name)
 
 
 def test_auto_uses_the_known_total_where_it_is_lower():
-    """1-D G⁴ ranges on 48 cells: the known-total strategy's exact error is below the plain optimum's."""
-    W, pol = random_ranges(48, 300, rng=0), policy.threshold(Domain.grid(48), 4)
+    """Boxes on a 6×6 grid under G¹: the known-total strategy's exact error is below the plain optimum's, and auto
+    keeps whichever of the two is lower.
+
+    (1-D G⁴ ranges on 48 cells were pinned here before; since the dense template is sharpened and tried with the
+    total row, its 'dense + total' strategy there is 0.4 % below the known-total optimiser's, so that case no longer
+    exercises the choice. On grids the downdated objective is what the Kronecker fit optimises: 13 % lower here.)
+    """
+    W, pol = ranges_2d((6, 6), 300, rng=0), policy.grid((6, 6), 1)
     m = optimized_for(W, pol)
     compared = m.optimized.info["compared"]
     assert set(compared) == {"optimized", "known total"}
     assert (m.optimized.info["template"] == "known total") is (compared["known total"] < compared["optimized"])
     assert m.expected_error(W, pol, 1.0) == pytest.approx(min(compared.values()), rel=1e-12)
-    assert compared["known total"] < compared["optimized"]  # pinned: the seeded fit at this size
+    assert compared["known total"] < compared["optimized"]  # pinned: the seeded fits at this size (13 % apart)
     # under DP (⊥) it is never tried
-    dp = policy.dp(Domain.grid(48))
+    dp = policy.dp(Domain.grid((6, 6)))
     assert "compared" not in optimized_for(W, dp).optimized.info
 
 
@@ -378,13 +384,15 @@ def _forced(W, pol, template):
     X = out.get(base)
     if X is None:
         return None
-    factors = [optimizer.DenseFactor(x) for x in X]
+    # as optimize() wraps them: a template with closed forms (weighted marginals) returns its own DenseFactor
+    factors = [x if isinstance(x, optimizer.DenseFactor) else optimizer.DenseFactor(x) for x in X]
     if template.endswith(" + total"):
         if pol.has_bottom:
             return None
         K = int(np.prod(shape))
         dense = factors[0].dense() if len(factors) == 1 else np.kron(*[f.dense() for f in factors])
-        factors = [optimizer.DenseFactor(np.vstack([dense, np.full((1, K), optimizer.TOTAL_WEIGHT)]))]
+        delta = float(pol.sensitivity(factors[0] if len(factors) == 1 else optimizer.Kron(factors)))
+        factors = [optimizer.DenseFactor(np.vstack([dense, np.full((1, K), optimizer.TOTAL_WEIGHT * delta)]))]
     op = factors[0] if len(factors) == 1 else optimizer.Kron(factors)
     return optimizer.OptimizedStrategy(tuple(factors), float(pol.sensitivity(op)), 0.0, shape,
                                        {"template": template})
@@ -392,7 +400,8 @@ def _forced(W, pol, template):
 
 HUNT_CASES = [(t, p) for t in ("p-identity", "edge-domain p-identity", "dense", "p-identity + total", "known total")
               for p in ("dp", "line", "G4")]
-HUNT_CASES += [(t, p) for t in ("kron p-identity", "marginals", "dense", "marginals + total", "known total")
+# (no "marginals + total": optimize() never adds the total row to weighted marginals, which price it themselves)
+HUNT_CASES += [(t, p) for t in ("kron p-identity", "marginals", "dense", "known total")
                for p in ("grid", "dp3x3")]
 
 
@@ -401,7 +410,7 @@ def test_privacy_hunter_passes_each_template_under_each_policy(template, pol_nam
     pol = HUNT_POLICIES[pol_name]
     twod = len(pol.domain.shape) > 1
     W = ranges_2d((3, 3), 30, rng=4) if twod else random_ranges(8, 30, rng=4)
-    if template == "marginals" or template == "marginals + total":
+    if template == "marginals":
         W = optimizer.Stack([workload.marginal((3, 3), [0]), workload.marginal((3, 3), [1]), ranges_2d((3, 3), 9,
                                                                                                         rng=4)],
                             [1.0, 1.0, 1.0])

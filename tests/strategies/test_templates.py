@@ -202,7 +202,7 @@ def test_a_constrained_policy_is_refused_before_any_optimisation():
 
 
 def test_the_public_total_row_costs_nothing_under_a_policy_without_bottom():
-    """The winner plus TOTAL_WEIGHT·1ᵀ: Δ (brute force) unchanged under the grid, error measured = analytic."""
+    """The winner plus TOTAL_WEIGHT·Δ·1ᵀ: Δ (brute force) unchanged under the grid, error measured = analytic."""
     spec, pol, bottom = POLICIES_2D["grid"]
     W = ranges_2d((3, 3), 30, rng=4)
     s = optimize(W, pol, templates=["p-identity", "total"], **QUICK)
