@@ -368,9 +368,7 @@ class Optimized(MatrixMechanism):
         if self.uses_total:  # the least squares constrained to the exact total, draw by draw
             n1 = self._n1()
             est = est + np.outer(float(np.sum(x)) - est.sum(axis=1), n1 / n1.sum())
-        if len(ops) == 1:
-            return apply_rows(workload, est)
-        return apply_grid(workload, est, shape)
+        return _answers(workload, est, shape)
 
     def expected_error(self, workload: Workload, policy: Policy, epsilon: float) -> float:
         """Expected squared error per query: the lattice noise's variance · mean of w (AᵀA)⁻¹ wᵀ (exact Δ)."""
@@ -407,3 +405,15 @@ def _total_workload(workload: Workload, shape) -> bool:
         return all(t.gram is None for t in _terms(workload, shape))
     except InvalidParameterError:
         return False
+
+
+def _answers(workload: Workload, est: np.ndarray, shape: tuple) -> np.ndarray:
+    """``workload`` applied to every estimated histogram (row of ``est``), vectorised over the draws.
+
+    A Stack part by part (weighted marginals' workloads stack marginals and boxes), each part by prefix sums
+    (1-D) or axis by axis on the grid, so a flat factor's draws never go through the workload one row at a time.
+    """
+    if isinstance(workload, Stack):
+        return np.concatenate([w * _answers(p, est, shape) for p, w in zip(workload.parts, workload.weights)],
+                              axis=1)
+    return apply_rows(workload, est) if len(shape) == 1 else apply_grid(workload, est, shape)
