@@ -46,26 +46,29 @@ from ..operators import DENSE_LIMIT, Matrix, Stack, Workload
 from ..ranges import as_ranges
 from ..strategies import known_total as total_strategies
 from ..strategies.known_total import KnownTotalStrategy
-from ..strategies.optimized import (AXIS_LIMIT, TOTAL_CELLS, DenseFactor, OptimizedStrategy, flat_mean_variance,
-                                    optimize, supports)
+from ..strategies.optimized import (AXIS_LIMIT, TEMPLATES, TOTAL_CELLS, DenseFactor, OptimizedStrategy,
+                                    flat_mean_variance, optimize, supports)
 from . import noise
 from .base import MatrixMechanism, Mechanism, _check_workload, apply_rows
 from .factors import Factor
 from .kron import apply_grid, lstsq_grid
 
-__all__ = ["Optimized", "DenseLeastSquares", "AUTO", "AUTO_COST", "AUTO_TOTAL_COST", "AUTO_CELLS", "GRAM_LIMIT", "fit_cost"]
+__all__ = ["Optimized", "DenseLeastSquares", "AUTO", "AUTO_COST", "AUTO_TOTAL_COST", "AUTO_CELLS", "GRAM_LIMIT", "fit_cost",
+           "auto_templates"]
 
 #: the optimisation ``mechanism="auto"`` runs (bounded: about a second on a 32×32 grid on an idle core); seeded, so repeatable
 AUTO = {"restarts": 1, "max_iter": 100, "rng": 0}
 
 
 #: "auto" offers ``Optimized()`` when :func:`fit_cost` of the grid is at most this: 2²⁸ ≈ 2.7·10⁸, i.e. one
-#: attribute of ≤ 645 cells, a grid of ≤ 645 cells (the flat templates run up to 1,024) or a larger grid of
-#: per-axis dense steps up to that sum (64 × 64 is 5.2·10⁵). Measured with :data:`AUTO` on 2,000 random ranges or
-#: boxes (Optimized.fit(W, p, **AUTO) timed once per case, one BLAS thread, shared machine, issue 24 session;
-#: ``benchmarks/optimized_cache.py`` times the fits of its cases): 1-D k = 512 fits in 1.1–1.3 s, 64 × 64
-#: in 0.9–2.4 s, 32 × 32 (flat 1024³ ≈ 2³⁰, not offered) in 3.7–4.5 s; a fit is paid once per (workload, policy)
-#: and remembered (:func:`blowfish_nb.analysis.selection.optimized_for`).
+#: attribute of ≤ 645 cells or a grid of per-axis dense steps up to that sum (64 × 64 is 5.2·10⁵), and its fit
+#: tries the flat templates (dense K × K solves) only on grids of K ≤ 645 cells (:func:`auto_templates`), so no
+#: dense cubic step of auto's fit, per optimiser step or once, exceeds it. Measured with :data:`AUTO` on 2,000
+#: random ranges or boxes (Optimized.fit(W, p, **AUTO) timed once per case, one BLAS thread, shared machine, issue
+#: 24 session; ``benchmarks/optimized_cache.py`` times the fits of its cases): 1-D k = 512 fits in 1.1–1.3 s,
+#: 64 × 64 in 0.9–2.4 s, 32 × 32 with the flat templates (1024³ ≈ 2³⁰) in 3.7–4.5 s, which is why they are left
+#: out there; a fit is paid once per (workload, policy) and remembered
+#: (:func:`blowfish_nb.analysis.selection.optimized_for`).
 AUTO_COST = 2**28
 #: ... and the domain has at most this many cells: the exact Δ of the fitted dense strategy is read edge by edge
 #: over columns of K entries (64 × 64 measured above; a 200 × 200 grid's 80,000 edges × 40,000 would not be)
@@ -80,21 +83,37 @@ GRAM_LIMIT = 4 * 10**7
 
 
 def fit_cost(shape) -> int:
-    """The cost of one objective evaluation of the optimiser on ``shape``: its largest dense cubic step.
+    """The cost of one objective evaluation of auto's fit on ``shape``: its largest dense cubic step.
 
-    Σᵢ nᵢ³ for the per-axis (Kronecker) templates, and K³ for the flat ones
-    (weighted marginals, the winner with the total) that run on grids of two
-    or more attributes of K ≤ 1,024 cells.
+    Σᵢ nᵢ³ for the per-axis (Kronecker) templates, which every fit runs at
+    each optimiser step. The flat templates (weighted marginals, the winner
+    with the total row) solve dense K × K systems over the K cells of a grid;
+    auto's fit tries them only where that K³ is within :data:`AUTO_COST`
+    too (:func:`auto_templates`), so they never raise the cost: a 32 × 32
+    grid costs 2 · 32³ (its flat K³ = 2³⁰ is not paid), a 1-D domain k³.
 
     Examples
     --------
-    >>> fit_cost((512,)) == 512**3, fit_cost((64, 64)) == 2 * 64**3, fit_cost((8, 8)) == 64**3
+    >>> fit_cost((512,)) == 512**3, fit_cost((64, 64)) == 2 * 64**3, fit_cost((32, 32)) == 2 * 32**3
     (True, True, True)
     """
-    shape = tuple(int(n) for n in shape)
-    K = math.prod(shape)
-    flat = K**3 if len(shape) > 1 and K <= TOTAL_CELLS else 0
-    return max(sum(n**3 for n in shape), flat)
+    return sum(int(n) ** 3 for n in shape)
+
+
+def auto_templates(shape) -> tuple:
+    """The templates auto's fit tries on ``shape``: all of them, but the flat ones only where K³ ≤ AUTO_COST.
+
+    Examples
+    --------
+    >>> "total" in auto_templates((25, 25)), "total" in auto_templates((32, 32)), "p-identity" in auto_templates((32, 32))
+    (True, False, True)
+    """
+    K = math.prod(int(n) for n in shape)
+    return tuple(t for t in TEMPLATES if t not in FLAT_TEMPLATES or len(shape) == 1 or K**3 <= AUTO_COST)
+
+
+#: the templates that solve dense systems over all K cells of a grid (once per fit, K × K)
+FLAT_TEMPLATES = ("marginals", "total")
 
 
 class DenseLeastSquares(Factor):
@@ -220,7 +239,9 @@ class Optimized(MatrixMechanism):
 
     def for_workload(self, workload: Workload, policy: Policy) -> "Optimized":
         """This mechanism, or (without a strategy yet) one on a strategy optimised now with :data:`AUTO`."""
-        return self if self.optimized is not None else Optimized.fit(workload, policy, known_total=None, **AUTO)
+        if self.optimized is not None:
+            return self
+        return Optimized.fit(workload, policy, known_total=None, templates=auto_templates(policy.domain.shape), **AUTO)
 
     @classmethod
     def fit(cls, workload: Workload, policy: Policy, *, known_total: bool | None = False,

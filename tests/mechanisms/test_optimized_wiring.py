@@ -27,7 +27,7 @@ from blowfish_nb import Domain, accuracy, constraints, mechanisms, policy, workl
 from blowfish_nb.analysis import hunt, selection
 from blowfish_nb.analysis.selection import choose_mechanism, default_candidates, memo_scope, optimized_for
 from blowfish_nb.exceptions import InvalidParameterError, PolicyError, PrivacyLeakWarning
-from blowfish_nb.mechanisms.optimized import AUTO_COST, Optimized, fit_cost
+from blowfish_nb.mechanisms.optimized import AUTO_COST, Optimized, auto_templates, fit_cost
 from blowfish_nb.operators import Workload
 from blowfish_nb.policy import BOTTOM
 from blowfish_nb.ranges import random_ranges, ranges_2d
@@ -99,9 +99,12 @@ def test_auto_picks_it_where_it_wins_and_not_where_it_loses():
 
 def test_auto_offers_it_only_within_the_fit_cost():
     assert fit_cost((645,)) <= AUTO_COST < fit_cost((646,))
-    assert fit_cost((64, 64)) <= AUTO_COST < fit_cost((32, 32))  # 32 × 32 pays the flat templates' 1024³
-    for shape, offered in (((8,), True), ((512,), True), ((1024,), False), ((25, 25), True), ((32, 32), False),
-                           ((64, 64), True), ((8, 8, 8), True)):
+    # a grid pays its per-axis steps: auto's fit leaves the flat templates (dense K × K) out where K³ > AUTO_COST
+    assert fit_cost((32, 32)) <= fit_cost((64, 64)) <= AUTO_COST
+    assert "total" in auto_templates((25, 25)) and "marginals" in auto_templates((8, 8, 8))
+    assert not {"total", "marginals"} & set(auto_templates((32, 32))) and "total" in auto_templates((1024,))
+    for shape, offered in (((8,), True), ((512,), True), ((1024,), False), ((25, 25), True), ((32, 32), True),
+                           ((64, 64), True), ((8, 8, 8), True), ((128, 128), False)):
         pol = policy.grid(shape, 1) if len(shape) > 1 else policy.line(Domain.grid(shape))
         names = [m.name for m in default_candidates(pol)]
         assert ("Optimized" in names) is offered, shape
