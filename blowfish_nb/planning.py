@@ -27,7 +27,7 @@ from . import policy as policies
 from ._validation import as_generator, check_epsilon
 from .accuracy import check_accuracy, epsilon_for_accuracy, error_draws
 from .analysis import choose_mechanism
-from .analysis.selection import default_candidates
+from .analysis.selection import default_candidates, fitted
 from .domain import CELL_LIMIT, Domain
 from .exceptions import DomainError, InvalidParameterError, PolicyError
 from .mechanisms import REGISTRY, Laplace, Mechanism, by_name
@@ -261,7 +261,7 @@ def pick_mechanism(mechanism, run: Run, accuracy: bool = False):
                 f"accuracy= needs a linear mechanism; {mechanism.name} post-processes or adapts to the data "
                 "(use epsilon= instead, or mechanism='auto')"
             )
-        return mechanism, None
+        return fitted(mechanism, run.workload, run.policy), None  # Optimized() fitted (and checked) before the data
     if mechanism == "auto":
         candidates = default_candidates(run.policy)
         if accuracy:

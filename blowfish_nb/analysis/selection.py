@@ -33,8 +33,9 @@ from ..exceptions import BlowfishError, InvalidParameterError
 from ..mechanisms import MatrixMechanism, Optimized
 from ..mechanisms.base import auto_candidates
 from ..mechanisms.htheta import AUTO_MAX_THETA
-from ..mechanisms.optimized import AUTO, AUTO_AXIS
-from ..strategies.optimized import OptimizedStrategy, supports
+from ..mechanisms.optimized import AUTO, AUTO_COST
+from ..strategies.known_total import KnownTotalStrategy
+from ..strategies.optimized import OptimizedStrategy
 from ..domain import CategoricalAttribute, OrderedAttribute
 from ..policy import Attribute, Bounded, Categorical, Composed, Custom, Partition, Policy, Threshold
 from ..policy.unbounded import UnboundedDP
@@ -43,7 +44,7 @@ from ..workload import Identity, Kron, Matrix, Prefix, Total, Workload
 from .lower_bound import LOWER_BOUND_LIMIT, lower_bound
 
 __all__ = ["choose_mechanism", "expected_error", "default_candidates", "public_key", "Memo", "memo_scope", "CHOICES",
-           "optimized_for", "OPTIMIZED_AXIS"]
+           "optimized_for", "OPTIMIZED_COST", "fitted"]
 
 #: choices remembered (each a candidate's index and its small table), over every scope
 CHOICES = 1024
@@ -53,7 +54,7 @@ _SCOPE: ContextVar[str | None] = ContextVar("blowfish_nb_memo_scope", default=No
 
 #: "auto"'s limits, declared by the mechanisms themselves (kept here under their former names)
 HTHETA_MAX_THETA = AUTO_MAX_THETA
-OPTIMIZED_AXIS = AUTO_AXIS
+OPTIMIZED_COST = AUTO_COST
 #: optimised strategies remembered (per public inputs, per memo scope)
 OPTIMIZED = 64
 
@@ -63,9 +64,10 @@ def default_candidates(policy: Policy, optimized: bool = True) -> tuple[MatrixMe
 
     Each registered class says which instances it offers and when
     (:func:`~blowfish_nb.mechanisms.base.auto_candidates`). With ``optimized``
-    (default), grids of two or more attributes of at most :data:`OPTIMIZED_AXIS`
-    cells per axis also get ``Optimized()``, a strategy fitted to the workload
-    when a choice is made (:func:`optimized_for`).
+    (default), domains whose fit costs at most :data:`OPTIMIZED_COST`
+    (:func:`~blowfish_nb.mechanisms.optimized.fit_cost`) also get ``Optimized()``,
+    a strategy fitted to the workload when a choice is made (:func:`optimized_for`)
+    and chosen only where its analytic error is the lowest.
 
     Examples
     --------
@@ -81,7 +83,13 @@ def optimized_for(workload: Workload, policy: Policy) -> Optimized:
 
     The explorer and ``mechanism="auto"`` ask for the same shapes again and
     again; the optimisation is seeded, so a remembered strategy is the one a
-    new optimisation would return.
+    new optimisation would return. The key is :func:`public_key`: the
+    workload's arrays and the policy's family, domain and a digest of its
+    parameters *read at each call* (a policy changed in place, or another θ,
+    is another key; never an ``id()``), in the caller's :func:`memo_scope`;
+    at most :data:`OPTIMIZED` per scope. Inputs without an exact key are
+    fitted every time. Threads asking for the same key wait for one fit.
+    Bad inputs are refused before any fit (:meth:`Optimized.check_fit`).
 
     Examples
     --------
@@ -90,12 +98,59 @@ def optimized_for(workload: Workload, policy: Policy) -> Optimized:
     >>> optimized_for(workload.identity(9), g) is optimized_for(workload.identity(9), g)
     True
     """
+    Optimized().check_fit(workload, policy)
     key = public_key(workload, policy, "optimized", AUTO)
     hit = _OPTIMIZED.get(key)
-    if hit is None:
-        hit = Optimized().for_workload(workload, policy)
-        _OPTIMIZED.put(key, hit)
+    if hit is not None:
+        return hit
+    with _fit_lock(key):  # one fit per key: the others wait for it and then find it remembered
+        hit = _OPTIMIZED.get(key)
+        if hit is None:
+            hit = Optimized().for_workload(workload, policy)
+            _OPTIMIZED.put(key, hit)
     return hit
+
+
+_FITTING: dict = {}
+_FITTING_GUARD = threading.Lock()
+
+
+@contextmanager
+def _fit_lock(key):
+    """A lock per key being fitted (None: no sharing), dropped when no thread holds or waits for it."""
+    if key is None:
+        yield
+        return
+    full = (_SCOPE.get(), key)
+    with _FITTING_GUARD:
+        entry = _FITTING.setdefault(full, [threading.Lock(), 0])
+        entry[1] += 1
+    try:
+        with entry[0]:
+            yield
+    finally:
+        with _FITTING_GUARD:
+            entry[1] -= 1
+            if entry[1] == 0:
+                _FITTING.pop(full, None)
+
+
+def fitted(mechanism, workload: Workload, policy: Policy):
+    """``mechanism``, or for ``Optimized()`` without a strategy the remembered one fitted to (workload, policy).
+
+    A release path calls it before any data are read, so a refusal
+    (:meth:`Optimized.check_fit`) comes first and the fitted strategy (and
+    its ``fallback``, if any) is what the release's provenance names.
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, mechanisms, policy, workload
+    >>> fitted(mechanisms.Laplace(), workload.identity(4), policy.line(Domain.grid(4))).name
+    'Laplace'
+    """
+    if isinstance(mechanism, Optimized) and mechanism.optimized is None:
+        return optimized_for(workload, policy)
+    return mechanism
 
 
 def expected_error(mechanism, workload: Workload, policy: Policy, epsilon: float) -> float:
@@ -165,10 +220,10 @@ def _fitted(mech, workload: Workload, policy: Policy):
         return mech
     if getattr(workload, "is_identity", False):
         return _NotOffered("not optimised for the histogram (fixed strategies serve it; a quote would wait seconds)")
-    reason = supports(workload, policy)
-    if reason is not None:
-        return _NotOffered(reason)
-    return optimized_for(workload, policy)
+    try:
+        return optimized_for(workload, policy)
+    except BlowfishError as exc:  # refused by check_fit (before any fit): its row says why
+        return _NotOffered(str(exc))
 
 
 def _choose(workload: Workload, policy: Policy, epsilon: float,
@@ -361,8 +416,8 @@ def _value_key(v) -> Hashable:
         return (type(v).__name__, tuple(_value_key(x) for x in v))
     if isinstance(v, dict):
         return ("dict", tuple(sorted((str(k), _value_key(x)) for k, x in v.items())))
-    if isinstance(v, OptimizedStrategy):  # by its exact content: the factors and the Δ they were found with
-        return ("optimized", tuple(_digest(f.X) for f in v.factors), v.sensitivity)
+    if isinstance(v, (OptimizedStrategy, KnownTotalStrategy)):  # by its exact content: kind, factors and Δ
+        return ("optimized", type(v).__name__, tuple(_digest(f.X) for f in v.factors), v.sensitivity)
     if hasattr(v, "release") and hasattr(v, "__dict__"):
         return ("mechanism", type(v), _value_key(vars(v)))
     raise _Unkeyable

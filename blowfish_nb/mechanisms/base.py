@@ -76,7 +76,7 @@ def auto_candidates(policy: Policy) -> tuple["Mechanism", ...]:
     >>> from blowfish_nb import Domain, policy
     >>> [m.name for m in auto_candidates(policy.dp(Domain.grid(8)))]  # doctest: +NORMALIZE_WHITESPACE
     ['Laplace', 'Ordered', 'Hierarchical', 'Hierarchical', 'Privelet', 'Transformed+Laplace',
-     'OrderedHierarchical']
+     'OrderedHierarchical', 'Optimized']
     """
     classes = sorted(AUTO_CLASSES, key=lambda c: (c.auto_rank, c.__name__))
     out = []

@@ -114,6 +114,9 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     Returns
     -------
     KnownTotalStrategy
+        ``info["fallback"]`` says when the identity or the prefix sums (which
+        always compete) won: no optimised start beat them, as
+        :func:`~blowfish_nb.strategies.optimized.optimize` reports it.
 
     Raises
     ------
@@ -159,9 +162,15 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     best = min(range(len(scored)), key=lambda i: scored[i][0][1])
     polished = problem.optimise(scored[best][1], max_iter)
     scored.append((_exact(problem, policy, polished), polished))
-    (delta, objective), X = min(scored, key=lambda s: s[0][1])
+    won = min(range(len(scored)), key=lambda i: scored[i][0][1])  # the first of equals: a fixed one on a tie
+    (delta, objective), X = scored[won]
     factors = tuple(DenseFactor(x) for x in X)
-    return KnownTotalStrategy(factors, delta, objective, shape, {"start": best})
+    info = {"start": best}
+    if won < 2:  # the provenance says so, as optimize()'s does: no optimised strategy beat a fixed one
+        fixed = ("identity", "prefix")[won]
+        info["fallback"] = (f"no optimised start ({restarts} restart{'s' * (restarts > 1)} and the polish) beat the "
+                            f"fixed {fixed} strategy answered with the public total")
+    return KnownTotalStrategy(factors, delta, objective, shape, info)
 
 
 # -- the downdated error ----------------------------------------------------------------------------

@@ -2,8 +2,23 @@
 
 The strategy stacks θ_S · M_S over the 2^d subsets S of the attributes
 (M_S the marginal on S: the identity on the axes in S, a sum over the
-others; S = ∅ is the total), so AᵀA = Σ_S θ_S² ⊗_i (I if i ∈ S else J) and
-the error tr(WᵀW (AᵀA)⁻¹) has a closed form in θ (:func:`fit_marginals`).
+others; S = ∅ is the total). Everything is computed in the marginals
+algebra, never by a dense inverse:
+
+**The algebra.** On an axis of n cells, I = P⊥ + P₁ and J = 11ᵀ = n·P₁ with
+P₁ = J/n and P⊥ = I − P₁ orthogonal projectors. So M_SᵀM_S = ⊗_i (I if i ∈ S
+else J) = Π_{i∉S} n_i · Σ_{T ⊆ S} Q_T with Q_T = ⊗_i (P⊥ if i ∈ T else P₁),
+and the Q_T are 2^d orthogonal projectors summing to the identity. Hence
+
+    AᵀA = Σ_T λ_T Q_T,   λ_T = Σ_{S ⊇ T} θ_S² Π_{i∉S} n_i,
+    (AᵀA)⁺ = Σ_{T: λ_T > 0} Q_T / λ_T,   A⁺ = (AᵀA)⁺ Aᵀ,
+    tr(WᵀW (AᵀA)⁺) = Σ_{T: λ_T > 0} c_T / λ_T,   c_T = tr(WᵀW Q_T),
+
+exact when every c_T with λ_T = 0 is 0 (then the workload lies in A's row
+space: least squares is unbiased). Weights may therefore reach 0 exactly
+(2-way marginals need no identity at all); a T with c_T > 0 and λ_T = 0
+has infinite error and is never chosen. O(4^d) per step (tested against
+dense pinv by brute force).
 
 **Δ is linear in θ.** An edge that moves one record along axis i moves it
 between two cells of every marginal S ∋ i and leaves the others unchanged,
@@ -26,17 +41,26 @@ import numpy as np
 
 from .pidentity import range_gram
 
-__all__ = ["fit_marginals", "workload_gram", "marginal_matrix", "MARGINAL_CELLS", "MARGINAL_AXES"]
+__all__ = ["fit_marginals", "workload_gram", "marginal_matrix", "subsets", "eigenvalues", "marginal_strategy",
+           "trace_error", "objective", "workload_traces", "bound_rows", "MARGINAL_CELLS", "MARGINAL_AXES"]
 
 #: the largest grid the template runs on (the strategy is returned as one dense rows × K matrix)
 MARGINAL_CELLS = 1024
 #: the most attributes (2^d weights)
 MARGINAL_AXES = 6
-#: the smallest weight of the full marginal (the identity), which keeps AᵀA invertible for the mechanism's
-#: least squares. 2-way marginals of 8³ are best with none at all (15.846 per query at ε = 1, against 15.875
-#: with this floor); a floor of 1e-5 got within 0.01 % of that but left AᵀA so ill-conditioned (cond 2.6e7)
-#: that the measured error drifted 10 SE above the analytic one under the attribute policy
-FULL_FLOOR = 1e-3
+#: a weight below this fraction of the largest is set to exactly 0 after the fit (when that does not raise the error)
+ZERO = 1e-9
+
+
+def subsets(d: int) -> list[frozenset]:
+    """The 2^d subsets of range(d), by size then lexicographically (∅ first, the full set last).
+
+    Examples
+    --------
+    >>> [sorted(S) for S in subsets(2)]
+    [[], [0], [1], [0, 1]]
+    """
+    return [frozenset(S) for r in range(d + 1) for S in itertools.combinations(range(d), r)]
 
 
 def marginal_matrix(shape, subset) -> np.ndarray:
@@ -51,6 +75,91 @@ def marginal_matrix(shape, subset) -> np.ndarray:
     for i, n in enumerate(shape):
         out = np.kron(out, np.eye(n) if i in subset else np.ones((1, n)))
     return out
+
+
+def eigenvalues(theta, shape) -> np.ndarray:
+    """λ_T = Σ_{S ⊇ T} θ_S² Π_{i∉S} n_i for every T of :func:`subsets` (the eigenvalue of AᵀA on Q_T).
+
+    Examples
+    --------
+    >>> eigenvalues([0.0, 0.0, 0.0, 1.0], (2, 3)).tolist()   # the identity alone: AᵀA = I
+    [1.0, 1.0, 1.0, 1.0]
+    """
+    subs = subsets(len(shape))
+    theta = np.asarray(theta, dtype=float)
+    outside = _outside(shape, subs)
+    return _up(subs) @ (theta * theta * outside)
+
+
+def _outside(shape, subs) -> np.ndarray:
+    return np.array([math.prod(n for i, n in enumerate(shape) if i not in S) for S in subs], dtype=float)
+
+
+def _up(subs) -> np.ndarray:
+    """up[T, S] = 1 when S ⊇ T."""
+    return np.array([[1.0 if T <= S else 0.0 for S in subs] for T in subs])
+
+
+def _projector(shape, T) -> np.ndarray:
+    """Q_T = ⊗_i (P⊥ if i ∈ T else P₁), dense K × K."""
+    out = np.ones((1, 1))
+    for i, n in enumerate(shape):
+        P1 = np.full((n, n), 1.0 / n)
+        out = np.kron(out, np.eye(n) - P1 if i in T else P1)
+    return out
+
+
+def marginal_strategy(shape, theta) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A, A⁺, (AᵀA)⁺) of the weighted marginals θ, the inverses from the closed form (zero weights dropped).
+
+    Examples
+    --------
+    >>> A, Ap, N = marginal_strategy((2, 2), [0.0, 1.0, 1.0, 0.0])   # the two 1-way marginals
+    >>> A.shape, bool(np.allclose(Ap, np.linalg.pinv(A)))
+    ((4, 4), True)
+    """
+    subs = subsets(len(shape))
+    theta = np.asarray(theta, dtype=float)
+    A = np.vstack([t * marginal_matrix(shape, S) for t, S in zip(theta, subs) if t > 0])
+    lam = eigenvalues(theta, shape)
+    K = math.prod(shape)
+    N = np.zeros((K, K))
+    for T, lt in zip(subs, lam):
+        if lt > 0:
+            N += _projector(shape, T) / lt
+    return A, N @ A.T, N
+
+
+def objective(theta, c, shape, *, outside=None, up=None) -> tuple[float, np.ndarray]:
+    """(Σ_T c_T / λ_T, its gradient in θ): ∂f/∂θ_S = −2 θ_S Π_{i∉S} n_i Σ_{T ⊆ S} c_T / λ_T² (inf when unanswerable).
+
+    Examples
+    --------
+    >>> f, g = objective([0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 2.0], (2, 2))  # the identity, c on Q_{0,1}
+    >>> f, (g + 0.0).tolist()   # + 0.0: no negative zeros
+    (2.0, [0.0, 0.0, 0.0, -4.0])
+    """
+    theta = np.asarray(theta, dtype=float)
+    c = np.asarray(c, dtype=float)
+    if outside is None or up is None:
+        subs = subsets(len(shape))
+        outside, up = _outside(shape, subs), _up(subs)
+    lam = up @ (theta * theta * outside)
+    used = c > 0
+    if np.any(lam[used] <= 0):
+        return math.inf, np.zeros_like(theta)
+    f = float(np.sum(c[used] / lam[used]))
+    dlam = np.where(used, c / np.where(lam > 0, lam, 1.0) ** 2, 0.0)  # −∂f/∂λ_T
+    return f, -(up.T @ dlam) * 2.0 * theta * outside
+
+
+def trace_error(theta, c, shape) -> float:
+    """Σ_T c_T / λ_T: tr(WᵀW (AᵀA)⁺) for c_T = tr(WᵀW Q_T); inf when some c_T > 0 has λ_T = 0."""
+    lam = eigenvalues(theta, shape)
+    used = np.asarray(c) > 0
+    if np.any(lam[used] <= 0):
+        return math.inf
+    return float(np.sum(np.asarray(c)[used] / lam[used]))
 
 
 def workload_gram(terms, shape) -> np.ndarray:
@@ -76,14 +185,19 @@ def workload_gram(terms, shape) -> np.ndarray:
     return G
 
 
-def fit_marginals(terms, shape, edges, max_iter: int) -> np.ndarray:
-    """The weighted-marginals strategy (dense rows × K) with the lowest error under the linear Δ bound ≤ 1.
+def workload_traces(terms, shape) -> np.ndarray:
+    """c_T = tr(WᵀW Q_T) for every T of :func:`subsets` (per-axis sums over the ranges, no K × K matrix)."""
+    return np.array([_trace(terms, shape, T) for T in subsets(len(shape))])
 
-    Closed form, no K×K matrix: I and J = 11ᵀ share the eigenspaces of the
-    constant vector (P₁) and its complement (P⊥) on every axis, so AᵀA has
-    eigenvalue λ_T = Σ_{S ⊇ T} θ_S² Π_{i ∉ S} n_i on ⊗_i (P⊥ if i ∈ T else P₁),
-    and tr(WᵀW (AᵀA)⁻¹) = Σ_T c_T / λ_T with c_T = tr(WᵀW ⊗ P) (per-axis
-    sums over the ranges: tr(1_r1_rᵀ P₁) = |r|²/n). O(4^d) per step.
+
+def fit_marginals(terms, shape, edges, max_iter: int) -> np.ndarray:
+    """The weights θ (one per subset of :func:`subsets`) with the lowest error under the linear Δ bound ≤ 1.
+
+    SLSQP on Σ_T c_T/λ_T (exact gradient) with the edges' linear Δ bounds as
+    constraints, from one start per level (all weight on the marginals of r
+    attributes, r = 0 … d, where that answers the workload) and from equal
+    weights; the lowest error wins. Weights below :data:`ZERO` of the largest
+    are then set to exactly 0 when that does not raise the error.
     Raises ValueError when the template does not apply (a grid above
     :data:`MARGINAL_CELLS` cells, more than :data:`MARGINAL_AXES` axes, or a dense 1-D Gram).
     """
@@ -94,56 +208,67 @@ def fit_marginals(terms, shape, edges, max_iter: int) -> np.ndarray:
     d, K = len(shape), math.prod(shape)
     if K > MARGINAL_CELLS or d > MARGINAL_AXES or any(t.gram is not None for t in terms):
         raise ValueError("the weighted-marginals template does not apply here")
-    subsets = [frozenset(S) for r in range(d + 1) for S in itertools.combinations(range(d), r)]
-    c = np.array([_trace(terms, shape, T) for T in subsets])
+    subs = subsets(d)
+    c = workload_traces(terms, shape)
     scale = c.sum() or 1.0
     c = c / scale
-    outside = np.array([math.prod(n for i, n in enumerate(shape) if i not in S) for S in subsets], dtype=float)
-    # up[T, S] = 1 when S ⊇ T
-    up = np.array([[1.0 if T <= S else 0.0 for S in subsets] for T in subsets])
-    rows = []
-    for i, pr in enumerate(edges.pairs):
-        if pr is not None:
-            rows.append([2.0 if i in S else 0.0 for S in subsets])
-    if edges.bottom:
-        rows.append([1.0] * len(subsets))
-    if edges.multi:
-        rows.append([2.0 if S else 0.0 for S in subsets])
-    if not rows:
+    outside, up = _outside(shape, subs), _up(subs)
+    C = bound_rows(edges, subs)
+    if C is None:
         raise ValueError("no edge: nothing to weigh")
-    C = np.array(rows)
-    full = len(subsets) - 1
-    bounds = [(0.0, None)] * len(subsets)
+    lower = np.zeros(len(subs))
+    upper = np.full(len(subs), np.inf)
     if not C[:, 0].any():
-        bounds[0] = (0.0, TOTAL_WEIGHT)  # the total: free without ⊥
-    bounds[full] = (FULL_FLOOR, None)  # keeps AᵀA invertible (least squares per cell) at a negligible cost
+        upper[0] = TOTAL_WEIGHT  # the total: free without ⊥
 
     def fun(theta):
-        lam = up @ (theta * theta * outside)
-        used = c > 0
-        if np.any(lam[used] <= 0):
-            return 1e300, np.zeros_like(theta)
-        f = float(np.sum(c[used] / lam[used]))
-        dlam = np.where(used, c / np.where(lam > 0, lam, 1.0) ** 2, 0.0)  # −∂f/∂λ_T
-        return f, -(up.T @ dlam) * 2.0 * theta * outside
+        f, g = objective(theta, c, shape, outside=outside, up=up)
+        return (1e300, np.zeros_like(theta)) if not math.isfinite(f) else (f, g)
 
+    def feasible(theta):
+        theta = np.clip(theta, lower, upper)
+        return theta / max(1.0, float((C @ theta).max()))
+
+    starts = [np.ones(len(subs))]
+    for r in range(d + 1):
+        starts.append(np.array([1.0 if len(S) == r else 0.0 for S in subs]))
     best = None
-    starts = [np.full(len(subsets), 1.0 / C.sum(axis=1).max())]
-    starts.append(np.where([len(S) == d for S in subsets], 1.0 / C[:, full].max(), 0.0))
     for theta0 in starts:
-        theta0 = np.maximum(theta0, [b[0] for b in bounds])
+        theta0 = feasible(theta0 / max(float((C @ theta0).max()), 1e-300))
         if not C[:, 0].any():
-            theta0[0] = 1.0
-        res = minimize(fun, theta0, jac=True, method="SLSQP", bounds=bounds,
-                       constraints=[{"type": "ineq", "fun": lambda t: 1.0 - C @ t, "jac": lambda t: -C}],
-                       options={"maxiter": max_iter, "ftol": 1e-12})
-        theta = np.clip(res.x, [b[0] for b in bounds], [np.inf if b[1] is None else b[1] for b in bounds])
-        theta = theta / max(1.0, float((C @ theta).max()))
+            theta0[0] = TOTAL_WEIGHT
+        if not math.isfinite(fun(theta0)[0]) or fun(theta0)[0] >= 1e300:
+            continue  # this level does not answer the workload
+        res = minimize(fun, theta0, jac=True, method="SLSQP", bounds=list(zip(lower, np.where(
+            np.isinf(upper), None, upper))), constraints=[{"type": "ineq", "fun": lambda t: 1.0 - C @ t,
+                                                           "jac": lambda t: -C}],
+            options={"maxiter": max_iter, "ftol": 1e-14})
+        theta = feasible(res.x)
         f = fun(theta)[0]
         if best is None or f < best[0]:
             best = (f, theta)
-    theta = best[1]
-    return np.vstack([t * marginal_matrix(shape, S) for t, S in zip(theta, subsets) if t > 1e-12])
+    if best is None:
+        raise ValueError("no weighted-marginals start answers the workload")
+    f, theta = best
+    tiny = theta < ZERO * theta.max()
+    if tiny.any():
+        cut = np.where(tiny, 0.0, theta)
+        if fun(cut)[0] <= f:
+            theta = cut
+    return theta
+
+
+def bound_rows(edges, subs) -> np.ndarray | None:
+    """The linear Δ bounds as rows of C (Δ ≤ max(C θ)); None when the policy has no edge."""
+    rows = []
+    for i, pr in enumerate(edges.pairs):
+        if pr is not None:
+            rows.append([2.0 if i in S else 0.0 for S in subs])
+    if edges.bottom:
+        rows.append([1.0] * len(subs))
+    if edges.multi:
+        rows.append([2.0 if S else 0.0 for S in subs])
+    return np.array(rows) if rows else None
 
 
 def _trace(terms, shape, T) -> float:

@@ -35,8 +35,12 @@ their Gram weighted by the other axes' variances, :func:`axis_gram`), on
 1-D policies without ⊥ a p-Identity on the line's edge values (the prefix
 sums, :func:`edge_pidentity`: Δ = the longest edge's span exactly, the public
 total free), and on small grids weighted marginals (:mod:`.marginal_weights`:
-Δ linear in the weights). Each candidate is charged its exact Δ and the
-lowest exact objective wins (the identity and the prefix sums compete too).
+Δ linear in the weights; closed forms in the marginals algebra, weights
+may be exactly 0). The dense template's smoothing is sharpened by
+continuation (:func:`_sharpen`); the opt-in ``"flat"`` template
+(:func:`flat_refine`) drops the Kronecker restriction on grids of ≤ 1,024
+cells. Each candidate is charged its exact Δ and the lowest exact objective
+wins (the identity and the prefix sums compete too).
 
 **Privacy never rests on the surrogate.** :func:`optimize` returns the
 factors with the **exact** Δ of their Kronecker product under the policy,
@@ -60,7 +64,7 @@ from ..ranges import Boxes, as_ranges, axis_ranges
 from ..operators import DENSE_LIMIT, Kron, Matrix, Stack, Workload
 from .pidentity import fit_best_p, prefix_gram, range_gram, strategy_matrix
 
-__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "supports",
+__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "OPT_IN", "supports",
            "flat_mean_variance"]
 
 #: the largest axis optimised (a dense n×n inverse per evaluation)
@@ -85,13 +89,14 @@ class DenseFactor(Matrix):
 
     name = "optimized"
 
-    def __init__(self, X):
+    def __init__(self, X, pinv=None, inverse_gram=None):
         X = np.array(X, dtype=float)
         super().__init__(X)  # self.A, the one copy every sensitivity and every measurement reads
         # the pseudo-inverse from the SVD, not from (XᵀX)⁻¹Xᵀ: the normal equations square the condition number
-        # (weighted marginals reach 1e6, so the old form lost ~12 digits and biased noise-free answers by 0.1)
-        self.pinv = np.linalg.pinv(X)
-        self.inverse_gram = self.pinv @ self.pinv.T
+        # (weighted marginals reached 1e6, so the old form lost ~12 digits and biased noise-free answers by 0.1);
+        # a template with a closed form passes its own (weighted marginals: exact, also when X is rank-deficient)
+        self.pinv = np.linalg.pinv(X) if pinv is None else np.array(pinv, dtype=float)
+        self.inverse_gram = self.pinv @ self.pinv.T if inverse_gram is None else np.array(inverse_gram, dtype=float)
         self.inverse_gram.setflags(write=False)
         self.pinv.setflags(write=False)
 
@@ -198,7 +203,10 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
         (weighted marginals, grids of ≤ 1,024 cells) and ``"dense"`` (dense
         factors on a smoothed max, axes of ≤ 128 cells), and ``"total"`` (the
         winner again with the public total as one more row, under policies
-        without ⊥ on ≤ 1,024 cells). The identity and the
+        without ⊥ on ≤ 1,024 cells). ``"flat"`` is tried only when named
+        (:data:`OPT_IN`, minutes rather than seconds): one dense factor over
+        a grid of ≤ 1,024 cells on the policy's own edges, started from the
+        best Kronecker candidate (:func:`flat_refine`). The identity and the
         prefix sums always compete; ``info["template"]`` names the winner,
         ``info["objectives"]`` every candidate's exact objective and
         ``info["fallback"]`` says when no optimised template beat them.
@@ -231,9 +239,9 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     if not (isinstance(rows, (int, float)) and math.isfinite(rows) and rows >= 1):
         raise InvalidParameterError(f"rows must be a number >= 1, got {rows!r}")
     chosen = TEMPLATES if templates is None else tuple(templates) if not isinstance(templates, str) else (templates,)
-    unknown = [t for t in chosen if t not in TEMPLATES]
+    unknown = [t for t in chosen if t not in TEMPLATES + OPT_IN]
     if unknown or not chosen:
-        raise InvalidParameterError(f"templates must be names among {TEMPLATES}, got {templates!r}")
+        raise InvalidParameterError(f"templates must be names among {TEMPLATES + OPT_IN}, got {templates!r}")
     reason = supports(workload, policy)
     if reason is not None:
         raise InvalidParameterError(f"cannot optimise a strategy here: {reason}")
@@ -247,16 +255,18 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     # nothing to trade off when no edge moves a record (every strategy has Δ = 0) or no query has error to lose
     edges = problem.edges
     pairs = any(p is not None for p in edges.pairs)
-    if (pairs or edges.bottom or edges.multi) and problem.error(fixed[0]) > 0:
+    active = bool((pairs or edges.bottom or edges.multi) and problem.error(fixed[0]) > 0)
+    if active:
         candidates += _templates(problem, policy, restarts, max_iter, rng, chosen)
     best, scores = None, {}
 
     def consider(name, X):
         nonlocal best
-        factors = tuple(DenseFactor(x) for x in X)
+        factors = tuple(x if isinstance(x, DenseFactor) else DenseFactor(x) for x in X)
         op = factors[0] if len(factors) == 1 else Kron(factors)
         delta = float(policy.sensitivity(op))  # exact: the policy's edge differences, whatever the surrogate was
-        error = problem.error(X) if len(X) == len(shape) else _flat_error(problem, X[0])
+        error = problem.error([f.dense() for f in factors]) if len(X) == len(shape) else \
+            _flat_error(problem, factors[0])
         objective = delta**2 * error
         if not math.isfinite(objective):
             return
@@ -267,13 +277,26 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     for name, X in candidates:
         if X is not None:
             consider(name, X)
-    # the public total: no edge to ⊥ means no neighbour changes n, so a row TOTAL_WEIGHT·1ᵀ adds nothing to Δ
-    # (the policy's edge differences confirm it) and least squares gets the total almost free
     K = math.prod(shape)
+    if "flat" in chosen and active and len(shape) > 1 and K <= FLAT_CELLS \
+            and policy.edge_count() <= FLAT_EDGES:
+        start = min((c for c in candidates if c[1] is not None and len(c[1]) == len(shape)),
+                    key=lambda c: scores.get(c[0], math.inf))  # a full-rank Kronecker start (the fixed ones too)
+        X = _guard(lambda: flat_refine(problem, policy, start[1], max_iter))
+        if X is not None:
+            candidates.append(("flat", [X]))
+            consider("flat", [X])
+    # the public total: no edge to ⊥ means no neighbour changes n, so a row w·1ᵀ adds nothing to Δ (the policy's
+    # edge differences confirm it) and least squares gets the total almost free. Its weight is w = TOTAL_WEIGHT·Δ,
+    # in units of the strategy's own Δ (the noise scale is Δ/ε): the objective does not depend on the scale the
+    # optimiser left the factors at, and the row's values stay TOTAL_WEIGHT·n in noise units. (An absolute weight
+    # of 8 on a dense factor with Δ = 0.018, as under G² over 4 buckets, measured the total 450 noise scales
+    # apart and put 10⁹ records beyond the lattice sampler's float64 grid.)
     if "total" in chosen and len(candidates) > 2 and not edges.bottom and K <= TOTAL_CELLS \
-            and best.info["template"] != "edge-domain p-identity":
+            and best.info["template"] not in ("edge-domain p-identity", "marginals"):  # (they price the total)
         name = best.info["template"]
-        consider(f"{name} + total", [np.vstack([best.kron.dense(), np.full((1, K), TOTAL_WEIGHT)])])
+        weight = TOTAL_WEIGHT * (best.sensitivity if best.sensitivity > 0 else 1.0)
+        consider(f"{name} + total", [np.vstack([best.kron.dense(), np.full((1, K), weight)])])
     best.info["objectives"] = scores
     optimised = [n for n, X in candidates[2:] if X is not None]
     if len(candidates) > 2 and best.info["template"] in ("identity", "prefix"):
@@ -286,6 +309,13 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
 DENSE_AXIS = 128
 #: the optimised templates :func:`optimize` tries
 TEMPLATES = ("p-identity", "edge-domain p-identity", "marginals", "dense", "total")
+#: templates tried only when named (their optimisation takes minutes, not seconds: not for "auto"'s quotes)
+OPT_IN = ("flat",)
+#: the flat template runs on grids of at most this many cells (O(K³) per step) and policies of at most this many edges
+FLAT_CELLS = 1024
+FLAT_EDGES = 200_000
+#: the flat template's stages: (η, p) of the surrogate and the most L-BFGS-B iterations (also ≤ ``max_iter``)
+FLAT_STAGES = (((ETA, P_NORM), 150), ((1e-5, 1024), 100))
 #: the largest grid on which the winner is also tried with the public total (one dense K × K inverse)
 TOTAL_CELLS = 1024
 
@@ -302,10 +332,10 @@ def _templates(problem, policy, restarts, max_iter, rng, chosen) -> list:
         out.append(("edge-domain p-identity", _guard(lambda: edge_pidentity(problem.terms, shape[0], restarts,
                                                                             max_iter, rng))))
     if "marginals" in chosen and len(shape) > 1:
-        from .marginal_weights import fit_marginals  # noqa: PLC0415  (one template module per idea)
+        from .marginal_weights import fit_marginals, marginal_strategy  # noqa: PLC0415  (one module per idea)
 
-        flat = _guard(lambda: fit_marginals(problem.terms, shape, problem.edges, max_iter))
-        out.append(("marginals", None if flat is None else [flat]))
+        theta = _guard(lambda: fit_marginals(problem.terms, shape, problem.edges, max_iter))
+        out.append(("marginals", None if theta is None else [DenseFactor(*marginal_strategy(shape, theta))]))
     cell_edges = any(p is not None for p in edges.pairs) or edges.multi
     if "dense" in chosen and cell_edges and max(shape) <= DENSE_AXIS:
         # the dense factors on the smoothed max: from the p-identity's result and from seeded starts
@@ -319,8 +349,93 @@ def _templates(problem, policy, restarts, max_iter, rng, chosen) -> list:
             f = _guard(lambda: problem.value_and_grad(X)[0])
             if f is not None and math.isfinite(f) and (best is None or f < best[0]):
                 best = (f, X)
-        out.append(("dense", None if best is None else best[1]))
+        out.append(("dense", None if best is None else _sharpen(problem, policy, best[1], max_iter)))
     return out
+
+
+#: the surrogate's (η, p) after the first fit: each stage restarts L-BFGS-B from the last one's factors
+SHARPEN = ((1e-5, 1024), (1e-6, 4096))
+
+
+def _sharpen(problem, policy, X, max_iter) -> list[np.ndarray]:
+    """Continue the smoothed fit with a sharper surrogate; keep a stage only when the exact objective drops.
+
+    At an optimum of a max of many terms many terms are equal, and a p-norm of
+    r equal terms overstates their max by r^(1/p) (24 adjacent pairs per axis
+    of 25 cells, p = 256: 1.2 % on Δ at each of the two nested maxima), so the
+    first fit trades accuracy for a Δ it overstates. Continuation on (η, p)
+    moves the surrogate towards the exact max-of-L1; each result is judged by
+    the exact objective Δ² · error (Δ from the policy's edge differences).
+    """
+    def exact(Xs):
+        factors = [DenseFactor(x) for x in Xs]
+        delta = float(policy.sensitivity(factors[0] if len(factors) == 1 else Kron(factors)))
+        return delta**2 * problem.error(Xs)
+
+    best, best_f = X, exact(X)
+    saved = problem.smoothing
+    try:
+        for smoothing in SHARPEN:
+            problem.smoothing = smoothing
+            Y = _guard(lambda: problem.optimise([np.array(x) for x in best], max_iter))
+            f = None if Y is None else _guard(lambda: exact(Y))
+            if f is not None and math.isfinite(f) and f < best_f:
+                best, best_f = Y, f
+    finally:
+        problem.smoothing = saved
+    return best
+
+
+def flat_refine(problem, policy, X, max_iter) -> np.ndarray:
+    """One dense K × K factor over the whole grid, started from the Kronecker product of ``X``; its exact best stage.
+
+    **Why.** A Kronecker product A₁ ⊗ A₂ is charged products of per-axis norms
+    under a policy whose edges move records between cells (the grid:
+    Δ = max(a₁c₂, c₁a₂), a_i the largest adjacent-column difference, c_i the
+    largest column norm), so no Kronecker strategy can trade the two axes' edges
+    against each other cell by cell. The flat template drops the restriction:
+    it optimises one dense factor on the flattened domain with the smoothed
+    max over the policy's own edges (each a pair of cells, or a cell and ⊥:
+    the surrogate is then the exact Δ smoothed, with no triangle-inequality
+    bound for edges that move several attributes), started at the best
+    Kronecker candidate, so it starts where the Kronecker templates ended.
+    Each stage of :data:`FLAT_STAGES` (sharper smoothing) is kept only when
+    the **exact** objective Δ² · tr(WᵀW (AᵀA)⁻¹) drops, Δ from the policy's
+    edge differences. O(K³) per step: grids of ≤ :data:`FLAT_CELLS` cells.
+    """
+    from .marginal_weights import workload_gram  # noqa: PLC0415
+
+    shape = problem.shape
+    K = math.prod(shape)
+    A = np.ones((1, 1))
+    for x in X:
+        A = np.kron(A, np.asarray(x, dtype=float))
+    A = A / np.abs(A).sum(axis=0).max()
+    G = workload_gram(problem.terms, shape)
+    lo, hi, bottom = [], [], False
+    for u, v in policy.edge_chunks():
+        u, v = np.asarray(u, dtype=np.int64), np.asarray(v, dtype=np.int64)
+        down = v == BOTTOM
+        bottom |= bool(down.any())
+        lo.append(np.minimum(u[~down], v[~down]))
+        hi.append(np.maximum(u[~down], v[~down]))
+    a = np.concatenate(lo) if lo else np.zeros(0, dtype=np.int64)
+    b = np.concatenate(hi) if hi else np.zeros(0, dtype=np.int64)
+    edges = _Edges([(a, b) if a.size else None], bottom, False)
+    flat = _Problem([_Term(1.0, [None], True, G)], edges, (K,), (A.shape[0],))
+
+    def exact(Y):
+        factor = DenseFactor(Y)
+        return float(policy.sensitivity(factor)) ** 2 * _gram_error(G, factor)
+
+    best, best_f = A, exact(A)
+    for smoothing, iters in FLAT_STAGES:
+        flat.smoothing = smoothing
+        Y = _guard(lambda: flat.optimise([best.copy()], min(max_iter, iters))[0])
+        f = None if Y is None else _guard(lambda: exact(Y))
+        if f is not None and math.isfinite(f) and f < best_f:
+            best, best_f = Y, f
+    return best
 
 
 def _guard(fn):
@@ -361,8 +476,9 @@ def kron_pidentity(terms, shape, restarts, max_iter, rng) -> list[np.ndarray]:
     return [strategy_matrix(T) for T in theta]
 
 
-#: the weight of the total's row in the edge-domain strategy (its noise variance is 1/64 of a unit row's;
-#: a policy without ⊥ charges it nothing)
+#: the weight of the total's row in units of the strategy's Δ (edge-domain: Δ = the longest edge's span ≥ 1; the
+#: "total" template: TOTAL_WEIGHT·Δ), so its noise variance is at most 1/64 of a unit-Δ row's; a policy without ⊥
+#: charges it nothing
 TOTAL_WEIGHT = 8.0
 
 
@@ -413,19 +529,37 @@ def _prefix2(N):
 
 
 def flat_mean_variance(strategy: OptimizedStrategy, workload: Workload) -> float:
-    """mean over queries of w (AᵀA)⁻¹ wᵀ for a strategy of one flat factor on a grid: tr(WᵀW (AᵀA)⁻¹)/q."""
+    """mean over queries of w (AᵀA)⁺ wᵀ for a strategy of one flat factor on a grid: tr(WᵀW (AᵀA)⁺)/q.
+
+    inf when the workload is not in the strategy's row space (a rank-deficient
+    strategy, e.g. weighted marginals without the identity, cannot answer a
+    query outside it without bias: no finite error is claimed for it).
+    """
     from .marginal_weights import workload_gram  # noqa: PLC0415
 
     shape = tuple(strategy.shape)
     G = workload_gram(_terms(workload, shape), shape)
-    return float(np.sum(G * strategy.factors[0].inverse_gram)) / workload.shape[0]
+    return _gram_error(G, strategy.factors[0]) / workload.shape[0]
 
 
-def _flat_error(problem, X) -> float:
-    """Σ_queries w (XᵀX)⁻¹ wᵀ for one flat factor on a grid (the marginals template; ≤ DENSE_LIMIT cells)."""
+#: the relative size of the workload's part outside a strategy's row space above which it is not answered
+ROW_SPACE_TOL = 1e-8
+
+
+def _gram_error(G: np.ndarray, factor: DenseFactor) -> float:
+    """tr(G (AᵀA)⁺), or inf when G = WᵀW has a part outside A's row space (‖G(I − A⁺A)‖ > tol·‖G‖)."""
+    A = factor.A.toarray()
+    outside = G - (G @ factor.pinv) @ A
+    if np.abs(outside).max(initial=0.0) > ROW_SPACE_TOL * max(np.abs(G).max(initial=0.0), 1e-300):
+        return math.inf
+    return float(np.sum(G * factor.inverse_gram))
+
+
+def _flat_error(problem, factor: DenseFactor) -> float:
+    """Σ_queries w (AᵀA)⁺ wᵀ for one flat factor on a grid (the marginals template; ≤ DENSE_LIMIT cells)."""
     from .marginal_weights import workload_gram  # noqa: PLC0415
 
-    return float(np.sum(workload_gram(problem.terms, problem.shape) * np.linalg.inv(X.T @ X)))
+    return _gram_error(workload_gram(problem.terms, problem.shape), factor)
 
 
 # -- the workload, as per-axis ranges -------------------------------------------------------------
@@ -517,6 +651,7 @@ class _Problem:
     def __init__(self, terms, edges: _Edges, shape, rows, signed: bool = False):
         self.terms, self.edges, self.shape, self.rows = terms, edges, shape, rows
         self.signed = signed
+        self.smoothing = (ETA, P_NORM)  # (η, p) of the surrogate; :func:`_sharpen` tightens them
         self.incidence = []
         for n, pr in zip(shape, edges.pairs):
             if pr is None:
@@ -625,9 +760,10 @@ class _Problem:
     def _delta(self, X):
         """log Δ̃ and its gradient per factor."""
         d = len(self.shape)
-        mags = [np.sqrt(x * x + ETA * ETA) for x in X] if self.signed else [None] * d
+        eta, pn = self.smoothing
+        mags = [np.sqrt(x * x + eta * eta) for x in X] if self.signed else [None] * d
         col = [x.sum(axis=0) if r is None else r.sum(axis=0) for x, r in zip(X, mags)]
-        c = [_pnorm(s) for s in col]
+        c = [_pnorm(s, pn) for s in col]
         a, diffs = [], []
         for i, x in enumerate(X):
             inc = self.incidence[i]
@@ -636,9 +772,9 @@ class _Problem:
                 diffs.append(None)
                 continue
             T = (inc.T @ x.T).T  # m × pairs: x[:, a] − x[:, b]
-            R = np.sqrt(T * T + ETA * ETA)
+            R = np.sqrt(T * T + eta * eta)
             dist = R.sum(axis=0)
-            a.append(_pnorm(dist))
+            a.append(_pnorm(dist, pn))
             diffs.append((T, R, dist))
         terms, members = [], []  # each term: value, and the (kind, axis) factors it multiplies
         for i in range(d):
@@ -651,7 +787,7 @@ class _Problem:
         if self.edges.multi:
             terms.append(2.0 * math.prod(cj[0] for cj in c))
             members.append([("c", j) for j in range(d)])
-        value, g = _pnorm(np.array(terms))
+        value, g = _pnorm(np.array(terms), pn)
         dlog_a = [0.0] * d
         dlog_c = [0.0] * d
         for t, m, gt in zip(terms, members, g):
@@ -685,16 +821,16 @@ class _Problem:
         return f, [2.0 * a + b / E for a, b in zip(gd, ge)]
 
 
-def _pnorm(x: np.ndarray):
+def _pnorm(x: np.ndarray, p: int = P_NORM):
     """(‖x‖_p, ∂‖x‖_p/∂x) for x ≥ 0, stable for large p."""
     x = np.asarray(x, dtype=float)
     M = float(x.max())
     if M <= 0:
         return 0.0, np.zeros_like(x)
     r = x / M
-    s = float(np.sum(r**P_NORM))
-    value = M * s ** (1.0 / P_NORM)
-    return value, (x / value) ** (P_NORM - 1)
+    s = float(np.sum(r**p))
+    value = M * s ** (1.0 / p)
+    return value, (x / value) ** (p - 1)
 
 
 def _scatter(Z, lo, hi, w):

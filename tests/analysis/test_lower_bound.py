@@ -49,4 +49,10 @@ def test_fewer_queries_than_cells_take_the_q_by_q_route_with_the_same_bound(pol)
 def test_no_mechanism_beats_the_bound(pol):
     for W in [workload.identity(12), workload.prefix(12), random_ranges(12, 50, rng=0)]:
         _, table = choose_mechanism(W, pol, 1.0)
-        assert (table["ratio_to_lower_bound"] >= 1 - 1e-6).all(), table  # eigen route precision
+        # a candidate auto does not offer for this workload has a "skipped: …" row with no error (Optimized is not
+        # fitted to the histogram); every quoted row, Optimized's on the other workloads too, respects the bound
+        skipped = table["note"].astype(str).str.startswith("skipped")
+        assert skipped.sum() == (1 if getattr(W, "is_identity", False) else 0), table
+        assert not skipped.get("Optimized", False) or getattr(W, "is_identity", False), table
+        quoted = table[~skipped]
+        assert (quoted["ratio_to_lower_bound"] >= 1 - 1e-6).all(), table  # eigen route precision

@@ -226,4 +226,9 @@ def test_choice_on_the_readme_domain_never_calls_a_dense_solve(no_dense_solve):
     for pol in grid_policies(d):
         for W in [user, per_axis]:
             best, table = choose_mechanism(W, pol, 1.0)
+            # Optimized (offered on this grid since issue 24) reads only boxes/marginals/Kronecker ranges: its row
+            # says it skips these workloads; every fixed candidate still gets an exact error
+            skipped = table["note"].str.contains("cannot optimise a strategy here")
+            assert list(table.index[skipped]) in ([], ["Optimized"]), table
+            table = table[~skipped]
             assert _analytic_rows_finite(table), table

@@ -75,7 +75,7 @@ def test_charged_sensitivity_is_the_brute_force_one(name):
 def test_the_same_strategy_is_charged_again_under_another_policy():
     """Δ follows the policy the mechanism is called with, not the one it was optimised for."""
     line, dp = CASES["line"][1], CASES["dp"][1]
-    m = mechanisms.Optimized.fit(_workload(line), line, rng=1, **QUICK)
+    m = mechanisms.Optimized.fit(_workload(line), line, rng=1, known_total=False, **QUICK)
     brute = brute_sensitivity_edges(_dense(m, dp), brute_edges(("dp", {}), LINE8, True))
     assert m.sensitivity(dp) == pytest.approx(brute, rel=1e-12)
 
@@ -150,7 +150,9 @@ def test_auto_offers_it_on_small_grids_and_returns_the_fitted_one():
     assert "Optimized" in table.index
     assert table.loc["Optimized", "expected_error"] == pytest.approx(optimized_for(W, pol).expected_error(W, pol, 1.0))
     assert getattr(best, "optimized", True) is not None  # never the unfitted placeholder
-    assert not any(isinstance(m, mechanisms.Optimized) for m in default_candidates(policy.line(LINE8)))
+    assert any(isinstance(m, mechanisms.Optimized) for m in default_candidates(policy.line(LINE8)))  # 1-D: offered
+    assert not any(isinstance(m, mechanisms.Optimized)  # beyond the fit's cost bound (fit_cost > AUTO_COST)
+                   for m in default_candidates(policy.line(Domain.grid(1024))))
     _, hist = choose_mechanism(workload.identity(6), pol, 1.0)  # the histogram: not worth a wait
     assert "histogram" in hist.loc["Optimized", "note"]
 

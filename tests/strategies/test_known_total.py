@@ -112,3 +112,19 @@ def test_the_total_must_be_public():
         kt.optimize(ranges_2d((3, 3), 10, rng=0), policy.dp(Domain.grid((3, 3))))
     with pytest.raises(InvalidParameterError, match="restarts"):
         kt.optimize(ranges_2d((3, 3), 10, rng=0), policy.grid((3, 3), 1), restarts=0)
+
+
+def test_a_fixed_strategy_that_wins_is_flagged_as_a_fallback_in_the_provenance():
+    """Issue 24: an optimisation that does not beat the fixed strategies says so. The prefix sums are optimal for
+    the prefix workload under the line (Δ = 1, every prefix read once, the total public), so no start beats them:
+    the result is the prefix sums themselves, flagged, and the mechanism's repr (a release's provenance) names it.
+    Where an optimised start wins (6×6 boxes under G¹) nothing is flagged."""
+    from blowfish_nb.mechanisms import Optimized
+    from blowfish_nb.operators import Prefix
+
+    s = kt.optimize(Prefix(4), policy.line(Domain.grid(4)), rng=0, **QUICK)
+    assert "prefix" in s.info["fallback"]
+    np.testing.assert_array_equal(s.kron.dense(), np.tril(np.ones((4, 4))))
+    assert "fallback=" in repr(Optimized(s))
+    won = kt.optimize(ranges_2d((6, 6), 200, rng=0), policy.grid((6, 6), 1), rng=0, **QUICK)
+    assert "fallback" not in won.info

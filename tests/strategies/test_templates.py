@@ -15,7 +15,7 @@ from blowfish_nb.exceptions import InvalidParameterError
 from blowfish_nb.operators import Kron, Stack
 from blowfish_nb.ranges import all_ranges, random_ranges, ranges_2d
 from blowfish_nb.strategies import pidentity
-from blowfish_nb.strategies.marginal_weights import fit_marginals, marginal_matrix, workload_gram
+from blowfish_nb.strategies.marginal_weights import fit_marginals, marginal_matrix, marginal_strategy, workload_gram
 from blowfish_nb.strategies.optimized import (
     DenseFactor, OptimizedStrategy, _edge_groups, _Problem, _templates, _terms, edge_pidentity, optimize,
 )
@@ -97,7 +97,7 @@ def test_marginal_template_error_is_the_dense_error_and_respects_the_linear_boun
     np.testing.assert_allclose(workload_gram(terms, shape), Wd.T @ Wd, atol=1e-9)
     for name in ("dp", "attribute"):
         pol = policy.dp(Domain.grid(shape)) if name == "dp" else policy.attribute(Domain.grid(shape))
-        X = fit_marginals(terms, shape, _edge_groups(pol), 200)
+        X = marginal_strategy(shape, fit_marginals(terms, shape, _edge_groups(pol), 200))[0]
         assert pol.sensitivity(X) <= 1.0 + 1e-9
     assert marginal_matrix((2, 3), ()).tolist() == [[1.0] * 6]
 
@@ -110,7 +110,7 @@ def _forced(W, pol, template) -> OptimizedStrategy:
     out = dict(_templates(problem, pol, 1, 40, np.random.default_rng(3), (template,)))
     if template not in out:
         pytest.skip(f"{template} does not apply under {pol!r}")
-    factors = tuple(DenseFactor(x) for x in out[template])
+    factors = tuple(x if isinstance(x, DenseFactor) else DenseFactor(x) for x in out[template])
     op = factors[0] if len(factors) == 1 else Kron(factors)
     return OptimizedStrategy(factors, float(pol.sensitivity(op)), 0.0, shape, {"template": template})
 
@@ -202,7 +202,7 @@ def test_a_constrained_policy_is_refused_before_any_optimisation():
 
 
 def test_the_public_total_row_costs_nothing_under_a_policy_without_bottom():
-    """The winner plus TOTAL_WEIGHT·1ᵀ: Δ (brute force) unchanged under the grid, error measured = analytic."""
+    """The winner plus TOTAL_WEIGHT·Δ·1ᵀ: Δ (brute force) unchanged under the grid, error measured = analytic."""
     spec, pol, bottom = POLICIES_2D["grid"]
     W = ranges_2d((3, 3), 30, rng=4)
     s = optimize(W, pol, templates=["p-identity", "total"], **QUICK)
@@ -243,7 +243,7 @@ def test_a_fallback_to_a_fixed_strategy_is_said_in_the_mechanism_repr():
 
 
 def test_weighted_marginals_on_8_cubed_measure_what_they_claim():
-    """The conditioning guard: with the identity's weight at its floor, the measured error stays within 3 SE."""
+    """The identity's weight is exactly 0 here (a rank-deficient strategy): the measured error stays within 3 SE."""
     shape = (8, 8, 8)
     W = Stack([workload.marginal(shape, [i, j]) for i in range(3) for j in range(i + 1, 3)], [1.0] * 3)
     pol = policy.attribute(Domain.grid(shape))

@@ -93,7 +93,8 @@ def test_theta_moves_canvas_bars_and_tradeoff_marker(ex):
     ex.family_dropdown.value = "dp"
     assert ex.canvas.nodes[-1]["id"] == "bottom" and ex.theta_slider.disabled
     ex.query_dropdown.value = "cumulative"
-    assert ex.release.query == "cumulative" and ex.release.mechanism == "Laplace"
+    # DP, cumulative: the strategy optimised for the prefixes (auto offers Optimized on 1-D since issue 24)
+    assert ex.release.query == "cumulative" and ex.release.mechanism == "Optimized"
     ex.family_dropdown.value = "line"
     # noisy prefix sums with the public total: at most the Ordered mechanism's 2/ε²
     assert ex.release.mechanism == "Transformed+Laplace" and ex.release.expected_error <= 2.0
@@ -229,13 +230,15 @@ def test_a_new_graph_is_answered_at_once_then_by_the_best_mechanism():
         ex = CuratorExplorer(datasets.salaries(n=500, seed=1), column="age", bins=40, theta=2, rng=0, debounce=0.02)
         ex.query_dropdown.value = "cumulative"
         await asyncio.sleep(0.3)
-        assert ex.release.mechanism == "Ordered"  # θ = 2, cumulative: noisy prefixes
+        # θ = 2, cumulative: the optimised strategy (lower analytic error than Ordered's noisy prefixes, issue 24)
+        assert ex.release.mechanism == "Optimized"
         ex.canvas.edit({"op": "remove", "source": "c10", "target": "c12"})
         await asyncio.sleep(0.05)  # the debounced recomputation ran; the refinement is pending
         provisional = ex.release
-        assert provisional.mechanism == "Ordered" and "choosing the best mechanism" in ex.readout.value
-        # its noise is calibrated to the edited graph itself
-        assert provisional.provenance["sensitivity"] == ex.canvas.policy.sensitivity(workload.prefix(40))
+        assert provisional.mechanism == "Optimized" and "choosing the best mechanism" in ex.readout.value
+        # its noise is calibrated to the edited graph itself (the exact Δ of the last chosen strategy under it)
+        last = ex._last_choice["cumulative"]
+        assert provisional.provenance["sensitivity"] == ex.canvas.policy.sensitivity(last.strategy(ex.canvas.policy))
         await asyncio.sleep(0.6)
         return ex
 
