@@ -76,7 +76,7 @@ def main(argv=None) -> None:
         "# Blowfish data-dependent releases against DP DAWA at ε/2 (issue 25)",
         f"Command: `python -m benchmarks.dawa_blowfish --runs {args.runs}` ({time.perf_counter() - started:.0f} s). "
         "Blowfish 1/2/3 are, for the histogram: PartitionFirst (ε₁ = 0.25ε), Transformed+DAWA, and "
-        "`Adaptive(fallback=Transformed(), dependent=PartitionFirst())` (3% of ε chooses between them, issue 25); "
+        "`Adaptive(fallback=Transformed(), dependent=PartitionFirst())` (a share ρ = choice_share(k, ε) ≤ 3% of ε chooses between them, issue 25); "
         "for the ranges: PartitionFirst(ranges=True, ε₁ = 0.25ε), Transformed+DAWA. Mean squared error per query; "
         "run r of every column from the same seed (common random numbers).",
         markdown_table(header, rows),

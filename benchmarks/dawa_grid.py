@@ -6,7 +6,7 @@ The tweets of ``twitter_256_256`` aggregated to 64 × 64 (as ``reproduce_anuarbe
 G¹, mean squared error per cell over 3 seeded runs: PartitionFirst with the PrivTree partition along the Hilbert
 curve (a quadtree of squares and 2:1 rectangles) at its default split (DAWA's ratio, θ = g/ε₂ since issue 25's
 Blowfish work) and at ε₁ = 0.5ε, with the noisy least-cost partition it replaced (``dawa-l1``),
-Adaptive (3% of ε chooses between PartitionFirst and Laplace) and Laplace (Δ = 2 under the grid).
+Adaptive (a share ρ = choice_share(k, ε) ≤ 3% of ε chooses between PartitionFirst and Laplace) and Laplace (Δ = 2 under the grid).
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ import pytest
 from blowfish_nb import Domain, constraints, mechanisms, policy, workload
 from blowfish_nb.analysis import hunt
 from blowfish_nb.analysis.hunt import Probe
-from blowfish_nb.exceptions import BlowfishError
-from blowfish_nb.mechanisms.adaptive import AUTO_MIN_CELLS, SHARE, choice_cap, choice_statistic
+from blowfish_nb.exceptions import BlowfishError, InvalidParameterError
+from blowfish_nb.mechanisms.adaptive import AUTO_MIN_CELLS, SHARE, choice_cap, choice_share, choice_statistic
 
 LINE8 = Domain.grid(8)
 POLICIES = {
@@ -40,7 +40,7 @@ def _choice_probe(mech, pol, epsilon):
     def draw(x, size, rng):
         return np.array([[mech.choose(x, pol, epsilon, rng) == mech.dependent.name] for _ in range(size)], float)
 
-    return Probe("Adaptive's choice", draw, mech.share * epsilon, "answers", False)
+    return Probe("Adaptive's choice", draw, mech.rho(pol.domain.size, epsilon) * epsilon, "answers", False)
 
 
 @pytest.mark.parametrize("pol_name", list(POLICIES))
@@ -70,7 +70,7 @@ def test_on_a_dense_histogram_the_error_is_laplace_s_at_the_rest_of_the_budget()
     x = rng.poisson(3000, k).astype(float)
     pol, W = policy.dp(Domain.grid(k)), workload.identity(k)
     err = np.mean([np.mean((mechanisms.Adaptive().release(x, W, pol, eps, rng=rng) - x) ** 2) for _ in range(6)])
-    expected = mechanisms.Laplace().expected_error(W, pol, (1 - SHARE) * eps)
+    expected = mechanisms.Laplace().expected_error(W, pol, (1 - choice_share(k, eps)) * eps)
     # the mean of 6 × 2048 squared Laplace draws: relative standard error √(20/4)/√12288 ≈ 2%
     assert err == pytest.approx(expected, rel=0.08)
     assert err <= 1.1 * mechanisms.Laplace().expected_error(W, pol, eps)
@@ -81,7 +81,13 @@ def test_budget_split_is_public_and_in_the_release_provenance():
     from blowfish_nb.accessor import release
 
     m = mechanisms.Adaptive()
-    assert m.budget_split(1.0) == {"choice": SHARE, "release": 1 - SHARE, "between": ("DAWA", "Laplace")}
+    assert m.budget_split(1.0, workload.identity(8)) == {"choice": SHARE, "release": 1 - SHARE,
+                                                         "between": ("DAWA", "Laplace")}
+    rho = choice_share(4096, 1.0)
+    assert m.budget_split(1.0, workload.identity(4096)) == {"choice": rho, "release": 1 - rho,
+                                                            "between": ("DAWA", "Laplace")}
+    with pytest.raises(InvalidParameterError, match="workload"):
+        m.budget_split(1.0)
     assert m.budget_split(1.0, workload.prefix(8))["choice"] == 0.0
     df = pd.DataFrame({"v": np.r_[np.zeros(50), np.full(10, 3.0)]})
     r = release(df, "histogram", "v", bins=8, bounds=(0, 8), epsilon=1.0, mechanism=m, rng=0)
@@ -191,7 +197,7 @@ def test_auto_release_of_a_sparse_histogram_states_the_budget_split():
     df = pd.DataFrame({"v": np.r_[np.full(3000, 10.5), rng.integers(0, 1024, 40)]})
     r = release(df, "histogram", "v", bins=1024, bounds=(0, 1024), epsilon=1.0, rng=0)
     assert r.mechanism.startswith("Adaptive")
-    assert r.provenance["budget split"] == {"choice": pytest.approx(SHARE), "release": pytest.approx(1 - SHARE),
+    assert r.provenance["budget split"] == {"choice": pytest.approx(SHARE), "release": pytest.approx(1 - SHARE),  # k = 1,024
                                            "between": ("DAWA", "Laplace")}
     assert np.all(np.isfinite(r.answers.to_numpy()))
 
@@ -219,13 +225,14 @@ def test_exact_loss_of_the_choice_on_every_histogram_of_four_cells(pol_name):
     edges = pol.edges().tolist()
     xs = np.array(list(itertools.product(range(8), repeat=k)), dtype=float)
     for epsilon in (1.0 / 0.97 * 4 / 3, 0.5):  # caps 3 (dp) and 6 (line) counts at the first ε; 8 and 16 at the second
-        rest = (1 - m.share) * epsilon
+        rho = m.rho(k, epsilon)
+        rest = (1 - rho) * epsilon
         cap = choice_cap(m.dependent, pol, rest)
         tau = m.threshold(pol, rest)
         _, delta = choice_statistic(xs[0], cap, g)
         stat = np.minimum(xs * xs, cap * cap).sum(axis=1)
         assert stat[5] == choice_statistic(xs[5], cap, g)[0]  # the vectorised S is the module's
-        b = delta / (m.share * epsilon)
+        b = delta / (rho * epsilon)
         p = _log_choice_probabilities(stat, tau, b)
         worst = 0.0
         for u, v in edges:
@@ -237,5 +244,5 @@ def test_exact_loss_of_the_choice_on_every_histogram_of_four_cells(pol_name):
                 ok = (ys >= 0).all(axis=1)
                 q = _log_choice_probabilities(np.minimum(ys * ys, cap * cap).sum(axis=1), tau, b)
                 worst = max(worst, float(np.max(np.abs(p[0] - q[0])[ok])), float(np.max(np.abs(p[1] - q[1])[ok])))
-        assert worst <= m.share * epsilon * (1 + 1e-9)
-        assert worst > 0.15 * m.share * epsilon  # the test reaches losses of the order of the claim
+        assert worst <= rho * epsilon * (1 + 1e-9)
+        assert worst > 0.15 * rho * epsilon  # the test reaches losses of the order of the claim
