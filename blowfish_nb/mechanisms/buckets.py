@@ -22,7 +22,11 @@ goes to ⊥ (:func:`~.dawa._group`).
   ρ = DAWA's ratio, g = 2, the partition has **exactly the distribution of
   DP DAWA's at ε/2** (ε₁/2 = ρε/2, θ = 2/((1 − ρ)ε) = 1/((1 − ρ)ε/2)): the
   Blowfish release sees the same buckets as an ε/2-DP release, and can only
-  gain in the second stage.
+  gain in the second stage. On the histogram both start PrivTree's bias at
+  DP DAWA's level ⌊D/2⌋ (:func:`~.dawa.histogram_offset`; public, so the
+  bound is unchanged): on the 64 × 64 tweet grid this cut PartitionFirst's
+  error 61,500 → 38,900 (ε = 0.01), 5,060 → 2,240 (0.1), 165 → 44 (1), a
+  3-seed check in this session.
 
 **Step 2, the measurement** (:func:`dawa_measure`). Given the released
 blocks, project the policy onto them (G′, :func:`~blowfish_nb.policy.project`)
@@ -65,8 +69,11 @@ __all__ = ["private_blocks", "private_labels", "dawa_measure", "bucket_gram_of",
 
 
 def private_blocks(x: np.ndarray, policy: Policy, eps1: float, eps2: float, rng: np.random.Generator,
-                   method: str = "privtree") -> np.ndarray:
+                   method: str = "privtree", offset: int = 0) -> np.ndarray:
     """Step 1: a block id per cell, numbered by first cell ((eps1, policy)-Blowfish private; module notes).
+
+    ``offset`` is PrivTree's public bias start level j₀ (:func:`~.dawa.histogram_offset` for a histogram
+    release, as DP DAWA's; any public j₀ keeps the privacy bound, :mod:`.privtree`).
 
     Examples
     --------
@@ -81,7 +88,8 @@ def private_blocks(x: np.ndarray, policy: Policy, eps1: float, eps2: float, rng:
     """
     g = _group(policy)
     order = hilbert_order(policy.domain.shape)
-    starts = partition_starts(np.asarray(x, dtype=float)[order], eps1 / g, g / eps2, rng, method=method)
+    starts = partition_starts(np.asarray(x, dtype=float)[order], eps1 / g, g / eps2, rng, method=method,
+                              offset=offset)
     blocks = np.empty(x.size, dtype=np.intp)
     blocks[order] = np.cumsum(np.isin(np.arange(x.size), starts)) - 1
     return _renumber(blocks)

@@ -63,7 +63,7 @@ from .base import Mechanism, _check_histogram
 from .noise import selection_laplace
 from . import noise
 from .buckets import bucket_gram_of as _bucket_gram, private_blocks, private_labels
-from .dawa import RATIO as DAWA_RATIO, _GreedyTree, _group
+from .dawa import RATIO as DAWA_RATIO, _GreedyTree, _group, histogram_offset
 from .laplace import Laplace
 from .optimized import AUTO
 from .transformed import Transformed
@@ -157,21 +157,27 @@ class PartitionFirst(Mechanism):
                 f"of shape {workload.shape}; for other queries use PartitionFirst(ranges=True), a "
                 "data-independent mechanism or DAWA"
             )
-        blocks = self.partition(x, policy, epsilon, rng)
+        blocks = self.partition(x, policy, epsilon, rng, offset=histogram_offset(workload, x.size) if histogram else 0)
         if not histogram:
             return measure_buckets(x, blocks, workload, policy, (1 - self.split) * epsilon, rng,
                                    optimize_buckets=self.optimize_buckets)
         return expand(x, blocks, policy, (1 - self.split) * epsilon, rng)
 
-    def partition(self, x: np.ndarray, policy: Policy, epsilon: float, rng: np.random.Generator) -> np.ndarray:
-        """Step 1: a block id per cell ((split·ε, G)-Blowfish private)."""
+    def partition(self, x: np.ndarray, policy: Policy, epsilon: float, rng: np.random.Generator,
+                  offset: int = 0) -> np.ndarray:
+        """Step 1: a block id per cell ((split·ε, G)-Blowfish private).
+
+        ``offset``: the DAWA partitioners' public PrivTree bias start (the histogram release passes DP DAWA's
+        :func:`~.dawa.histogram_offset`; the matching ignores it).
+        """
         self.require(policy)
         eps1, eps2 = self.split * epsilon, (1 - self.split) * epsilon
         g = _group(policy)
         if self.partitioner.startswith("dawa"):
             # DAWA's partition of the cells (along its Hilbert curve on 2-D grids), ε₁/g-DP with θ = g/ε₂:
             # (ε₁, G)-Blowfish by group privacy (see :mod:`.buckets`)
-            return private_blocks(x, policy, eps1, eps2, rng, method="l1" if self.partitioner == "dawa-l1" else "privtree")
+            return private_blocks(x, policy, eps1, eps2, rng, method="l1" if self.partitioner == "dawa-l1" else "privtree",
+                                  offset=offset)
         # Beyond the paper: later rounds match the buckets of the previous one (their counts, the projected
         # policy's edges), so buckets grow to 4, 8, ... cells; each round is (ε₁/rounds)-private on the
         # bucket counts, which one record changes as it changes cell counts, and rounds compose.

@@ -54,7 +54,7 @@ from ..ranges import as_ranges
 from . import noise
 from .base import Mechanism, _check_histogram, _check_workload, apply_rows
 from .buckets import dawa_measure, private_blocks, private_labels
-from .dawa import RATIO as DAWA_RATIO
+from .dawa import RATIO as DAWA_RATIO, histogram_offset
 from .gram import as_sparse
 from .kron import AFFORDABLE, Unaffordable, as_boxes
 
@@ -170,7 +170,8 @@ class Transformed(Mechanism):
             _check_path(tree)
         t = transform(tree)
         if self.inner.startswith("dawa"):
-            blocks = private_blocks(x, policy, DAWA_RATIO * epsilon, (1 - DAWA_RATIO) * epsilon, rng)
+            blocks = private_blocks(x, policy, DAWA_RATIO * epsilon, (1 - DAWA_RATIO) * epsilon, rng,
+                                    offset=histogram_offset(workload, x.size))  # DP DAWA's bias start (public)
             estimate = dawa_measure(x, blocks, workload, policy, (1 - DAWA_RATIO) * epsilon, rng)
             if self.inner == "dawa":
                 return np.asarray(workload @ estimate, dtype=float)

@@ -59,3 +59,27 @@ def test_partitions_pass_the_hunter_under_a_custom_graph_with_bottom(mech):
     probe = partition_probe(mech, pol, 1.0 / mech.partition_epsilon(1.0))
     result = hunt(probe, pol, rng=21, bases=4, pairs=8, pilot=2_000, confirm=8_000, candidates=2)
     assert not result.violation, str(result)
+
+
+@pytest.mark.parametrize("mech", [mechanisms.PartitionFirst(), mechanisms.Transformed(inner="dawa")], ids=repr)
+def test_histogram_releases_start_the_bias_where_dp_dawa_does(mech, monkeypatch):
+    # the histogram release partitions with DP DAWA's histogram offset ⌊D/2⌋ (public), ranges with 0
+    from blowfish_nb import workload
+    from blowfish_nb.mechanisms import dawa as dawa_mod
+
+    seen = []
+    real = dawa_mod.privtree_partition
+
+    def spy(*args, offset=0, **kwargs):
+        seen.append(offset)
+        return real(*args, offset=offset, **kwargs)
+
+    monkeypatch.setattr(dawa_mod, "privtree_partition", spy)
+    x = np.r_[np.zeros(40), np.full(24, 9.0)]
+    pol = policy.line(Domain.grid(64))
+    mech.release(x, workload.identity(64), pol, 1.0, rng=0)
+    assert seen == [dawa_mod.histogram_offset(workload.identity(64), 64)] == [3]
+    if isinstance(mech, mechanisms.Transformed):
+        seen.clear()
+        mech.release(x, workload.prefix(64), pol, 1.0, rng=0)
+        assert seen == [0]
