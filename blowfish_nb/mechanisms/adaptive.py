@@ -81,6 +81,16 @@ depends on the data, so the choice is made privately, with a small share
   ``dawa_reference.md``).
   Raising c to that level would see them, but Δ_S grows with c: at
   k = 4,096 the comparison's noise would then be about τ itself.
+  The 64 × 64 tweet grid under G¹ is such a case at ε = 0.1: S ≈ 0.57τ,
+  so PartitionFirst is chosen, and it costs about 2.8 × Laplace (cells of
+  80–900 tweets merged with empty ones). Charging cells between c and the
+  isolation level C = θ + (D − 1 − j₀)δ along the tangent of x² at c (the
+  same slope 2c, so the same Δ_S) sees the tweets (3.0τ at ε = 0.1) but
+  not that DAWA isolates clustered cells far below C: it sends NETTRACE
+  and MEDCOST at ε = 1 (DAWA 0.14 and 0.77 against Laplace's 1.84) and
+  SEARCHLOGS at ε = 0.01 (1,324 against 20,000) to Laplace, so it was not
+  kept (issue 25, third session: a scripted S/τ comparison on the seven
+  sets and the grid).
 
 """
 
