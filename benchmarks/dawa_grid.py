@@ -4,8 +4,9 @@ Run: ``.venv/bin/python -m benchmarks.dawa_grid`` (writes benchmarks/results/daw
 
 The tweets of ``twitter_256_256`` aggregated to 64 × 64 (as ``reproduce_anuarbek``), the histogram under the grid
 G¹, mean squared error per cell over 3 seeded runs: PartitionFirst with the PrivTree partition along the Hilbert
-curve (a quadtree of squares and 2:1 rectangles), with the noisy least-cost partition it replaced (``dawa-l1``),
-Adaptive (3% of ε chooses between PartitionFirst and Laplace) and Laplace (Δ = 2 under the grid).
+curve (a quadtree of squares and 2:1 rectangles) at its default split (DAWA's ratio, θ = g/ε₂ since issue 25's
+Blowfish work) and at ε₁ = 0.5ε, with the noisy least-cost partition it replaced (``dawa-l1``),
+Adaptive (a share ρ = choice_share(k, ε) ≤ 3% of ε chooses between PartitionFirst and Laplace) and Laplace (Δ = 2 under the grid).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def main() -> None:
     np.add.at(tw, (idx[:, None], idx[None, :]), T)
     x = tw.reshape(-1)
     pol, W = policy.grid(Domain.grid((64, 64)), 1), workload.identity(4096)
-    mechs = {"PartitionFirst (PrivTree, Hilbert)": mechanisms.PartitionFirst(),
+    mechs = {"PartitionFirst (PrivTree, Hilbert; ε₁ = 0.25ε, θ = 2/ε₂: DP DAWA's at ε/2)": mechanisms.PartitionFirst(),
+             "PartitionFirst (PrivTree, ε₁ = 0.5ε)": mechanisms.PartitionFirst(split=0.5),
              "PartitionFirst (dawa-l1, before)": mechanisms.PartitionFirst("dawa-l1"),
              "Adaptive(PartitionFirst or Laplace)": mechanisms.Adaptive(dependent=mechanisms.PartitionFirst()),
              "Laplace": mechanisms.Laplace()}
@@ -43,7 +45,8 @@ def main() -> None:
         print(row, flush=True)
     publish(RESULTS, "\n\n".join([
         "# PrivTree on the 64 × 64 tweet grid under G¹ (issue 25)",
-        f"Command: `python -m benchmarks.dawa_grid`. Mean squared error per cell, mean of {RUNS} runs.",
+        f"Command: `OPENBLAS_NUM_THREADS=1 BLOWFISH_DATA=/work/shared/data python -m benchmarks.dawa_grid`. Mean "
+        f"squared error per cell, mean of {RUNS} runs.",
         markdown_table(["ε", *mechs], rows),
     ]))
 

@@ -47,16 +47,16 @@ def main() -> None:
         "Command: `.venv/bin/python -m benchmarks.partition_first_speed`. Median of 3 releases of INCOME (DPBench, "
         "4,096 cells; the tweets at 64 × 64 for the grid) at ε = 0.01; × is the time over Transformed + Laplace on "
         "the same data and policy, timed in the same process (on a machine shared with other jobs; times vary by "
-        "tens of per cent). This is the first committed page: the script printed its table only before issue 13, "
-        "so there is no earlier figure to compare with.",
+        "tens of per cent; this run: `BLOWFISH_DATA=/work/shared/data nice -n 10`, load average ≈ 11 on 2 cores).",
         markdown_table(["policy", "Transformed s", "dawa s", "×", "matching s", "×", "matching ×3 rounds s", "×"],
                        rows),
-        "Since issue 13 the \"dawa\" partitioner is DAWA's private L1 partition without the floor on its noisy "
-        "costs and with a public penalty of 2 noise scales per bucket (`mechanisms/dawa.py`), and every released "
-        "count gets discrete Laplace noise. The reference implementation's partition (DPComp `cutil.cpp`: "
-        "smaller scale, no noise on single cells, the floor) violated ε₁-DP by a factor of about 53 on a k = 8 "
-        "case in the issue-13 review; ours without the floor is the version the privacy hunter "
-        "(`blowfish_nb.analysis.hunt`) passes (`privacy_hunt.md`: lower bound 0.487 ≤ ε₁ = 1). The accuracy of these releases is in `anuarbek.md`.",
+        "Since issue 25 the \"dawa\" partitioner is DP DAWA's PrivTree partition at ε₁/g with θ = g/ε₂ (its "
+        "buckets are distributed as DP DAWA's at ε/2; on the histogram with DP DAWA's bias start ⌊D/2⌋, "
+        "`mechanisms/buckets.py`); the noisy least-cost L1 partition of issue 13 (no floor, public penalty of 2 "
+        "noise scales) is `\"dawa-l1\"`. Every released count gets discrete Laplace noise. The partition time "
+        "grows with the number of buckets PrivTree keeps, which is visible in the answers (`release_timing_local.md`). "
+        "The accuracy of these releases is in `dawa_blowfish.md` and `anuarbek.md`; the hunter's verdicts in "
+        "`privacy_hunt.md`.",
     ])
     publish(RESULTS, text)
 

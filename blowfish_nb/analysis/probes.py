@@ -127,7 +127,7 @@ def partition_probe(mechanism, policy: Policy, epsilon: float) -> Probe:
     >>> from blowfish_nb import Domain, mechanisms, policy
     >>> p = partition_probe(mechanisms.PartitionFirst("dawa"), policy.dp(Domain.grid(4)), 1.0)
     >>> p.epsilon, p.output
-    (0.5, 'partition')
+    (0.25, 'partition')
     """
     from ..mechanisms import Mechanism
 

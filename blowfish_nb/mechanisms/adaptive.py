@@ -44,14 +44,31 @@ depends on the data, so the choice is made privately, with a small share
   brute force on the statistic's moves, and by the violation hunter under
   dp, line, θ = 2 and a custom graph with ⊥; the comparison with half its
   noise is flagged (``tests/mechanisms/test_adaptive.py``).
-* **Why ρ = 0.03.** On a dense histogram the fallback then runs with
-  0.97ε: 1/0.97² = 1.063 times its error at ε, inside the issue's 1.1
-  (ρ ≤ 0.047 would be). The comparison's noise scale against τ is
-  Δ_S/(ρε·τ) ≈ 2c/(ρε·kσ²) = 2·2.83·0.97/(√2·0.03·k) ≈ 129/k for DAWA
-  under DP: 3% at k = 4,096, 25% at k = 512. "auto" offers Adaptive from
-  :data:`AUTO_MIN_CELLS` = 512 cells on, where that scale is at most
-  1/ln 50 of τ (a histogram with S = 0 or S = 2τ is then misjudged with
-  probability ≤ 1%).
+* **How ρ is set: the least share whose comparison noise is τ/(2 ln k)**
+  (:func:`choice_share`, a public function of k and ε, at most
+  :data:`SHARE` = 0.03). ρ buys two things that pull apart. On a dense
+  histogram the fallback runs with (1 − ρ)ε and pays 1/(1 − ρ)² ≈ 1 + 2ρ
+  of its error at ε; the fixed 0.03 of issue 25's first version paid 1.063
+  everywhere, and three runs' sampling error (2% a run-mean at k = 4,096)
+  put SEARCHLOGS at ε = 1 at 1.102 × Laplace although the choice picked
+  Laplace in every run (S ≈ 4τ, P[DAWA] < 10⁻³). On a sparse histogram a
+  wrong choice costs the fallback's whole error, so the noise must be
+  small against τ. The comparison's noise scale is b = Δ_S/(ρε); under DP
+  (g = 1, the largest b/τ: for g = 2 the "+1" of Δ_S weighs half) with
+  Laplace's τ = 2k/ε′² and c = 1/(Rε′), R = DAWA's ratio,
+  b/τ = (1 − ρ)(2/R + ε(1 − ρ))/(2ρk). Asking b = τ/(2 ln k) gives
+  ρ/(1 − ρ) ≤ a = ln k·(2/R + ε)/k (taking ε(1 − ρ) ≤ ε errs toward less
+  noise), ρ = a/(1 + a). Why 2 ln k: an empty histogram (S = 0) then goes
+  to the fallback with probability ½e^{−τ/b} = ½k⁻², which adds
+  e_F/(2k²) a cell in expectation — at most about a quarter of what DAWA
+  itself pays on it (at least one bucket of noise 2/ε₂² spread over k cells, 2/(ε₂k)² a cell,
+  ε₂ = 0.75ε′) — and a histogram whose S is within a few b of τ is one
+  where, by the model, either release costs about the same. At k = 4,096
+  and ε = 1, ρ = 0.018 (the fallback 1.037 × Laplace); at ε = 0.01,
+  0.016. From k ≈ 2,000 down the cap 0.03 applies (1.063). "auto" offers
+  Adaptive from :data:`AUTO_MIN_CELLS` = 512 cells on, where at ρ = 0.03
+  b ≤ τ/ln 50 for ε ≤ 0.5 (S = 0 or 2τ misjudged with probability
+  ≤ 1%). ρ is public (k, ε), so any value keeps the argument above.
 * **Only for the histogram.** S speaks of cells; for any other workload
   (ranges, boxes) no such statistic is built here, and the whole ε goes to
   the data-dependent release (DAWA's ranges beat the best data-independent
@@ -64,11 +81,22 @@ depends on the data, so the choice is made privately, with a small share
   ``dawa_reference.md``).
   Raising c to that level would see them, but Δ_S grows with c: at
   k = 4,096 the comparison's noise would then be about τ itself.
+  The 64 × 64 tweet grid under G¹ is such a case at ε = 0.1: S ≈ 0.57τ,
+  so PartitionFirst is chosen, and it costs about 2.8 × Laplace (cells of
+  80–900 tweets merged with empty ones). Charging cells between c and the
+  isolation level C = θ + (D − 1 − j₀)δ along the tangent of x² at c (the
+  same slope 2c, so the same Δ_S) sees the tweets (3.0τ at ε = 0.1) but
+  not that DAWA isolates clustered cells far below C: it sends NETTRACE
+  and MEDCOST at ε = 1 (DAWA 0.14 and 0.77 against Laplace's 1.84) and
+  SEARCHLOGS at ε = 0.01 (1,324 against 20,000) to Laplace, so it was not
+  kept (issue 25, third session: a scripted S/τ comparison on the seven
+  sets and the grid).
 
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -83,9 +111,9 @@ from .base import Mechanism
 from .dawa import DAWA, RATIO, _group
 from .laplace import Laplace
 
-__all__ = ["Adaptive", "SHARE", "AUTO_MIN_CELLS", "choice_statistic", "choice_cap"]
+__all__ = ["Adaptive", "SHARE", "AUTO_MIN_CELLS", "choice_statistic", "choice_cap", "choice_share"]
 
-#: share of ε spent on the choice (see the module notes)
+#: the largest share of ε spent on the choice (the fallback then costs 1/0.97² = 1.063 × its error; see the module notes)
 SHARE = 0.03
 #: "auto" offers Adaptive from this many cells on (the comparison's noise ≤ τ/ln 50 there; see the module notes)
 AUTO_MIN_CELLS = 512
@@ -102,8 +130,9 @@ class Adaptive(Mechanism):
         default).
     dependent : Mechanism
         The data-dependent release (DAWA by default).
-    share : float
-        Share ρ of ε spent on the choice (0 < ρ < 1).
+    share : float, optional
+        Share ρ of ε spent on the choice (0 < ρ < 1); by default
+        :func:`choice_share` of the domain size and ε (see the module notes).
 
     Examples
     --------
@@ -119,7 +148,7 @@ class Adaptive(Mechanism):
 
     fallback: Mechanism = field(default_factory=Laplace)
     dependent: Mechanism = field(default_factory=DAWA)
-    share: float = SHARE
+    share: float | None = None
     linear = False
     registry = {"adaptive": {}}
     #: "auto" compares the default instance (see :meth:`offered` and :meth:`expected_error`)
@@ -128,7 +157,8 @@ class Adaptive(Mechanism):
     auto_rank = -1
 
     def __post_init__(self):
-        if isinstance(self.share, bool) or not isinstance(self.share, (int, float)) or not 0 < self.share < 1:
+        if self.share is not None and (
+                isinstance(self.share, bool) or not isinstance(self.share, (int, float)) or not 0 < self.share < 1):
             raise InvalidParameterError(f"share must lie strictly between 0 and 1, got {self.share!r}")
         for name in ("fallback", "dependent"):
             if not isinstance(getattr(self, name), Mechanism):
@@ -175,16 +205,21 @@ class Adaptive(Mechanism):
         if not _histogram(workload, x.size):  # the statistic speaks of cells: other workloads go to DAWA whole
             return self.dependent.release(x, workload, policy, epsilon, rng=rng)
         chosen = self.dependent if self.choose(x, policy, epsilon, rng) == self.dependent.name else self.fallback
-        return chosen.release(x, workload, policy, (1 - self.share) * epsilon, rng=rng)
+        return chosen.release(x, workload, policy, (1 - self.rho(x.size, epsilon)) * epsilon, rng=rng)
 
     def choose(self, x, policy: Policy, epsilon: float, rng: np.random.Generator) -> str:
         """The name of the release chosen ((share·ε, policy)-private; see the module notes)."""
         x = np.asarray(x, dtype=float)
-        rest = (1 - self.share) * epsilon
+        rho = self.rho(policy.domain.size, epsilon)
+        rest = (1 - rho) * epsilon
         cap = choice_cap(self.dependent, policy, rest)
         stat, delta = choice_statistic(x, cap, _group(policy))
-        noisy = stat + float(noise.selection_laplace(rng, delta / (self.share * epsilon), 1)[0])
+        noisy = stat + float(noise.selection_laplace(rng, delta / (rho * epsilon), 1)[0])
         return self.dependent.name if noisy < self.threshold(policy, rest) else self.fallback.name
+
+    def rho(self, k: int, epsilon: float) -> float:
+        """The share of ε the choice spends on k cells: ``share``, or :func:`choice_share` (public)."""
+        return float(self.share) if self.share is not None else choice_share(k, epsilon)
 
     def threshold(self, policy: Policy, epsilon: float) -> float:
         """τ = k·e_F(ε): the fallback's expected total squared error on the histogram at ε (public).
@@ -199,10 +234,19 @@ class Adaptive(Mechanism):
         return k * float(per_cell)
 
     def budget_split(self, epsilon: float, workload: Workload | None = None) -> dict:
-        """The public split of ε, for the release's provenance (no choice, all to DAWA, off the histogram)."""
+        """The public split of ε, for the release's provenance (no choice, all to DAWA, off the histogram).
+
+        Raises
+        ------
+        InvalidParameterError
+            Without ``workload`` when ρ is the default (its domain size sets ρ).
+        """
         if workload is not None and not _histogram(workload, workload.shape[1]):
             return {"choice": 0.0, "release": epsilon, "between": (self.dependent.name,)}
-        return {"choice": self.share * epsilon, "release": (1 - self.share) * epsilon,
+        if workload is None and self.share is None:
+            raise InvalidParameterError("budget_split needs the workload: its domain size sets the choice's share")
+        rho = self.rho(workload.shape[1] if workload is not None else 0, epsilon)
+        return {"choice": rho * epsilon, "release": (1 - rho) * epsilon,
                 "between": (self.dependent.name, self.fallback.name)}
 
     def __repr__(self) -> str:
@@ -231,6 +275,21 @@ def choice_cap(dependent: Mechanism, policy: Policy, epsilon: float) -> float:
     if eps1 is None:
         eps1 = RATIO * epsilon
     return _group(policy) / float(eps1)
+
+
+def choice_share(k: int, epsilon: float) -> float:
+    """ρ = min(:data:`SHARE`, a/(1 + a)), a = ln k·(2/R + ε)/k: the comparison's noise is τ/(2 ln k) (module notes).
+
+    R is DAWA's ratio; a public function of the domain size and ε.
+
+    Examples
+    --------
+    >>> round(choice_share(4096, 1.0), 3), round(choice_share(4096, 0.01), 3), choice_share(512, 1.0)
+    (0.018, 0.016, 0.03)
+    """
+    k = max(int(k), 2)
+    a = math.log(k) * (2.0 / RATIO + float(epsilon)) / k
+    return min(SHARE, a / (1.0 + a))
 
 
 def choice_statistic(x, cap: float, group: int = 1) -> tuple[float, float]:

@@ -5,11 +5,16 @@ Private Algorithm for Histogram Queries").
 
 1. **Private partition** (ε₁) of the cells into buckets of similar counts.
    * ``"dawa"`` — DAWA's partition step, a PrivTree partition on counts
-     (:mod:`.privtree`), run as ε₁/g-DP, g = 2 when the policy moves records
+     (:mod:`.privtree`), run as ε₁/g-DP with threshold θ = g/ε₂
+     (:func:`.buckets.private_blocks`), g = 2 when the policy moves records
      between cells (a move is a removal and an addition: two counts change
      by 1, and group privacy of two ε₁/2 steps gives ε₁), 1 when every edge
      goes to ⊥. Whatever the graph, the partition is private under its
-     neighbours: a G-neighbour changes at most g counts by 1 each.
+     neighbours: a G-neighbour changes at most g counts by 1 each. With the
+     default split (DAWA's ratio, 0.25) its buckets are distributed exactly
+     as DP DAWA's at ε/2 (issue 25: Blowfish then never sees worse buckets
+     than the ε/2-DP release, which is also (ε, G)-Blowfish private, and
+     measures them with less noise).
    * ``"dawa-l1"`` — the same with DAWA's noisy least-cost L1 partition
      (:func:`~.dawa.l1_partition`), the default before issue 25.
    * ``"matching"`` — buckets of one or two cells: a maximum-weight perfect
@@ -57,8 +62,8 @@ from ..workload import Identity, Prefix, Workload
 from .base import Mechanism, _check_histogram
 from .noise import selection_laplace
 from . import noise
-from .dawa import _GreedyTree, _group, hilbert_order, partition_starts
-from .gram import as_sparse, bucket_gram
+from .buckets import bucket_gram_of as _bucket_gram, private_blocks, private_labels
+from .dawa import RATIO as DAWA_RATIO, _GreedyTree, _group, histogram_offset
 from .laplace import Laplace
 from .optimized import AUTO
 from .transformed import Transformed
@@ -81,7 +86,8 @@ class PartitionFirst(Mechanism):
     partitioner : {"dawa", "dawa-l1", "matching"}
         How buckets are found (see the module notes).
     split : float
-        Share of ε spent on the partition (0 < split < 1).
+        Share of ε spent on the partition (0 < split < 1); DAWA's ratio by
+        default (0.5 before issue 25).
     window : int
         For ``"matching"`` under policies without cell–cell edges: cells up to
         ``window`` apart in the domain order are candidate pairs.
@@ -110,7 +116,7 @@ class PartitionFirst(Mechanism):
     """
 
     partitioner: str = "dawa"
-    split: float = 0.5
+    split: float = DAWA_RATIO
     window: int = 1
     rounds: int = 1
     ranges: bool = False
@@ -151,27 +157,27 @@ class PartitionFirst(Mechanism):
                 f"of shape {workload.shape}; for other queries use PartitionFirst(ranges=True), a "
                 "data-independent mechanism or DAWA"
             )
-        blocks = self.partition(x, policy, epsilon, rng)
+        blocks = self.partition(x, policy, epsilon, rng, offset=histogram_offset(workload, x.size) if histogram else 0)
         if not histogram:
             return measure_buckets(x, blocks, workload, policy, (1 - self.split) * epsilon, rng,
                                    optimize_buckets=self.optimize_buckets)
         return expand(x, blocks, policy, (1 - self.split) * epsilon, rng)
 
-    def partition(self, x: np.ndarray, policy: Policy, epsilon: float, rng: np.random.Generator) -> np.ndarray:
-        """Step 1: a block id per cell ((split·ε, G)-Blowfish private)."""
+    def partition(self, x: np.ndarray, policy: Policy, epsilon: float, rng: np.random.Generator,
+                  offset: int = 0) -> np.ndarray:
+        """Step 1: a block id per cell ((split·ε, G)-Blowfish private).
+
+        ``offset``: the DAWA partitioners' public PrivTree bias start (the histogram release passes DP DAWA's
+        :func:`~.dawa.histogram_offset`; the matching ignores it).
+        """
         self.require(policy)
         eps1, eps2 = self.split * epsilon, (1 - self.split) * epsilon
         g = _group(policy)
         if self.partitioner.startswith("dawa"):
-            # along DAWA's Hilbert curve on 2-D grids: PrivTree's nodes are then squares and 2:1 rectangles of
-            # the grid (a quadtree), and buckets need not be intervals of the row-major order (projection
-            # handles any blocks); the order is public, so the privacy argument is unchanged
-            method = "l1" if self.partitioner == "dawa-l1" else "privtree"
-            order = hilbert_order(policy.domain.shape)
-            starts = partition_starts(x[order], eps1 / g, 1.0 / eps2, rng, method=method)
-            blocks = np.empty(x.size, dtype=np.intp)
-            blocks[order] = np.cumsum(np.isin(np.arange(x.size), starts)) - 1
-            return _renumber(blocks)
+            # DAWA's partition of the cells (along its Hilbert curve on 2-D grids), ε₁/g-DP with θ = g/ε₂:
+            # (ε₁, G)-Blowfish by group privacy (see :mod:`.buckets`)
+            return private_blocks(x, policy, eps1, eps2, rng, method="l1" if self.partitioner == "dawa-l1" else "privtree",
+                                  offset=offset)
         # Beyond the paper: later rounds match the buckets of the previous one (their counts, the projected
         # policy's edges), so buckets grow to 4, 8, ... cells; each round is (ε₁/rounds)-private on the
         # bucket counts, which one record changes as it changes cell counts, and rounds compose.
@@ -191,13 +197,7 @@ class PartitionFirst(Mechanism):
         x = _check_histogram(x, policy.domain.size)
         if self.partitioner.startswith("dawa"):  # batched: the partition step's own draws, size at once
             method = "l1" if self.partitioner == "dawa-l1" else "privtree"
-            eps1, eps2 = self.split * epsilon, (1 - self.split) * epsilon
-            order = hilbert_order(policy.domain.shape)
-            starts = partition_starts(x[order], eps1 / _group(policy), 1.0 / eps2, rng, size=size, method=method)
-            first = np.maximum.accumulate(np.where(starts, np.arange(x.size), 0), axis=1)
-            labels = np.empty_like(first)
-            labels[:, order] = order[first]  # a bucket's label: its first cell along the curve
-            return labels
+            return private_labels(x, policy, self.split * epsilon, (1 - self.split) * epsilon, rng, size, method)
         out = np.empty((size, x.size), dtype=np.intp)
         for i in range(size):
             blocks = self.partition(x, policy, epsilon, rng)
@@ -212,15 +212,6 @@ class PartitionFirst(Mechanism):
 
     def expected_error(self, workload, policy, epsilon):
         raise InvalidParameterError(f"{self.name} is data-dependent: it has no analytic expected error; measure it")
-
-
-def _renumber(blocks: np.ndarray) -> np.ndarray:
-    """Block ids in order of each block's first cell (so that 1-D blocks stay intervals numbered left to right)."""
-    first = np.full(int(blocks.max()) + 1, blocks.size)
-    np.minimum.at(first, blocks, np.arange(blocks.size))
-    rank = np.empty(first.size, dtype=np.intp)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-    return rank[blocks]
 
 
 def measure_buckets(x: np.ndarray, blocks: np.ndarray, workload: Workload, policy: Policy, epsilon: float,
@@ -277,19 +268,6 @@ def measure_buckets(x: np.ndarray, blocks: np.ndarray, workload: Workload, polic
     else:
         estimate = solver.least_squares(t, delta / epsilon, rng)
     return np.asarray(workload @ (estimate / sizes)[proj.block_of], dtype=float)
-
-
-def _bucket_gram(workload: Workload, proj, sizes: np.ndarray) -> np.ndarray:
-    """M = (WE)ᵀ(WE), E spreading each bucket's total uniformly over its cells."""
-    m = sizes.size
-    starts = np.r_[0, np.flatnonzero(np.diff(proj.block_of)) + 1]
-    if starts.size == m and np.array_equal(proj.block_of, np.repeat(np.arange(m), sizes)):
-        return bucket_gram(workload, starts)
-    # buckets that are not intervals in order (the matching partitioner under some policies)
-    k = proj.block_of.size
-    E = sp.csr_array((1.0 / sizes[proj.block_of], (np.arange(k), proj.block_of)), shape=(k, m))
-    B = as_sparse(workload) @ E
-    return np.asarray((B.T @ B).todense())
 
 
 def bucket_strategies(M: np.ndarray, policy: Policy, granularity: int = 100,

@@ -91,6 +91,7 @@ any ε₁-DP mechanism needs to locate one spike among k cells (ln(k)/ε₁).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -135,6 +136,12 @@ def privtree_scale(epsilon: float, score: str = "count") -> float:
     epsilon = float(epsilon)
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise InvalidParameterError(f"epsilon must be a positive finite number, got {epsilon!r}")
+    return _scale(epsilon, score)
+
+
+@functools.lru_cache(maxsize=256)
+def _scale(epsilon: float, score: str) -> float:
+    """:func:`privtree_scale` by bisection, remembered: a function of the public (ε, score) alone (100 bounds a call)."""
     lo, hi = 1.0 / epsilon, 8.0 / epsilon  # the bound is at least 3/λ (count) and at most 6/λ for λ ≥ 1/ε
     while privtree_bound(hi, score) > epsilon:
         hi *= 2.0
