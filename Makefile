@@ -58,7 +58,9 @@ docs: labs
 # its own JupyterLab and Chromium, which would fight over two cores).
 test: $(STAMP) browser-deps
 	$(MAKE) docs LABS_FLAGS=--no-run-tests
-	$(PY) -m pytest -m "not browser" -n auto --durations=30
+	# one BLAS thread per xdist worker: two workers on two cores each spawning OpenBLAS threads made small eigh/solve
+	# calls 4-5x slower (measured on the optimiser choice tests)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -m "not browser" -n auto --durations=30
 	$(PY) -m pytest -m browser
 
 # Unit and notebook tests only (no browser).
