@@ -50,13 +50,13 @@ def test_the_table_holds_no_value_only_salted_hashes():
 
 def test_the_grader_shows_one_line_and_keeps_the_first_attempt(tmp_path):
     g = Grader("lab02", attempts_dir=tmp_path)
-    env = {"delta_hist_dp": 2}  # the known mistake (bounded DP's Δ)
+    env = {"delta_hist_dp": 7}
     first = g.check("q1", env)
     assert not first.passed and "\n" not in first.message and "Traceback" not in repr(first)
     env["delta_hist_dp"] = 1
     second = g.check("q1", env)
-    assert second.passed and second.first_attempt == "2"
-    assert json.loads((tmp_path / "lab02-first-attempts.json").read_text()) == {"q1": "2"}
+    assert second.passed and second.first_attempt == "7"
+    assert json.loads((tmp_path / "lab02-first-attempts.json").read_text()) == {"q1": "7"}
     assert "first attempt" in repr(second) and NO_KNOWN_MISTAKE in repr(second)
 
 
