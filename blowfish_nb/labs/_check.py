@@ -1,33 +1,15 @@
-"""The student side of a lab check: hints for known mistakes, keyed by salted hashes; one line of feedback; the first
-attempt kept.
+"""The student side of a lab check: hints keyed by salted hashes, one line of feedback, the first attempt kept.
 
 A lab's public checks know *hints, not answers*. For each question the package ships a table
 (``blowfish_nb/labs/hints/labNN.json``, written by ``python -m blowfish_nb.labs.build --hints`` from the answer
-key that lives outside the package, in ``notebooks/labs/key/``): the salted hashes of the wrong answers a typical
-mistake produces, each with its hint. The table holds **no hash of the right answer**: a check recognises known
-mistakes (and answers of the wrong kind or outside a question's choices) and otherwise says that it found no known
-mistake and that the hidden tests grade the answer. Grading never uses these checks: the autograder's hidden tests
+key that lives outside the package, in ``notebooks/labs/key/``): the salted hash of the right answer rounded to
+the question's precision, the salted hashes of the wrong answers a typical mistake produces with the hint for
+each, and the hint for any other wrong answer. Grading never uses these checks: the autograder's hidden tests
 compare with literal values written at build time (:mod:`blowfish_nb.labs._grade`).
 
-Why not keep the right answer's hash behind a slow key-derivation function (issue 26, hole 2)? Anything the
-installed package can confirm, a student can confirm offline by trying candidates, and a KDF only multiplies the
-cost of each try by the cost a genuine check may spend (< 0.5 s). Measured on this machine::
-
-    python -c "import hashlib,time; t=time.perf_counter(); hashlib.scrypt(b'x', salt=b's', n=2**14, r=8, p=1); \
-print(time.perf_counter()-t)"          # 87 ms per derivation (mean of 5)
-
-so a check may afford ~5 derivations — not the 201 offsets a number within ``rtol`` needs, and useless for the
-questions with two or five candidates (a bool costs 0.17 s to brute-force, a choice 0.43 s) or a 3-significant-
-digit number (900 values a decade: 16 min over 6 decades and both signs). The hashes before this change fell to a
-plain search in 0–23 s a lab (the student-gamer's 2_hash_bruteforce_offline.py). Without the right hash that
-search finds only mistakes' values. A caveat that no table can remove: a two-way (bool) or few-choice question
-whose wrong options all carry a mistake hint tells the answer by elimination, as trying each option in the notebook
-would; the points are the hidden tests'.
-
-In a notebook, ``grader = Grader("lab02")`` and ``grader.check("q1")`` print one line: the hint, or that no known
-mistake was found. Every checked answer's first attempt is kept in ``labNN-first-attempts.json`` beside the notebook
-(the teacher collects it with the notebook: the record of the "predict first" questions; a local file the student
-can edit — see the teacher's page).
+In a notebook, ``grader = Grader("lab02")`` and ``grader.check("q1")`` print one line: the hint, or that the
+check passed. Every checked answer's first attempt is kept in ``labNN-first-attempts.json`` beside the notebook
+(the teacher collects it with the notebook: the record of the "predict first" questions).
 """
 
 from __future__ import annotations
@@ -45,13 +27,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NO_KNOWN_MISTAKE", "LabCheckFailed", "Grader", "CheckResult", "public_check", "make_check", "unanswered", "digest",
+__all__ = ["LabCheckFailed", "Grader", "CheckResult", "public_check", "make_check", "unanswered", "digest",
            "canonical"]
 
 #: where a lab's first attempts are kept (relative to the notebook's working folder); ``{lab}`` is e.g. lab02
 ATTEMPTS_FILE = "{lab}-first-attempts.json"
-#: what a check shows when it recognises no known mistake (the right answer, or a mistake nobody foresaw)
-NO_KNOWN_MISTAKE = "no known mistake found; the hidden tests grade the answer."
 #: steps of the grid of relative offsets tried when a question accepts an answer within ``rtol``
 _GRID = 100
 
@@ -140,8 +120,7 @@ def matches(answer: Any, entry: dict, kind: str, salt: str) -> bool:
 
 
 def public_check(lab: str, question: str, *answers: Any) -> None:
-    """Judge the student's answers to one question with the lab's hint table: raise a one-line hint for a known
-    mistake, pass silently otherwise (the table knows no right answer: the hidden tests grade it).
+    """Judge the student's answers to one question with the lab's hint table: pass silently or raise a one-line hint.
 
     Parameters
     ----------
@@ -169,15 +148,14 @@ def public_check(lab: str, question: str, *answers: Any) -> None:
 
 
 def make_check(lab: str, question: str):
-    """The public check ``labNN.qN(answer, ...)``: :class:`LabCheckFailed` with a one-line hint for a known mistake,
-    silence otherwise (never a value: the check only holds salted hashes of mistakes)."""
+    """The public check ``labNN.qN(answer, ...)``: silence for a right answer, :class:`LabCheckFailed` with a
+    one-line hint otherwise (never the value: the check only holds salted hashes)."""
 
     def check(*answers: Any) -> None:
         public_check(lab, question, *answers)
 
     check.__name__ = check.__qualname__ = question
-    check.__doc__ = (f"Question {question[1:]}'s check: a one-line hint for a known mistake, else silent (the hidden "
-                     f"tests grade the answer).\n\n"
+    check.__doc__ = (f"Question {question[1:]}'s check: silent when your answer is right, else a one-line hint.\n\n"
                      f"In the notebook, ``grader.check({question!r})`` runs it on your variables.")
     return check
 
@@ -188,13 +166,15 @@ def _judge_part(part: dict, answer: Any, title: str) -> None:
         raise LabCheckFailed(f"{title}: replace the `...` with your answer, then run this check again.")
     if canonical(answer, kind) is None:
         raise LabCheckFailed(f"{title}: not yet. Hint: {_kind_hint(answer, part)}")
+    if matches(answer, part["right"], kind, salt):
+        return
     for mistake in part["mistakes"]:
         if matches(answer, mistake, kind, salt):
             raise LabCheckFailed(f"{title}: not yet. Hint: {mistake['hint']}")
     if kind == "choice" and part.get("choices") and answer.strip().lower() not in part["choices"]:
         names = ", ".join(repr(c) for c in part["choices"])
         raise LabCheckFailed(f"{title}: not yet. Hint: answer with one of {names}.")
-    # no known mistake: the table has no hash of the right answer, so the hidden tests decide
+    raise LabCheckFailed(f"{title}: not yet. Hint: {part['otherwise']}")
 
 
 def _kind_hint(answer: Any, part: dict) -> str:
@@ -217,7 +197,7 @@ def _table(lab: str) -> dict:
 
 @dataclass(frozen=True)
 class CheckResult:
-    """What ``grader.check`` shows: one line, the hint or that no known mistake was found (``passed``)."""
+    """What ``grader.check`` shows: one line, the hint or that the answer passed (``passed`` for tests)."""
 
     question: str
     passed: bool
@@ -225,7 +205,7 @@ class CheckResult:
     first_attempt: str | None = None
 
     def __repr__(self) -> str:
-        line = f"{self.question} results: " + (NO_KNOWN_MISTAKE if self.passed else self.message)
+        line = f"{self.question} results: " + ("All test cases passed!" if self.passed else self.message)
         if self.first_attempt is not None:
             line += f"\n(first attempt, kept for your teacher: {self.first_attempt})"
         return line

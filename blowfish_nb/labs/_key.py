@@ -85,7 +85,7 @@ def _entry(values: Any, kind: str, rtol: float, salt: str) -> dict:
 
 def hint_table(lab: str, questions: dict[str, Question], args: dict[str, list[str]]) -> dict:
     """The student-facing table of a lab: for each question its title, answer names and per part the salted hashes
-    of each mistake's values, with the hints (no hash of the right value: issue 26, see ``_check``). ``args`` maps each question to the names its
+    of the right value and of each mistake's values, with the hints. ``args`` maps each question to the names its
     check reads from the notebook (the test cell's arguments)."""
     table = {}
     for name, q in questions.items():
@@ -96,6 +96,7 @@ def hint_table(lab: str, questions: dict[str, Question], args: dict[str, list[st
                         for m in part.mistakes]
             parts.append({
                 "arg": part.arg, "kind": part.kind, "salt": salt,
+                "right": _entry(part.expected, part.kind, part.rtol, salt),
                 "mistakes": mistakes, "otherwise": part.otherwise,
                 **({"choices": [c.lower() for c in part.choices]} if part.choices else {}),
             })
