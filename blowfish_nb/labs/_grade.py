@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["expect_number", "expect_choice", "expect_bool", "expect_pair", "expect_mean", "expect_laplace_noise"]
+__all__ = ["expect_number", "expect_choice", "expect_bool", "expect_pair", "expect_mean", "expect_laplace_noise",
+           "laplace_noise_verdict"]
 
 _INTS = (int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
 _FLOATS = (float, np.float16, np.float32, np.float64)
@@ -107,38 +108,119 @@ def expect_mean(values: Any, expected: float, *, ses: float = 4.0, min_size: int
         raise AssertionError("too little spread")
 
 
-def expect_laplace_noise(draw: Callable, x: Sequence[float], scale: float, *, runs: int = 20_000, seed: int = 5,
-                         alpha: float = 1e-4) -> None:
-    """Pass when ``draw(x, runs, rng)`` returns ``x`` plus independent Laplace noise of scale ``scale``: continuous
-    (Kolmogorov–Smirnov against Laplace(0, scale)) or whole-number (χ² against the two-sided geometric law with
-    p = 1 − e^(−1/scale), the library's discrete Laplace).
+def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, runs: int = 20_000,
+                          seed: int | None = None, ses: float = 5.0, alpha: float = 1e-4) -> str | None:
+    """Why ``draw(x, size, rng)`` is not ``x`` plus independent Laplace noise of scale ``scale``; ``None`` when it is.
 
-    Uniform, Gaussian or any other noise, even of the right variance, fails; so does noise of another scale.
+    The noise law is tested, not only its variance, and the generator is the grader's, not the student's:
+
+    * ``draw`` is called with four generators whose seeds are drawn at grading time (``seed=None``; an int only for
+      the project's own tests), ``runs/4`` releases each: a mechanism that ignores ``rng``, or recognises one
+      fixed generator, returns the same releases for all four (``"ignores rng"``); two size-2 calls must give two
+      different rows (``"repeats"``);
+    * bins and consecutive releases must be independent: every correlation of the deviations and of their absolute
+      values, between bins and between consecutive rows, within ``ses`` standard errors (1/√n) of 0
+      (``"correlated"``: one noise value shared by every bin releases the bins' differences exactly);
+    * continuous noise (any non-whole deviation) never equals 0: a release of the true count is a point mass that
+      Laplace noise does not have (``"exact release"``); whole-number noise is the library's discrete Laplace, so
+      each bin's P(deviation = 0) = (1 − q)/(1 + q), q = e^(−1/scale), and the count of all-zero releases must be
+      within ``ses`` binomial standard errors (``"exact release"``);
+    * the mean within ``ses`` standard errors of 0 (``"mean"``), each bin's law by Kolmogorov–Smirnov (continuous) or χ² (discrete) at
+      level ``alpha``/bins (``"law"``), and the mean absolute deviation within ``ses`` standard errors of its
+      Laplace value — ``scale``, or Σ|z|·P(z) for the discrete law — (``"too little"`` / ``"too much"``: scales
+      1.95 and 2.05 for 2 are ~8 SE away at 20,000 releases of 6 bins).
+
+    A wrong answer that hides behind a statistical test (a true release with probability 10⁻⁴, a mechanism that
+    recognises the grader's call stack) is for the teacher's scan (:mod:`blowfish_nb.labs.scan`), not for this test.
     """
     from scipy import stats
 
     x = np.asarray(x, dtype=float)
-    out = draw(x.copy(), runs, np.random.default_rng(seed))
-    if type(out) is not np.ndarray:
-        out = np.asarray(out)
-    if type(out) is not np.ndarray or out.dtype.kind not in "iuf" or out.shape != (runs, x.size):
-        raise AssertionError("not an array of releases")
-    dev = (out.astype(float) - x[None, :]).ravel()
+    seeds = np.random.SeedSequence(seed).spawn(6)
+    part = max(runs // 4, 50)
+    outs = []
+    for s in seeds[:4]:
+        out = draw(x.copy(), part, np.random.default_rng(s))
+        if out is None:
+            return "none"
+        if type(out) is not np.ndarray:
+            try:
+                out = np.asarray(out, dtype=float)
+            except (TypeError, ValueError):
+                return "not numbers"
+        if out.dtype.kind not in "iuf":
+            return "not numbers"
+        if out.shape != (part, x.size):
+            return "shape"
+        outs.append(out.astype(float))
+    if any(np.array_equal(outs[0], o) for o in outs[1:]):
+        return "ignores rng"
+    for s in seeds[4:]:
+        pair = np.asarray(draw(x.copy(), 2, np.random.default_rng(s)), dtype=float)
+        if pair.shape != (2, x.size) or np.array_equal(pair[0], pair[1]):
+            return "repeats"
+    dev = np.concatenate(outs) - x[None, :]
+    n = dev.shape[0]
     if not np.all(np.isfinite(dev)):
-        raise AssertionError("not finite")
-    if np.all(dev == np.round(dev)):
-        q = math.exp(-1.0 / scale)
-        support = np.arange(-12 * int(math.ceil(scale)) - 5, 12 * int(math.ceil(scale)) + 6)
-        pmf = (1 - q) / (1 + q) * q ** np.abs(support)
-        counts = np.array([np.count_nonzero(dev == s) for s in support], dtype=float)
-        if counts.sum() < dev.size:  # values far out in the tails: a scale much too large
-            raise AssertionError("wrong scale")
-        keep = pmf * dev.size >= 5
-        observed = np.append(counts[keep], counts[~keep].sum())
-        expected = np.append(pmf[keep], pmf[~keep].sum()) * dev.size
-        expected *= observed.sum() / expected.sum()
-        p = stats.chisquare(observed, expected).pvalue
+        return "not finite"
+    whole = bool(np.all(dev == np.round(dev)))
+    q = math.exp(-1.0 / scale)
+    if whole:
+        z = np.arange(-60 * int(math.ceil(scale)) - 5, 60 * int(math.ceil(scale)) + 6)
+        pmf = (1 - q) / (1 + q) * q ** np.abs(z)
+        mad, sd_abs = float(pmf @ np.abs(z)), math.sqrt(float(pmf @ z**2) - float(pmf @ np.abs(z)) ** 2)
+        sd = math.sqrt(float(pmf @ z**2))
+        p_row = ((1 - q) / (1 + q)) ** x.size
+        zero_rows = int(np.count_nonzero(np.all(dev == 0, axis=1)))
+        if abs(zero_rows - n * p_row) > ses * math.sqrt(n * p_row * (1 - p_row)) + 1:
+            return "exact release"
     else:
-        p = stats.kstest(dev, stats.laplace(scale=scale).cdf).pvalue
-    if not p >= alpha:
-        raise AssertionError("not Laplace noise of the right scale")
+        if np.any(dev == 0):
+            return "exact release"
+        mad, sd_abs, sd = scale, scale, math.sqrt(2) * scale
+    for a in (dev, np.abs(dev)):
+        c = np.corrcoef(a, rowvar=False)
+        lag = [np.corrcoef(a[:-1, j], a[1:, j])[0, 1] for j in range(x.size)]
+        if (np.any(~np.isfinite(c)) or np.max(np.abs(c - np.eye(x.size))) > ses / math.sqrt(n)
+                or not np.all(np.abs(lag) <= ses / math.sqrt(n))):
+            return "correlated"
+    if abs(float(dev.mean())) > ses * sd / math.sqrt(dev.size):
+        return "mean"
+    level = alpha / x.size
+    for j in range(x.size):
+        d = dev[:, j]
+        if whole:
+            support = np.arange(-12 * int(math.ceil(scale)) - 5, 12 * int(math.ceil(scale)) + 6)
+            pmf = (1 - q) / (1 + q) * q ** np.abs(support)
+            counts = np.array([np.count_nonzero(d == s) for s in support], dtype=float)
+            if counts.sum() < d.size:  # values far out in the tails
+                return "too much"
+            keep = pmf * d.size >= 5
+            observed = np.append(counts[keep], counts[~keep].sum())
+            expected = np.append(pmf[keep], pmf[~keep].sum()) * d.size
+            expected *= observed.sum() / expected.sum()
+            p = stats.chisquare(observed, expected).pvalue
+        else:
+            p = stats.kstest(d, stats.laplace(scale=scale).cdf).pvalue
+        if not p >= level:
+            return "law"
+    m = float(np.abs(dev).mean())
+    if m < mad - ses * sd_abs / math.sqrt(dev.size):
+        return "too little"
+    if m > mad + ses * sd_abs / math.sqrt(dev.size):
+        return "too much"
+    return None
+
+
+def expect_laplace_noise(draw: Callable, x: Sequence[float], scale: float, *, runs: int = 20_000,
+                         seed: int | None = None, alpha: float = 1e-4) -> None:
+    """Pass when ``draw(x, size, rng)`` returns ``x`` plus independent Laplace noise of scale ``scale``: continuous
+    or whole-number (the library's discrete Laplace, p = 1 − e^(−1/scale)); see :func:`laplace_noise_verdict`.
+
+    The generators' seeds are drawn when the test runs (``seed=None``): a mechanism tuned to one generator fails.
+    Uniform, Gaussian or any other noise, even of the right variance, fails; so do noise of another scale, one noise
+    value shared by every bin, and noise that ignores ``rng``.
+    """
+    why = laplace_noise_verdict(draw, x, scale, runs=runs, seed=seed, alpha=alpha)
+    if why is not None:
+        raise AssertionError(f"not independent Laplace noise of the right scale ({why})")

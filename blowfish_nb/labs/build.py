@@ -46,6 +46,13 @@ HINTS = Path(__file__).resolve().parent / "hints"
 #: cells with this tag are left out of the student version (e.g. a table of the library's answers)
 SOLUTION_ONLY = "solution-only"
 
+#: cells with this tag keep their actions in the student version but never show a result that answers a question:
+#: there every ``check.unanswered(name)`` reads ``True`` (the library's value, "once you have answered", is withheld:
+#: the public checks cannot confirm an answer, so any guess would reveal it — issue 26, hole 3)
+ANSWER_REVEAL = "answer-reveal"
+_UNANSWERED = re.compile(r"\bcheck\.unanswered\(\w+\)")
+_ANSWER_FIRST = re.compile(r'"answer question (\d+\w?) first(: this cell then [^"]*)?"')
+
 #: where the master notebooks live (the repository's ``notebooks/labs/source``)
 SOURCE = Path(__file__).resolve().parents[2] / "notebooks" / "labs" / "source"
 
@@ -361,6 +368,11 @@ def _finish(path: Path, lab: str, *, student: bool) -> None:
             cell = {**cell, "source": _INIT.format(lab=lab)}
         if student and SOLUTION_ONLY in cell.get("metadata", {}).get("tags", []):
             continue
+        if student and ANSWER_REVEAL in cell.get("metadata", {}).get("tags", []):
+            text = _ANSWER_FIRST.sub(r'"(question \1: the result is withheld in the student version; the hidden tests '
+                                     r'grade your answer)"', _UNANSWERED.sub("True", _src(cell)))
+            text = text.replace('"(the message, once you have answered)"', '"(the message is withheld here)"')
+            cell = {**cell, "source": text}
         cells.append(cell)
     nb["cells"] = cells
     if student:

@@ -24,7 +24,7 @@ from ..mechanisms import Laplace
 from ..policy import Policy, grid, line, threshold, transform
 from ..workload import prefix
 from ._check import LabCheckFailed, make_check, public_check, unanswered
-from ._grade import expect_laplace_noise
+from ._grade import laplace_noise_verdict
 
 __all__ = ["K", "EPSILON", "THETA", "VARIANTS", "line_policy", "theta_policy", "variant", "kmeans_setting",
            "kmeans_edge_change", "grid_policy", "edge_counts_matrix", "constraint_setting", "forced_pair",
@@ -147,58 +147,73 @@ def forced_pair() -> tuple[list[int], list[int]]:
     return [1, 3, 5], [2, 0, 4]
 
 
-def q2(draw) -> None:
-    """Question 2's check: your fixed mechanism ``draw(x, size, rng)`` must add Laplace noise of the right scale.
+#: the seed of question 2's generators: ``None`` (fresh seeds drawn at each check); an int only in the project's tests
+_Q2_SEED: int | None = None
 
-    Draws 20,000 releases of a fixed histogram (seeded) and tests the *distribution* of the noise, not only its
-    variance: uniform or Gaussian noise of the right variance is not ε-private (run the hunter on it). The
-    library's whole-number (discrete) Laplace noise passes as well as the continuous one. The check asks the
-    library for the scale and never shows it.
+_Q2_HINTS = {
+    "none": "replace the `...` in the function with your code (it must return the releases), then run this check "
+            "again.",
+    "not numbers": "draw(x, size, rng) must return an array of numbers, like buggy_draw.",
+    "shape": "draw(x, size, rng) must return one row per release (size rows) and one column per cell, like "
+             "buggy_draw.",
+    "not finite": "the releases must be finite numbers.",
+    "ignores rng": "the releases must come from the generator `rng` you are given (draw the noise with it): "
+                   "a mechanism that ignores it is deterministic, and deterministic releases are not private.",
+    "repeats": "two releases came out identical: draw fresh noise for every release, from `rng`.",
+    "exact release": "some releases are the true counts: every release needs its noise (a point mass on the "
+                     "true answer leaks it).",
+    "correlated": "draw an independent noise value for every cell and every release (one value shared by the "
+                  "cells releases their differences exactly).",
+    "mean": "the noise must have mean zero: add noise to the true counts, nothing else.",
+    "too little": "still too little noise: the scale must come from the histogram's Δ under the line policy.",
+    "too much": "more noise than needed: the histogram's Δ under the line policy is smaller than that.",
+}
+
+
+def q2(draw) -> None:
+    """Question 2's check: your fixed mechanism ``draw(x, size, rng)`` must add independent Laplace noise of the
+    right scale.
+
+    Calls ``draw`` with several generators seeded afresh at each check (20,000 releases of a fixed histogram) and
+    tests the *distribution* of the noise, not only its variance: the releases must depend on the generator, the
+    cells' noises be independent, no release be the true histogram, and each cell's noise follow the Laplace law
+    of the right scale (see :func:`blowfish_nb.labs._grade.laplace_noise_verdict`). Uniform or Gaussian noise of
+    the right variance is not ε-private (run the hunter on it). The library's whole-number (discrete) Laplace noise
+    passes as well as the continuous one. The check asks the library for the scale and never shows it.
     """
     question = "q2 (the fixed mechanism)"
     if unanswered(draw):
         raise LabCheckFailed(f"{question}: replace the `...` with your answer, then run this check again.")
     if not callable(draw):
         raise LabCheckFailed(f"{question}: not yet. Hint: store a function draw(x, size, rng), like buggy_draw.")
-    x = np.array(Q2_DATA)
-    runs = 20_000
+    scale = Laplace().sensitivity(line_policy()) / EPSILON
     try:
-        out = draw(x.copy(), runs, np.random.default_rng(5))
+        why = laplace_noise_verdict(draw, Q2_DATA, scale, runs=20_000, seed=_Q2_SEED)
     except Exception as e:  # the student's code: say what broke, whatever it was
         raise LabCheckFailed(f"{question}: not yet. Hint: calling draw(x, size, rng) failed with "
                              f"{type(e).__name__}: {e}") from None
-    if unanswered(out):  # the student version's body is `...`: the function returns None
-        raise LabCheckFailed(f"{question}: replace the `...` in the function with your code (it must return the "
-                             "releases), then run this check again.")
-    try:
-        out = np.asarray(out, dtype=float)
-    except (TypeError, ValueError):
-        raise LabCheckFailed(f"{question}: not yet. Hint: draw(x, size, rng) must return an array of numbers, "
-                             "like buggy_draw.") from None
-    if out.shape != (runs, K):
-        raise LabCheckFailed(f"{question}: not yet. Hint: draw(x, size, rng) must return one row per release "
-                             f"(size rows) and one column per cell, like buggy_draw; got shape {out.shape}.")
-    dev = out - x[None, :]
-    if abs(dev.mean()) > 5 * dev.std() / math.sqrt(dev.size) + 1e-12:
-        raise LabCheckFailed(f"{question}: not yet. Hint: the noise must have mean zero: add noise to the true "
-                             "counts, nothing else.")
-    scale = Laplace().sensitivity(line_policy()) / EPSILON
-    try:
-        expect_laplace_noise(lambda *_: out, x, scale, runs=runs)
+    if why is None:
         return
-    except AssertionError:
-        pass
+    if why == "none":
+        raise LabCheckFailed(f"{question}: {_Q2_HINTS['none']}")
+    hint = _Q2_HINTS.get(why)
+    if hint is None:  # the law is wrong: is the amount of noise right at least? (by the variance)
+        hint = _law_or_scale_hint(draw, scale)
+    raise LabCheckFailed(f"{question}: not yet. Hint: {hint}")
+
+
+def _law_or_scale_hint(draw, scale: float) -> str:
+    x = np.array(Q2_DATA)
+    dev = np.asarray(draw(x.copy(), 20_000, np.random.default_rng(_Q2_SEED)), dtype=float) - x[None, :]
     sq = (dev**2).ravel()
     mean, se = float(sq.mean()), float(sq.std(ddof=1) / math.sqrt(sq.size))
     target = 2 * scale**2
     if mean < target - 5 * se - 0.03 * target:
-        hint = "still too little noise: the scale must come from the histogram's Δ under the line policy."
-    elif mean > target + 5 * se + 0.03 * target:
-        hint = "more noise than needed: the histogram's Δ under the line policy is smaller than that."
-    else:
-        hint = ("the amount of noise is right but its law is not Laplace: the proof of ε-privacy needs the Laplace "
-                "law (noise of another shape, even of the right variance, leaks: run the hunter on it).")
-    raise LabCheckFailed(f"{question}: not yet. Hint: {hint}")
+        return _Q2_HINTS["too little"]
+    if mean > target + 5 * se + 0.03 * target:
+        return _Q2_HINTS["too much"]
+    return ("the amount of noise is right but its law is not Laplace: the proof of ε-privacy needs the Laplace "
+            "law (noise of another shape, even of the right variance, leaks: run the hunter on it).")
 
 
 def q4a(answer) -> None:

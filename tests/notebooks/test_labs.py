@@ -48,6 +48,32 @@ def test_student_version_renamed_runs_each_check_gives_a_hint_and_no_answer_show
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # nothing left beside the built notebook
 
 
+REVEALING = [s for s in SLUGS if s[:2] in ("03", "05", "06", "09")]  # labs with "once you have answered" cells
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("slug", REVEALING)
+def test_student_version_with_wrong_answers_shows_no_answer(built_labs, slug, tmp_path):
+    """Issue 26, hole 3: every ``name = ...`` of the student version set to a wrong guess (0) and the notebook run
+    without its checks: no output shows an answer, and no cell is left that reacts to an answer being filled in."""
+    path = built_labs(slug) / slug / "student" / f"{slug}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert not [c.source for c in code if "unanswered(" in c.source], f"{slug}: a cell still reacts to answers"
+    for cell in code:
+        cell.source = re.sub(r"^(\w+) = \.\.\.$", r"\1 = 0", cell.source, flags=re.M)
+    nb.cells = [c for c in nb.cells if not (c.cell_type == "code" and CHECK.search(c.source))]
+    guessed = tmp_path / f"{slug}.ipynb"
+    nbformat.write(nb, guessed)
+    nb = nbformat.read(guessed, as_version=4)
+    NotebookClient(nb, timeout=180, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = "\n".join(_text(o) for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs)
+    for value in answers(lab_module(slug)):
+        if distinctive(value):
+            assert not shown_precisely(outputs, value), f"{slug}: an output shows the answer {value!r}"
+
+
 # --- helpers ---------------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,162 @@
+"""The teacher's scan of submitted lab notebooks: flag code that could cheat the autograder from inside the notebook.
+
+``otter run`` executes the student's notebook in the grading kernel, in the folder where it has copied the hidden
+tests, and then runs those tests in the same interpreter (issue 26, holes 1, 5, 6, 7). A notebook can therefore
+read or rewrite ``./tests``, replace NumPy or library names the hidden tests use, read a test's frame, or patch
+``builtins``; the "predict first" record is a local file the student can edit. None of this can be stopped inside
+otter, so the teacher scans what was submitted::
+
+    python -m blowfish_nb.labs.scan submissions/*.ipynb
+
+Each flagged line is printed as ``notebook: cell N, line L: why | code``; the exit status is 1 when anything is
+flagged. Flagged means *read this cell*, not *cheated*: the lab's own cells never trip it (a test scans every
+solution notebook), so a flag is code the student added. What is flagged (by the syntax tree, not by text search):
+
+* imports of ``os``, ``sys``, ``io``, ``pathlib``, ``glob``, ``shutil``, ``importlib``, ``builtins``, ``inspect``,
+  ``ctypes``, ``subprocess``, ``gc``, ``tempfile``, ``runpy``, ``otter`` and of the library's grading internals
+  (``blowfish_nb.labs._grade``/``_key``/``build``, and ``_check`` beyond ``Grader``);
+* calls of ``open``, ``exec``, ``eval``, ``compile``, ``__import__``, ``setattr``, ``delattr``; file methods
+  (``read_text``, ``write_text``, ``unlink`` …); frame access (``_getframe``, ``f_locals``, ``f_back`` …);
+* writes into ``globals()``/``vars()``/``locals()``, and strings naming the ``tests`` folder or a ``.py`` file;
+* monkeypatching: assigning an attribute of anything imported from ``numpy``, ``scipy``, ``pandas``, ``math``,
+  ``blowfish_nb``, ``otter`` or ``builtins``, and rebinding ``grader``, ``check`` or ``Notebook``.
+
+Examples
+--------
+>>> [f.why for f in scan_source("import numpy as np\\nnp.ndarray = list")]
+['monkeypatches np.ndarray']
+>>> scan_source("x = np.mean([1, 2])")
+[]
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Flag", "scan_source", "scan_notebook", "main"]
+
+_MODULES = {"os", "sys", "io", "pathlib", "glob", "shutil", "importlib", "builtins", "inspect", "ctypes",
+            "subprocess", "gc", "tempfile", "runpy", "otter"}
+_INTERNALS = {"blowfish_nb.labs._grade", "blowfish_nb.labs._key", "blowfish_nb.labs.build"}
+_CALLS = {"open", "exec", "eval", "compile", "__import__", "setattr", "delattr"}
+_ATTRS = {"read_text", "write_text", "read_bytes", "write_bytes", "unlink", "rename", "replace_file", "_getframe",
+          "f_locals", "f_globals", "f_back", "f_code", "__builtins__", "__code__", "__globals__"}
+_PATCHABLE = {"numpy", "scipy", "pandas", "math", "blowfish_nb", "otter", "builtins"}
+_GUARDED = {"grader", "check", "Notebook"}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flagged line: the code cell's index among the notebook's cells, the line in the cell, why, the code."""
+
+    cell: int
+    line: int
+    why: str
+    code: str
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _dotted(node: ast.AST) -> str:
+    return ast.unparse(node) if isinstance(node, (ast.Attribute, ast.Name)) else "?"
+
+
+def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
+                defines_grader: bool = False) -> list[Flag]:
+    """The flags of one cell's code. ``aliases`` collects the names bound to patchable modules (shared across a
+    notebook's cells); ``defines_grader`` is True for the lab's own set-up cell (it binds ``grader``)."""
+    aliases = set() if aliases is None else aliases
+    lines = source.splitlines()
+    try:
+        tree = ast.parse("\n".join(line for line in lines if not line.lstrip().startswith(("%", "!"))))
+    except SyntaxError as e:
+        return [Flag(cell, e.lineno or 0, "does not parse as Python", "")]
+    flags: list[Flag] = []
+
+    def flag(node: ast.AST, why: str) -> None:
+        n = getattr(node, "lineno", 0)
+        flags.append(Flag(cell, n, why, lines[n - 1].strip() if 0 < n <= len(lines) else ""))
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            base = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+            for a in node.names:
+                full = f"{base}.{a.name}" if base else a.name
+                top = (base or a.name).split(".")[0]
+                if top in _MODULES or any(full.startswith(m) or base.startswith(m) for m in _INTERNALS):
+                    flag(node, f"imports {full}")
+                elif base == "blowfish_nb.labs._check" and a.name not in ("Grader", "LabCheckFailed"):
+                    flag(node, f"imports {full}")
+                if top in _PATCHABLE:
+                    aliases.add((a.asname or a.name).split(".")[0])
+        elif isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if isinstance(f, ast.Name) and name in _CALLS:
+                flag(node, f"calls {name}")
+        elif isinstance(node, ast.Attribute) and node.attr in _ATTRS:
+            flag(node, f"uses .{node.attr}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            v = node.value.replace("\\", "/")
+            if v.rstrip("/") == "tests" or "tests/" in v or v.endswith(".py"):
+                flag(node, f"names a file or the tests folder ({v[:40]!r})")
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for t in targets:
+                for leaf in ast.walk(t):
+                    if isinstance(leaf, ast.Attribute) and _root(leaf) in aliases:
+                        flag(node, f"monkeypatches {_dotted(leaf)}")
+                    elif (isinstance(leaf, ast.Subscript) and isinstance(leaf.value, ast.Call)
+                          and isinstance(leaf.value.func, ast.Name) and leaf.value.func.id in ("globals", "vars",
+                                                                                                "locals")):
+                        flag(node, f"writes into {leaf.value.func.id}()")
+                    elif (isinstance(leaf, ast.Name) and leaf.id in _GUARDED and not defines_grader
+                          and isinstance(leaf.ctx, ast.Store)):
+                        flag(node, f"rebinds {leaf.id}")
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in _GUARDED:
+            flag(node, f"rebinds {node.name}")
+    return sorted(set(flags), key=lambda f: (f.line, f.why))
+
+
+def scan_notebook(path: str | Path) -> list[Flag]:
+    """The flags of every code cell of the notebook at ``path`` (cells numbered from 0 among all cells)."""
+    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    aliases: set[str] = set()
+    flags = []
+    for i, cell in enumerate(nb.get("cells", [])):
+        if cell.get("cell_type") != "code":
+            continue
+        src = "".join(cell.get("source", ""))
+        setup = "Grader(" in src and "import Grader" in src  # the lab's own set-up cell
+        flags += scan_source(src, i, aliases, defines_grader=setup)
+    return flags
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m blowfish_nb.labs.scan NOTEBOOK...``: print every flag; exit status 1 when any."""
+    paths = list(sys.argv[1:] if argv is None else argv)
+    if not paths:
+        print("usage: python -m blowfish_nb.labs.scan SUBMISSION.ipynb ...", file=sys.stderr)
+        return 2
+    flagged = 0
+    for p in paths:
+        flags = scan_notebook(p)
+        flagged += bool(flags)
+        for f in flags:
+            print(f"{p}: cell {f.cell}, line {f.line}: {f.why} | {f.code}")
+        if not flags:
+            print(f"{p}: nothing flagged")
+    print(f"{flagged} of {len(paths)} notebook(s) flagged")
+    return 1 if flagged else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

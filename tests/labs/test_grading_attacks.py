@@ -1,0 +1,73 @@
+"""Issue 26, holes 1, 5, 6, 7: what otter cannot stop from inside the grading kernel, the teacher's scan flags.
+
+The fixtures (tests/labs/fixtures/gamer31/) are the code cells of the student-gamer's attack notebooks (reading or
+rewriting ./tests, brute-forcing the hint tables, replacing numpy names and peeking at the test's frame, patching
+the grading module or builtins, redefining the checks). Each must be flagged; no solution notebook may be.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from blowfish_nb.labs.build import SOURCE
+from blowfish_nb.labs.scan import main, scan_notebook, scan_source
+
+FIXTURES = sorted((Path(__file__).parent / "fixtures" / "gamer31").glob("*.ipynb"))
+SOLUTIONS = sorted(SOURCE.glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)
+def test_every_attack_notebook_is_flagged(path):
+    assert scan_notebook(path), f"{path.name}: nothing flagged"
+
+
+@pytest.mark.parametrize("path, why", [
+    ("1_read_hidden_tests", "names a file or the tests folder"), ("1b_overwrite_hidden_tests", "calls open"),
+    ("2_hash_bruteforce", "imports importlib.resources"), ("6_numpy_frame_peek", "monkeypatches _np.ndarray"),
+    ("6_numpy_frame_peek", "uses ._getframe"), ("7_grade_module_patch", "imports blowfish_nb.labs._grade"),
+    ("7b_builtins_abs", "monkeypatches builtins.abs"), ("0_baseline_zeros_redefined", "rebinds grader"),
+    ("0_baseline_zeros_redefined", "calls setattr"),
+])
+def test_the_flag_names_the_attack(path, why):
+    flags = scan_notebook(Path(__file__).parent / "fixtures" / "gamer31" / f"{path}.ipynb")
+    assert any(f.why.startswith(why) for f in flags), [f.why for f in flags]
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
+def test_no_solution_notebook_is_flagged(path):
+    """The master notebooks hold every cell of the handout and of the solution: the lab's own code is never flagged
+    (so a flag is always code a student added)."""
+    assert scan_notebook(path) == []
+
+
+def test_the_built_set_up_cell_is_not_flagged_but_a_second_grader_is():
+    setup = 'from blowfish_nb.labs._check import Grader\n\ngrader = Grader("lab02")'
+    nb = {"cells": [{"cell_type": "code", "source": setup}, {"cell_type": "code", "source": "grader = None"}]}
+    assert [f.why for f in _scan(nb)] == ["rebinds grader"]
+
+
+def test_ordinary_student_code_is_not_flagged():
+    code = ("import numpy as np\nimport blowfish_nb as bf\nx = np.array([1, 2])\nrng = np.random.default_rng(0)\n"
+            "def fixed_draw(x, size, rng):\n    return x + rng.laplace(0, 2.0, (size, len(x)))\n"
+            "errors = {}\nerrors['a'] = 1\nprint(bf.__name__)")
+    assert scan_source(code) == []
+
+
+def test_the_command_prints_one_line_per_flag_and_exits_1(capsys):
+    assert main([str(FIXTURES[0]), str(SOLUTIONS[0])]) == 1
+    out = capsys.readouterr().out
+    assert "nothing flagged" in out and "1 of 2 notebook(s) flagged" in out
+
+
+def _scan(nb):
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".ipynb", delete=False) as f:
+        json.dump(nb, f)
+    try:
+        return scan_notebook(f.name)
+    finally:
+        Path(f.name).unlink()

@@ -1,0 +1,127 @@
+"""Issue 26, hole 4: lab 5 question 2 ("make it (ε, line)-private") gives its point only to independent Laplace noise
+of the right scale drawn from the grader's generator — the public check and the autograder's hidden test alike.
+
+Every variant of the student-gamer's attack (/tmp/gamer31/repro/4_lab5_q2_variants.py) is rebuilt here. The tests
+fix the seeds (``seed=``/``lab05._Q2_SEED``) for their own determinism; in a notebook and in the autograder the seeds
+are drawn afresh at each run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from blowfish_nb.labs import lab05
+from blowfish_nb.labs._check import LabCheckFailed
+from blowfish_nb.labs._grade import expect_laplace_noise, laplace_noise_verdict
+from blowfish_nb.mechanisms.noise import discrete_laplace
+
+SCALE = 2.0 / lab05.EPSILON  # Δ of the histogram under the line policy is 2
+X = lab05.Q2_DATA
+FIXED = np.random.default_rng(5).bit_generator.state  # the generator the old test used
+
+
+def laplace(s=SCALE):
+    return lambda x, size, rng: x + rng.laplace(0, s, (size, len(x)))
+
+
+def discrete(x, size, rng):
+    return x + discrete_laplace(rng, SCALE, (size, len(x)))
+
+
+def deterministic(x, size, rng):  # Laplace quantiles in a fixed order: ignores rng
+    n = size * len(x)
+    q = stats.laplace(scale=SCALE).ppf((np.arange(n) + 0.5) / n)
+    return x + q[np.argsort(np.arange(n) * 7919 % n)].reshape(size, len(x))
+
+
+def common_noise(x, size, rng):  # one Laplace value per release, added to every bin
+    return x + rng.laplace(0, SCALE, (size, 1))
+
+
+def common_stratified(x, size, rng):  # the same, with stratified quantiles (a perfect KS fit)
+    q = stats.laplace(scale=SCALE).ppf((rng.permutation(size) + 0.5) / size)
+    return x + q[:, None]
+
+
+def seed_conditioned(x, size, rng):  # Laplace only for the old grader's generator, else the true counts
+    if rng.bit_generator.state == FIXED:
+        return x + rng.laplace(0, SCALE, (size, len(x)))
+    return np.tile(x, (size, 1)).astype(float)
+
+
+def exact_sometimes(p):  # the true histogram with probability p
+    def draw(x, size, rng):
+        out = x + rng.laplace(0, SCALE, (size, len(x)))
+        out[rng.random(size) < p] = x
+        return out
+    return draw
+
+
+def discrete_exact_sometimes(x, size, rng):
+    out = discrete(x, size, rng)
+    out[rng.random(size) < 0.01] = x
+    return out
+
+
+def shared_noise_vector(x, size, rng):  # one noise vector reused by every release
+    return x + np.tile(rng.laplace(0, SCALE, (1, len(x))), (size, 1))
+
+
+ATTACKS = {
+    "deterministic quantiles": (deterministic, "ignores rng"),
+    "common noise per release": (common_noise, "correlated"),
+    "common noise, stratified": (common_stratified, "correlated"),
+    "seed-conditioned": (seed_conditioned, "ignores rng"),
+    "exact w.p. 0.002": (exact_sometimes(0.002), "exact release"),
+    "exact w.p. 0.01": (exact_sometimes(0.01), "exact release"),
+    "discrete, exact w.p. 0.01": (discrete_exact_sometimes, "exact release"),
+    "shared noise vector": (shared_noise_vector, "repeats"),
+    "laplace scale 1.95": (laplace(1.95), "too little"),
+    "laplace scale 2.05": (laplace(2.05), "too much"),
+    "uniform, same variance": (lambda x, s, r: x + r.uniform(-SCALE * 6**0.5, SCALE * 6**0.5, (s, len(x))), "law"),
+    "gauss, same variance": (lambda x, s, r: x + r.normal(0, SCALE * 2**0.5, (s, len(x))), "law"),
+}
+
+
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_every_gamer_variant_loses_the_point_in_the_hidden_test_and_the_public_check(name, monkeypatch):
+    draw, why = ATTACKS[name]
+    assert laplace_noise_verdict(draw, X, SCALE, seed=11) == why
+    with pytest.raises(AssertionError):
+        expect_laplace_noise(draw, X, SCALE, seed=12)
+    monkeypatch.setattr(lab05, "_Q2_SEED", 13)
+    with pytest.raises(LabCheckFailed) as e:
+        lab05.q2(draw)
+    assert "\n" not in str(e.value) and "2.0" not in str(e.value)  # one line, never the scale
+
+
+@pytest.mark.parametrize("draw", [laplace(), discrete], ids=["continuous", "discrete"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_independent_laplace_of_the_right_scale_keeps_the_point(draw, seed, monkeypatch):
+    assert laplace_noise_verdict(draw, X, SCALE, seed=seed) is None
+    monkeypatch.setattr(lab05, "_Q2_SEED", seed + 100)
+    lab05.q2(draw)
+
+
+def test_the_seeds_are_drawn_at_grading_time():
+    """Two runs of the hidden test hand ``draw`` different generators (no fixed seed to recognise)."""
+    seen = []
+
+    def spy(x, size, rng):
+        seen.append(rng.bit_generator.state["state"]["state"])
+        return x + rng.laplace(0, SCALE, (size, len(x)))
+
+    expect_laplace_noise(spy, X, SCALE)
+    expect_laplace_noise(spy, X, SCALE)
+    assert len(set(seen)) == len(seen) == 12  # 4 + 2 generators per run, all different
+    assert lab05._Q2_SEED is None
+
+
+def test_the_hints_say_what_is_wrong(monkeypatch):
+    monkeypatch.setattr(lab05, "_Q2_SEED", 7)
+    for draw, words in [(common_noise, "independent noise value"), (deterministic, "generator `rng`"),
+                        (exact_sometimes(0.01), "true counts"), (laplace(1.95), "too little")]:
+        with pytest.raises(LabCheckFailed, match=words):
+            lab05.q2(draw)
