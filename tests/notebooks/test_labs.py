@@ -11,6 +11,7 @@ first needs it; ``build/labs`` (``make labs``) is reused when it is newer than e
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from blowfish_nb.labs.build import lab_module, lab_sources
 from tests.labs import answers, built_labs_fixture, cell_errors, check_outputs, distinctive, shown_precisely
 
 SLUGS = [p.stem for p in lab_sources()]
+CHECK = re.compile(r"""grader\.check\(\s*["']([^"']+)["']\s*\)""")
 
 built_labs = pytest.fixture(scope="session")(built_labs_fixture)
 
