@@ -201,6 +201,22 @@ class Adaptive(Mechanism):
                 f"{self.name} is data-dependent: it has no analytic expected error off the histogram; measure it")
         return self.fallback.expected_error(workload, policy, epsilon)
 
+    def release_error(self, workload, policy, epsilon):
+        """The figure a release reports: the fallback's expected error at the (1 − ρ)ε it is released with.
+
+        :meth:`expected_error` is what "auto" compares (the fallback's at the whole ε); a release states the error
+        of the branch it can promise, the fallback's at the budget that branch really gets (on sparse data DAWA,
+        chosen, usually does better). Data-independent: it reads k, ε and the policy, never the counts.
+
+        Raises
+        ------
+        InvalidParameterError
+            Off the histogram, or when the fallback has no analytic figure.
+        """
+        self.expected_error(workload, policy, epsilon)  # the same refusals
+        rest = (1 - self.rho(policy.domain.size, epsilon)) * epsilon
+        return self.fallback.expected_error(workload, policy, rest)
+
     def _release(self, x, workload: Workload, policy: Policy, epsilon: float, rng) -> np.ndarray:
         if not _histogram(workload, x.size):  # the statistic speaks of cells: other workloads go to DAWA whole
             return self.dependent.release(x, workload, policy, epsilon, rng=rng)
