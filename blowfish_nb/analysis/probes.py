@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import inspect
+
 import numpy as np
 
 from .._validation import check_epsilon
@@ -108,7 +110,7 @@ def answer_probe(mechanism, policy: Policy, epsilon: float, workload: Workload |
     return Probe(str(name), draw, epsilon, "answers", batched, _views(mechanism, policy, W))
 
 
-def partition_probe(mechanism, policy: Policy, epsilon: float) -> Probe:
+def partition_probe(mechanism, policy: Policy, epsilon: float, workload=None) -> Probe:
     """Probe the partition a data-dependent mechanism releases (its bucket structure shows in its answers).
 
     With ``mechanism.partitions(x, policy, epsilon, size, rng)`` (a
@@ -116,6 +118,9 @@ def partition_probe(mechanism, policy: Policy, epsilon: float) -> Probe:
     is ``mechanism.partition_epsilon(epsilon)``; otherwise a loop over
     ``mechanism.partition(x, policy, epsilon, rng)`` with the claim
     ``mechanism.split · epsilon`` (:class:`~blowfish_nb.mechanisms.PartitionFirst`).
+    ``workload``, when given, is passed to ``partitions`` so that the draws
+    follow the law a release of that workload uses (DAWA's histogram starts
+    PrivTree's bias at a deeper level than its range workloads).
 
     Raises
     ------
@@ -136,9 +141,14 @@ def partition_probe(mechanism, policy: Policy, epsilon: float) -> Probe:
     if isinstance(mechanism, Mechanism) and mechanism.partition_epsilon(epsilon) is not None:
         mechanism.require(policy)
         claim = float(mechanism.partition_epsilon(epsilon))
+        if workload is not None and "workload" not in inspect.signature(mechanism.partitions).parameters:
+            raise InvalidParameterError(
+                f"workload: {name} draws one partition law; only DAWA's depends on the workload, got {workload!r}")
 
         def draw(x, size, rng):
-            return np.asarray(mechanism.partitions(x, policy, epsilon, size, rng))
+            if workload is None:
+                return np.asarray(mechanism.partitions(x, policy, epsilon, size, rng))
+            return np.asarray(mechanism.partitions(x, policy, epsilon, size, rng, workload=workload))
 
         return Probe(name, draw, claim, "partition", True)
     # a user's own object (not a Mechanism): duck-typed, as the hunter audits code it did not write

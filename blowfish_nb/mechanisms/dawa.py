@@ -184,12 +184,15 @@ class DAWA(Mechanism):
             decay=self.decay, partition=self.partition, offset=histogram_offset(workload, x.size))
         return np.asarray(workload @ estimate, dtype=float)
 
-    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None) -> np.ndarray:
+    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None, workload=None) -> np.ndarray:
         """``size`` draws of step 1 alone: a block label per cell (the bucket's first cell in domain order).
 
         The buckets are visible in the answers (uniform expansion), so the
         partition is part of what is released; it claims
-        :meth:`partition_epsilon`.
+        :meth:`partition_epsilon`. With ``workload`` the draws follow the law
+        a release of that workload uses (PrivTree's bias level
+        :func:`histogram_offset`: ⌊D/2⌋ on the histogram); without it, level 0
+        (the range workloads' law).
         """
         self.require(policy)
         epsilon = check_epsilon(epsilon)
@@ -197,8 +200,9 @@ class DAWA(Mechanism):
         x = _check_histogram(x, policy.domain.size)
         order = hilbert_order(policy.domain.shape)
         eps = epsilon / _group(policy)
+        offset = 0 if workload is None else histogram_offset(workload, x.size)
         starts = partition_starts(x[order], self.ratio * eps, 1.0 / ((1 - self.ratio) * eps), rng, size=size,
-                                  method=self.partition)
+                                  method=self.partition, offset=offset)
         first = np.maximum.accumulate(np.where(starts, np.arange(x.size), 0), axis=1)
         labels = np.empty_like(first)
         labels[:, order] = order[first]

@@ -188,3 +188,25 @@ def test_dawa_uses_privtree_and_keeps_the_l1_partition_on_request():
     assert repr(mechanisms.DAWA(partition="l1")) == "DAWA(ratio=0.25, partition='l1')"
     with pytest.raises(InvalidParameterError, match="partition"):
         mechanisms.DAWA(partition="tree")
+
+
+def test_the_hunter_draws_dawa_s_partition_with_the_histogram_s_bias_level():
+    """The attacker's review (issue 25): DAWA.partitions drew PrivTree at level 0 while a histogram release starts
+    its bias at ⌊D/2⌋, so the hunter never drew the released law. Given the workload it does (the bias starts at
+    level 3 of 64 cells, so empty space is cut into up to 8 nodes: more buckets), and that law passes the hunter."""
+    from blowfish_nb import workload
+    from blowfish_nb.analysis.probes import partition_probe
+
+    x = np.r_[np.zeros(60), np.full(4, 500.0)]
+    pol = policy.dp(Domain.grid(64))
+    m = mechanisms.DAWA()
+    ranges_law = m.partitions(x, pol, 1.0, 400, rng=1)
+    histogram_law = m.partitions(x, pol, 1.0, 400, rng=1, workload=workload.identity(64))
+    buckets = [np.mean([np.unique(row).size for row in law]) for law in (ranges_law, histogram_law)]
+    assert buckets[1] > buckets[0] + 3, buckets
+    small = policy.dp(Domain.grid(8))
+    probe = partition_probe(m, small, 4.0, workload=workload.identity(8))
+    result = hunt(probe, small, rng=29, **PARTITION)
+    assert not result.violation, str(result)
+    with pytest.raises(InvalidParameterError, match="workload"):
+        partition_probe(mechanisms.PartitionFirst("dawa"), small, 1.0, workload=workload.identity(8))
