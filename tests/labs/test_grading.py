@@ -69,7 +69,10 @@ def otter_run(lab_dir: Path, notebook: Path, out: Path, *, debug: bool = False) 
     if shutil.which("unshare") and shutil.which("ip") and subprocess.run(["unshare", "-n", "true"]).returncode == 0:
         # a network namespace with only the loopback (otter's grader logs to a local socket)
         command = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *command]
-    env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(out)}
+    env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(out),
+           # one BLAS thread in the grading kernel: without it two tests' kernels ran OpenBLAS's threads on two cores
+           # and spun, lab 3's run taking 120-140 s of CPU instead of 20
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env, cwd=out)
     results = out / "results.json"
     assert results.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
