@@ -480,7 +480,7 @@ def _changes(raw) -> list[str]:
               else f"{n_below[1]} of {len(h['g4'])} (data set, ε) cells below 10× now, {n_below[0]} before")
     return [
         f"## What issue 13 changed (against the page at commit {raw[BEFORE]['commit']})",
-        "(The columns added since, PartitionFirst ranges and Optimized, are left out of this comparison. The 1-D "
+        "(The columns added since, PartitionFirst ranges, Optimized and the two Ordered columns under G⁴, are left out of this comparison. The 1-D "
         "blocks' figures now also include DAWA's second stage with GreedyH's depth decay (commit 9e46f04, issue 16), "
         "which reaches DAWA (DP) and the Transformed+DAWA variants on ranges.) "
         "Two changes reach these figures. (1) DAWA's private partition no longer floors its noisy interval costs "
