@@ -28,6 +28,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("BLOWFISH_CHROMIUM", "/usr/bin/chromium")
+#: every kernel (and the analyst service) the servers start computes with one BLAS/OpenMP thread. Two cores carry
+#: Chromium, the server, the kernel and this process: OpenBLAS's own threads spun against them, and the quickstart's
+#: explorer (an Optimized fit per θ) took 242.6 s to execute instead of 34.6 s (notebooks/quickstart.ipynb run by
+#: nbclient on this machine, default threads against OPENBLAS_NUM_THREADS=1, one after the other under the same load),
+#: and each canvas test on the quickstart took 220-300 s (one hit its 300 s timeout).
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -76,7 +82,7 @@ class Lab:
                 f"--{app}.workspaces_dir={self._workspaces}",
             ],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1"},
+            env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1", **ONE_BLAS_THREAD},
         )
         self._wait_ready()
 
