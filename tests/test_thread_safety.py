@@ -8,7 +8,7 @@ size during iteration" about once per thousand racing releases.
 
 More rounds do not make a race test strong: with the lock taken out, the old
 version of these tests passed at 20 and at 60 rounds. Here each cache is
-replaced by a *crowded* container (:func:`_crowded`): every container operation
+replaced by a *crowded* container (:func:`tests.crowding.crowded`): every container operation
 gives the interpreter away (``time.sleep(0)``) after it has done its work and
 before it returns, so another thread runs between any two steps of a compound
 update (``next(iter(d))`` then ``d.pop(...)``; ``d.get(k)`` then
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from collections import OrderedDict
 
 import numpy as np
@@ -32,67 +31,13 @@ import pytest
 from blowfish_nb import Domain, accuracy, mechanisms, policy, workload
 from blowfish_nb.analysis import selection
 from blowfish_nb.mechanisms import htheta, transformed
+from tests.crowding import Crowding, crowded
 
 THREADS = 8
 
-#: the operations of dict and OrderedDict the caches use (and a few more), each crowded
-_OPERATIONS = ("__getitem__", "__setitem__", "__delitem__", "__contains__", "__iter__", "__len__", "get", "pop",
-               "popitem", "setdefault", "move_to_end", "clear", "keys", "values", "items")
-
-
-class _Crowding:
-    """How many threads are inside an operation of one container at once (``most``), across the containers made
-    by one :func:`_crowded` call. A thread inside twice (OrderedDict.pop of a subclass calls its __getitem__ and
-    __delitem__) counts once."""
-
-    def __init__(self):
-        self._guard = threading.Lock()
-        self._inside: dict[int, dict[int, int]] = {}  # id(container) -> thread id -> depth
-        self.most = 0
-        self.operations = 0
-
-    def enter(self, container) -> None:
-        with self._guard:
-            threads = self._inside.setdefault(id(container), {})
-            me = threading.get_ident()
-            threads[me] = threads.get(me, 0) + 1
-            self.most = max(self.most, len(threads))
-            self.operations += 1
-
-    def leave(self, container) -> None:
-        with self._guard:
-            threads = self._inside[id(container)]
-            me = threading.get_ident()
-            threads[me] -= 1
-            if not threads[me]:
-                del threads[me]
-
-
-def _crowded(base: type, crowding: _Crowding) -> type:
-    """A subclass of ``base`` (dict or OrderedDict) whose every operation does its work, then yields the
-    interpreter to another thread, then returns; ``crowding`` counts the threads inside at once."""
-
-    def wrap(name):
-        real = getattr(base, name)
-
-        def operation(self, *args, **kwargs):
-            crowding.enter(self)
-            try:
-                out = real(self, *args, **kwargs)
-                time.sleep(0)  # another thread runs now, between this step and the caller's next one
-                return out
-            finally:
-                crowding.leave(self)
-
-        operation.__name__ = name
-        return operation
-
-    return type(f"Crowded{base.__name__}", (base,), {name: wrap(name) for name in _OPERATIONS if hasattr(base, name)})
-
-
 @pytest.fixture
 def crowding():
-    return _Crowding()
+    return Crowding()
 
 
 @pytest.fixture
@@ -126,7 +71,7 @@ def _race(work, rounds: int) -> list[BaseException]:
 def test_transformed_plan_cache_survives_racing_lookups(crowding, monkeypatch, fast_switching):
     # 64 policies through a cache of 8: nearly every call misses, evicts and inserts. The code before the lock
     # raised RuntimeError("dictionary changed size during iteration") or KeyError here.
-    monkeypatch.setattr(transformed, "_PLANS", _crowded(dict, crowding)())
+    monkeypatch.setattr(transformed, "_PLANS", crowded(dict, crowding)())
     mech = mechanisms.Transformed()
     pols = [policy.line(Domain.grid(4 + i % 5)) for i in range(64)]
 
@@ -141,7 +86,7 @@ def test_transformed_plan_cache_survives_racing_lookups(crowding, monkeypatch, f
 
 
 def test_transformed_releases_race_safely(crowding, monkeypatch, fast_switching):
-    monkeypatch.setattr(transformed, "_PLANS", _crowded(dict, crowding)())
+    monkeypatch.setattr(transformed, "_PLANS", crowded(dict, crowding)())
     d = Domain.grid(12)
     x = np.arange(12.0)
     W = workload.identity(12)
@@ -164,7 +109,7 @@ AUTO_ROUNDS = 4
 
 
 def test_planning_memos_survive_racing_auto_releases(crowding, monkeypatch):
-    dict_type, ordered_type = _crowded(dict, crowding), _crowded(OrderedDict, crowding)
+    dict_type, ordered_type = crowded(dict, crowding), crowded(OrderedDict, crowding)
     for memo in (selection._CHOICES, selection._OPTIMIZED, accuracy._EPSILONS, accuracy._LAWS):
         monkeypatch.setattr(memo, "_scopes", dict_type())
         if memo is not selection._OPTIMIZED:
