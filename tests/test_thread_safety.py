@@ -8,14 +8,14 @@ size during iteration" about once per thousand racing releases.
 
 More rounds do not make a race test strong: with the lock taken out, the old
 version of these tests passed at 20 and at 60 rounds. Here each cache is
-replaced by a *crowded* container (:func:`tests.crowding.crowded`): every container operation
-gives the interpreter away (``time.sleep(0)``) after it has done its work and
-before it returns, so another thread runs between any two steps of a compound
+replaced by a *crowded* container (:func:`tests.crowding.crowded`): every
+container operation gives the interpreter away (``time.sleep(0)``) after it
+has done its work and before it returns, so another thread runs between any two steps of a compound
 update (``next(iter(d))`` then ``d.pop(...)``; ``d.get(k)`` then
 ``d.move_to_end(k)``), and the container counts the threads inside one of its
 operations at once. The lock's contract is that this count never exceeds one.
-Without the lock the first racing operations overlap and the test fails within
-a second or two (checked by taking each lock out in turn: issue 32's report).
+Without the lock the first racing operations overlap and the test fails
+within a few seconds (checked by taking each of the four locks out in turn).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from blowfish_nb.mechanisms import htheta, transformed
 from tests.crowding import Crowding, crowded
 
 THREADS = 8
+
 
 @pytest.fixture
 def crowding():
