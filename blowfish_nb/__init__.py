@@ -13,7 +13,7 @@ from .exceptions import (
 from .policy import Policy
 from .release import Release
 from .accounting import Session
-from .kmeans import kmeans
+from .clustering import kmeans
 
 _accessor.register_dask()  # ddf.blowfish, when Dask is installed
 

@@ -142,8 +142,8 @@ class BlowfishAccessor:
         return release(self._df, query, columns, **kwargs)
 
     def kmeans(self, columns, k: int, **kwargs):
-        """Blowfish-private k-means over columns of this frame; see :func:`blowfish_nb.kmeans.kmeans`."""
-        from .kmeans import kmeans
+        """Blowfish-private k-means over columns of this frame; see :func:`blowfish_nb.clustering.kmeans`."""
+        from .clustering import kmeans
 
         return kmeans(self._df, columns, k, **kwargs)
 

@@ -61,7 +61,7 @@ API_AREAS = [
     ("session", "Sessions and releases", ["blowfish_nb.accounting", "blowfish_nb.session_file", "blowfish_nb.request",
                                           "blowfish_nb.release", "blowfish_nb.planning"]),
     ("constraints", "Count constraints", ["blowfish_nb.constraints"]),
-    ("kmeans", "k-means", ["blowfish_nb.kmeans"]),
+    ("kmeans", "k-means", ["blowfish_nb.clustering"]),
     ("datasets", "Data sets", ["blowfish_nb.datasets"]),
     ("exceptions", "Exceptions", ["blowfish_nb.exceptions"]),
     ("service", "The analyst service", [

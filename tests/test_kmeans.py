@@ -8,7 +8,7 @@ import blowfish_nb as bf
 from blowfish_nb import Domain, policy
 from blowfish_nb.analysis import audit
 from blowfish_nb.exceptions import InvalidParameterError
-from blowfish_nb.kmeans import _nearest, _stacked, sulq_sensitivity
+from blowfish_nb.clustering import _nearest, _stacked, sulq_sensitivity
 from blowfish_nb.operators import Matrix
 
 
@@ -195,7 +195,7 @@ def test_right_is_strict_enough_to_fail():
 
 def test_kmeanspp_draws_in_proportion_to_weight_times_squared_distance():
     """Points 0, 1, 2, 4 with equal weights: the first centre is uniform, the second ∝ D² to it (4 SE per cell)."""
-    from blowfish_nb.kmeans import kmeanspp
+    from blowfish_nb.clustering import kmeanspp
 
     P = np.array([[0.0], [1.0], [2.0], [4.0]])
     w = np.ones(4)
@@ -213,7 +213,7 @@ def test_kmeanspp_draws_in_proportion_to_weight_times_squared_distance():
 
 
 def test_kmeanspp_never_starts_on_weightless_points_when_others_have_weight():
-    from blowfish_nb.kmeans import kmeanspp
+    from blowfish_nb.clustering import kmeanspp
 
     P = np.arange(10.0)[:, None]
     w = np.zeros(10)
@@ -224,7 +224,7 @@ def test_kmeanspp_never_starts_on_weightless_points_when_others_have_weight():
 
 
 def test_restarts_keep_the_lowest_objective_on_the_noisy_counts():
-    from blowfish_nb.kmeans import _cost, _lloyd, best_of_kmeanspp, kmeanspp
+    from blowfish_nb.clustering import _cost, _lloyd, best_of_kmeanspp, kmeanspp
 
     rng = np.random.default_rng(3)
     P = np.arange(100.0)[:, None]

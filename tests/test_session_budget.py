@@ -3,6 +3,10 @@
 Two threads each releasing ε = 0.6 on a budget of 1.0 overspent in 15 of 50
 trials (46 of 50 with ``rng=None``) before the reservation: both passed the
 check before either was charged.
+
+The session's reservations are a crowded dict (:mod:`tests.crowding`): each read or write of it lets the other
+thread run, so the check and the hold interleave unless the session's lock makes them one step. With the lock of
+``Session._reserve`` taken out, the old version of these tests passed every one of its 200 trials.
 """
 
 import threading
@@ -13,6 +17,7 @@ import pytest
 
 import blowfish_nb.planning as acc
 from blowfish_nb import BudgetExceededError, datasets
+from tests.crowding import Crowding, crowded
 
 TRIALS = 200
 
@@ -22,8 +27,16 @@ def df():
     return datasets.salaries(n=1500, seed=7)
 
 
+def _crowd(session) -> Crowding:
+    """Make the session's reservations a crowded dict; how many threads were inside it at once."""
+    crowding = Crowding()
+    session._reservations = crowded(dict, crowding)(session._reservations)
+    return crowding
+
+
 def _race(session, rngs):
     """Release ε = 0.6 from two threads started together; return how many succeeded."""
+    crowding = _crowd(session)
     start = threading.Barrier(len(rngs))
     done, errors = [], []
 
@@ -43,6 +56,7 @@ def _race(session, rngs):
     for t in threads:
         t.join()
     assert not errors, errors
+    assert crowding.most == 1, f"{crowding.most} threads inside the session's reservations at once"
     return len(done)
 
 
@@ -62,6 +76,7 @@ def test_two_threads_never_overspend_in_200_trials(df, seeded):
 
 def test_many_threads_spend_exactly_what_the_budget_allows(df):
     s = df.blowfish.session(1.0, bins={"age": 62}, policy="line")
+    crowding = _crowd(s)
     start = threading.Barrier(12)
     outcomes = []
 
@@ -79,6 +94,7 @@ def test_many_threads_spend_exactly_what_the_budget_allows(df):
     for t in threads:
         t.join()
     assert outcomes.count("charged") == 10 and outcomes.count("refused") == 2
+    assert crowding.most == 1, f"{crowding.most} threads inside the session's reservations at once"
     assert s.spent == pytest.approx(1.0) and s.remaining == pytest.approx(0.0, abs=1e-12)
 
 

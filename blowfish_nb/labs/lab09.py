@@ -185,7 +185,7 @@ def kmeans_ratio(method: str, *, epsilon: float = KMEANS_EPSILON, seeds: int = S
     >>> bool(mean > 0.9 and se >= 0)
     True
     """
-    from ..kmeans import kmeans
+    from ..clustering import kmeans
 
     if method not in METHODS:
         raise InvalidParameterError(f"method must be one of {METHODS}, got {method!r}")
@@ -207,7 +207,7 @@ def cluster_counts(release, k: int = K, *, seed: int = 0) -> list[float]:
     >>> len(cluster_counts(s.release("histogram", "age", epsilon=0.5, rng=0)))
     3
     """
-    from ..kmeans import RESTARTS, best_of_kmeanspp
+    from ..clustering import RESTARTS, best_of_kmeanspp
 
     counts = np.clip(np.asarray(release.answers, dtype=float), 0.0, None)
     lo, hi = BOUNDS["age"]

@@ -171,7 +171,7 @@ def test_sulq_start_reads_only_public_cell_centres(monkeypatch):
 
     import blowfish_nb.mechanisms.sulq as sulq  # the SuLQ mechanism draws its start there
 
-    km = importlib.import_module("blowfish_nb.kmeans")  # the package re-exports a function of the same name
+    km = importlib.import_module("blowfish_nb.clustering")
     seen = []
     real = sulq.best_of_kmeanspp
 

@@ -28,6 +28,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("BLOWFISH_CHROMIUM", "/usr/bin/chromium")
+#: every kernel (and the analyst service) the servers start computes with one BLAS/OpenMP thread. Two cores carry
+#: Chromium, the server, the kernel and this process: OpenBLAS's own threads spun against them, and the quickstart's
+#: explorer (an Optimized fit per θ) took 242.6 s to execute instead of 34.6 s (notebooks/quickstart.ipynb run by
+#: nbclient on this machine, default threads against OPENBLAS_NUM_THREADS=1, one after the other under the same load),
+#: and each canvas test on the quickstart took 220-300 s (one hit its 300 s timeout).
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -76,7 +82,7 @@ class Lab:
                 f"--{app}.workspaces_dir={self._workspaces}",
             ],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1"},
+            env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1", **ONE_BLAS_THREAD},
         )
         self._wait_ready()
 
@@ -303,3 +309,44 @@ def cell_text(page, marker: str, pattern: str):
         arg=[marker, pattern], timeout=60_000,
     )
     return re.search(pattern, page.locator(".jp-Notebook .jp-Cell", has_text=marker).first.inner_text())
+
+
+# Outputs of the notebook *model* (what the kernel sent), not of the page: JupyterLab renders only the cells near the
+# view (windowed notebooks), so the text of a cell scrolled out of view may be missing from the DOM.
+
+#: the outputs, as JSON text, of the code cell whose source contains the marker (null while it has not run)
+CELL_OUTPUTS_JS = """(marker) => {
+    const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+    const cell = cells.find(c => c.model.type === 'code' && c.model.sharedModel.getSource().includes(marker));
+    if (!cell) throw new Error('no code cell contains ' + marker);
+    if (cell.model.executionCount === null) return null;
+    return JSON.stringify(cell.model.outputs.toJSON());
+}"""
+#: every error output of the notebook's code cells, as "ename: evalue"
+ERRORS_JS = """() => window.jupyterapp.shell.currentWidget.content.widgets
+    .filter(c => c.model.type === 'code')
+    .flatMap(c => c.model.outputs.toJSON())
+    .filter(o => o.output_type === 'error')
+    .map(o => o.ename + ': ' + o.evalue)"""
+
+
+def wait_for_outputs(page, marker: str, pattern: str, timeout: float = 120_000) -> str:
+    """Wait until the code cell containing ``marker`` has run and its outputs (kernel side, as JSON text) match the
+    regular expression ``pattern``; those outputs."""
+    page.wait_for_function(
+        f"([m, p]) => {{ const out = ({CELL_OUTPUTS_JS})(m); return out !== null && new RegExp(p).test(out); }}",
+        arg=[marker, pattern], timeout=timeout,
+    )
+    return page.evaluate(CELL_OUTPUTS_JS, marker)
+
+
+def output_text(page, marker: str) -> str:
+    """The printed text and text/plain results of the code cell containing ``marker`` ("" before it ran)."""
+    outputs = json.loads(page.evaluate(CELL_OUTPUTS_JS, marker) or "[]")
+    return "".join(o.get("text", "") + "".join(o.get("data", {}).get("text/plain", "")) for o in outputs)
+
+
+def wait_for_output_text(page, marker: str, pattern: str, timeout: float = 120_000) -> str:
+    """:func:`wait_for_outputs`, then the cell's :func:`output_text`."""
+    wait_for_outputs(page, marker, pattern, timeout)
+    return output_text(page, marker)

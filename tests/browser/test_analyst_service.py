@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from tests.browser.conftest import ARTIFACTS, cell_text, open_notebook, run_all
+from tests.browser.conftest import ARTIFACTS, ONE_BLAS_THREAD, cell_text, open_notebook, run_all
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -73,7 +73,7 @@ def service(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "blowfish_nb.service.cli", "serve", str(config), "--key", str(key)],
                             cwd=folder,
                             stdout=subprocess.PIPE, stderr=out, stdin=subprocess.DEVNULL, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", **ONE_BLAS_THREAD})
     try:
         url = token = None
         deadline = time.monotonic() + 60

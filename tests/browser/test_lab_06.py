@@ -11,6 +11,8 @@ import shutil
 import pytest
 
 from tests.browser.conftest import ARTIFACTS, open_notebook, run_all
+from tests.browser.conftest import ERRORS_JS as _ERRORS
+from tests.browser.conftest import wait_for_outputs as _wait_for_output
 from tests.labs import solution_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
@@ -19,31 +21,6 @@ SLUG = "06-spending-a-budget"
 PANEL = ".blowfish-analyst"
 COST = re.compile(r"this release will cost ε = ([0-9.]+)")
 LEFT = re.compile(r"ε left ([0-9.]+) of ([0-9.]+) \(spent ([0-9.]+)\)")
-
-
-# Outputs of the notebook *model* (what the kernel sent), not of the page: JupyterLab renders only the cells near the
-# view (windowed notebooks), so text of a cell scrolled out of view may be missing from the DOM.
-_OUTPUTS = """(marker) => {
-    const cells = window.jupyterapp.shell.currentWidget.content.widgets;
-    const cell = cells.find(c => c.model.type === 'code' && c.model.sharedModel.getSource().includes(marker));
-    if (!cell) throw new Error('no code cell contains ' + marker);
-    if (cell.model.executionCount === null) return null;
-    return JSON.stringify(cell.model.outputs.toJSON());
-}"""
-_ERRORS = """() => window.jupyterapp.shell.currentWidget.content.widgets
-    .filter(c => c.model.type === 'code')
-    .flatMap(c => c.model.outputs.toJSON())
-    .filter(o => o.output_type === 'error')
-    .map(o => o.ename + ': ' + o.evalue)"""
-
-
-def _wait_for_output(page, marker: str, pattern: str, timeout: float = 120_000) -> str:
-    """Wait until the code cell containing ``marker`` has run and its outputs (kernel side) match ``pattern``."""
-    page.wait_for_function(
-        f"([m, p]) => {{ const out = ({_OUTPUTS})(m); return out !== null && new RegExp(p).test(out); }}",
-        arg=[marker, pattern], timeout=timeout,
-    )
-    return page.evaluate(_OUTPUTS, marker)
 
 
 def _bar_width(page) -> float:

@@ -6,12 +6,14 @@ Screenshot: ``test-artifacts/lab-09-wrong-answer-hint.png``.
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import pytest
 
 from tests.browser.conftest import ARTIFACTS, open_notebook, run_all, run_cell
+from tests.browser.conftest import ERRORS_JS as _ERRORS
+from tests.browser.conftest import output_text as _text
+from tests.browser.conftest import wait_for_output_text as _wait_for
 from tests.labs import built_lab, value_shown
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
@@ -19,37 +21,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
 SLUG = "09-a-class-under-one-budget"
 COPY = f"{SLUG}-Copy1.ipynb"
 
-# outputs of the notebook *model* (what the kernel sent): JupyterLab renders only the cells near the view
-_OUTPUTS = """(marker) => {
-    const cells = window.jupyterapp.shell.currentWidget.content.widgets;
-    const cell = cells.find(c => c.model.type === 'code' && c.model.sharedModel.getSource().includes(marker));
-    if (!cell) throw new Error('no code cell contains ' + marker);
-    if (cell.model.executionCount === null) return null;
-    return JSON.stringify(cell.model.outputs.toJSON());
-}"""
-_ERRORS = """() => window.jupyterapp.shell.currentWidget.content.widgets
-    .filter(c => c.model.type === 'code')
-    .flatMap(c => c.model.outputs.toJSON())
-    .filter(o => o.output_type === 'error')
-    .map(o => o.ename + ': ' + o.evalue)"""
 _SET_SOURCE = """([marker, text]) => {
     const cells = window.jupyterapp.shell.currentWidget.content.widgets;
     const cell = cells.find(c => c.model.type === 'code' && c.model.sharedModel.getSource().startsWith(marker));
     cell.model.sharedModel.setSource(text);
 }"""
-
-
-def _text(page, marker: str) -> str:
-    outputs = json.loads(page.evaluate(_OUTPUTS, marker) or "[]")
-    return "".join(o.get("text", "") + "".join(o.get("data", {}).get("text/plain", "")) for o in outputs)
-
-
-def _wait_for(page, marker: str, pattern: str, timeout: float = 120_000) -> str:
-    page.wait_for_function(
-        f"([m, p]) => {{ const out = ({_OUTPUTS})(m); return out !== null && new RegExp(p).test(out); }}",
-        arg=[marker, pattern], timeout=timeout,
-    )
-    return _text(page, marker)
 
 
 def test_lab_09_renamed_student_notebook_runs_and_a_wrong_answer_shows_its_hint(lab, page, tmp_path):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from blowfish_nb.analysis import Probe, hunt
-from blowfish_nb.kmeans import sulq_sensitivity
+from blowfish_nb.clustering import sulq_sensitivity
 from tests.labs import lab_and_key
 from blowfish_nb.labs._check import LabCheckFailed
 from blowfish_nb.mechanisms import Laplace

@@ -203,8 +203,8 @@ def test_no_module_on_the_release_path_draws_noise_outside_noise_py():
             if DRAW.search(line) and not line.lstrip().startswith((">>>", "#")):
                 offenders.append(f"{rel}:{i}: {line.strip()}")
     # k-means++ seeding picks start points (on the public cell centres, or on noisy counts): a draw, not noise; it
-    # moved from kmeans.py into mechanisms/sulq.py with SuLQ
-    seeding = ("kmeans.py", "mechanisms/sulq.py")
+    # moved from kmeans.py (now clustering.py) into mechanisms/sulq.py with SuLQ
+    seeding = ("clustering.py", "mechanisms/sulq.py")
     assert all(o.startswith(seeding) and "rng.random() * total" in o for o in offenders), offenders
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from blowfish_nb.kmeans import sulq_sensitivity
+from blowfish_nb.clustering import sulq_sensitivity
 from blowfish_nb.labs._key import Part, Question, Wrong
 from blowfish_nb.labs.lab05 import (EPSILON, K, Q2_DATA, VARIANTS, constraint_setting, edge_counts_matrix,
                                     forced_pair, grid_policy, kmeans_edge_change, kmeans_setting, line_policy,

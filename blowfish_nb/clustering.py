@@ -1,5 +1,10 @@
 """Blowfish k-means (He et al. 2014, §6): a front end over SuLQ (a mechanism) or a noisy histogram.
 
+The package exports the function as ``blowfish_nb.kmeans``; this module is
+named ``clustering`` so that the function does not shadow it (with a module
+``blowfish_nb/kmeans.py``, ``import blowfish_nb.kmeans as m`` bound ``m`` to
+the function, and the module's other names could not be reached that way).
+
 The data are binned into a Domain; every cell is a point at its bin centre,
 weighted by its count.
 
