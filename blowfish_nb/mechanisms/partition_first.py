@@ -189,7 +189,7 @@ class PartitionFirst(Mechanism):
             blocks = merged[proj.block_of]
         return blocks
 
-    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None) -> np.ndarray:
+    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None, workload=None) -> np.ndarray:
         """``size`` draws of step 1: a block label per cell (the block's first cell), one row per draw."""
         self.require(policy)
         epsilon = check_epsilon(epsilon)

@@ -214,7 +214,7 @@ class Transformed(Mechanism):
             return None
         return int(np.unique(M.indices).size), self.sensitivity(policy)
 
-    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None) -> np.ndarray:
+    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None, workload=None) -> np.ndarray:
         """``size`` draws of the DAWA partition of the cells (``inner="dawa..."``): a block label per cell.
 
         Claimed privacy: :meth:`partition_epsilon` (ratio·ε/g-DP for one changed count, g ≤ 2 counts per

@@ -208,5 +208,7 @@ def test_the_hunter_draws_dawa_s_partition_with_the_histogram_s_bias_level():
     probe = partition_probe(m, small, 4.0, workload=workload.identity(8))
     result = hunt(probe, small, rng=29, **PARTITION)
     assert not result.violation, str(result)
-    with pytest.raises(InvalidParameterError, match="workload"):
-        partition_probe(mechanisms.PartitionFirst("dawa"), small, 1.0, workload=workload.identity(8))
+    # a mechanism with one partition law accepts the workload and ignores it: the same draws
+    pf = mechanisms.PartitionFirst("dawa")
+    assert np.array_equal(partition_probe(pf, small, 1.0, workload=workload.identity(8)).draw(x[:8], 5, np.random.default_rng(3)),
+                          partition_probe(pf, small, 1.0).draw(x[:8], 5, np.random.default_rng(3)))
