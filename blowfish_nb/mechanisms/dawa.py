@@ -307,9 +307,10 @@ def histogram_offset(workload, k: int) -> int:
     noise", counted so, gives j₀ = 4; tried in
     ``python -m benchmarks.dawa_reference --runs 3`` it is not better on
     issue 25's targets (DAWA/ref on the histogram: median 1.20 either way,
-    worst 36.7 vs 27.6; the dense sets INCOME and HEPTH 1.4–1.8× worse, the
-    sparse NETTRACE and ADULTFRANK at ε ≤ 0.1 1.3–1.9× better; Adaptive's
-    median 0.86 vs 0.98, its worst 39.9 vs 28.8), so ⌊D/2⌋ stays, with this
+    worst 36.7 vs 27.6; INCOME at every ε and HEPTH at ε ≥ 0.1 1.4–1.8×
+    worse, NETTRACE and ADULTFRANK at ε = 0.01 1.6× and 3.1× better, at
+    ε = 0.1 within 10%; Adaptive's median 0.86 vs 0.98, its worst 39.9 vs
+    28.8), so ⌊D/2⌋ stays, with this
     as its known price: the trade is between isolating sparse cells and
     splitting dense ones, which the data decide.
 
