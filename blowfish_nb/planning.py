@@ -184,7 +184,7 @@ def execute(x: np.ndarray, b: Budgeted, rng=None) -> Release:
     answers = m.release(run.data(x), run.workload, run.policy, eps, rng=generator)
     try:
         # a mechanism whose released budget differs from the one "auto" compares at (Adaptive) reports its own
-        expected = getattr(m, "release_error", m.expected_error)(run.workload, run.policy, eps)
+        expected = m.release_error(run.workload, run.policy, eps)
     except InvalidParameterError:  # data-dependent mechanisms have no analytic figure
         expected = None
     workload, pol = run.workload, run.policy

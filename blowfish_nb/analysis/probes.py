@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import inspect
 
 import numpy as np
 
@@ -120,7 +119,8 @@ def partition_probe(mechanism, policy: Policy, epsilon: float, workload=None) ->
     ``mechanism.split · epsilon`` (:class:`~blowfish_nb.mechanisms.PartitionFirst`).
     ``workload``, when given, is passed to ``partitions`` so that the draws
     follow the law a release of that workload uses (DAWA's histogram starts
-    PrivTree's bias at a deeper level than its range workloads).
+    PrivTree's bias at a deeper level than its range workloads; a mechanism
+    with one partition law accepts and ignores it).
 
     Raises
     ------
@@ -141,13 +141,8 @@ def partition_probe(mechanism, policy: Policy, epsilon: float, workload=None) ->
     if isinstance(mechanism, Mechanism) and mechanism.partition_epsilon(epsilon) is not None:
         mechanism.require(policy)
         claim = float(mechanism.partition_epsilon(epsilon))
-        if workload is not None and "workload" not in inspect.signature(mechanism.partitions).parameters:
-            raise InvalidParameterError(
-                f"workload: {name} draws one partition law; only DAWA's depends on the workload, got {workload!r}")
 
         def draw(x, size, rng):
-            if workload is None:
-                return np.asarray(mechanism.partitions(x, policy, epsilon, size, rng))
             return np.asarray(mechanism.partitions(x, policy, epsilon, size, rng, workload=workload))
 
         return Probe(name, draw, claim, "partition", True)

@@ -91,6 +91,25 @@ depends on the data, so the choice is made privately, with a small share
   SEARCHLOGS at ε = 0.01 (1,324 against 20,000) to Laplace, so it was not
   kept (issue 25, third session: a scripted S/τ comparison on the seven
   sets and the grid).
+* **Why no statistic here sees the grid (issue 25, fourth session).** Any
+  statistic that responds to cells up to the level C at which PrivTree
+  isolates them must move by about C per count, and its comparison noise
+  is then C/(ρε) against τ: with the Haar bias of the noise-free PrivTree
+  partition (``benchmarks/dawa_choice.py``: T = Σ over nodes below their
+  split level of min(|n_a − n_b|, (C_d − n)₊)²/|v|, Δ_T ≈ gC) that is
+  0.25τ at ρ ≈ 0.018, 4× S's, and the tweets at ε = 0.1 sit at T = 1.01τ:
+  a coin toss, paid for by a 1% chance of Laplace on every empty or sparse
+  histogram (which alone doubles DAWA's error at ε = 0.01). max(S, T) is
+  right in 22 of the 24 cells where S is in 21 (``dawa_choice.md``), not
+  enough for that price. Estimating the partitioned release's own error
+  instead (draw the partition, then a noisy bias given it) has two costs
+  that fail the 1.1 × Laplace target by construction: a fallback chosen
+  after DAWA's partition runs at (1 − R − ρ)ε, 1/(0.75 − ρ)² ≈ 1.8 ×
+  Laplace; a partition drawn for the decision only must cost ≤ 0.046ε to
+  keep the fallback under 1.1 ×, and at that budget it isolates cells at
+  about 5× DAWA's level, so it does not predict DAWA's partition. (And a
+  bucket's squared deviation moves by 2|x_i − x̄_B| + 1 per count: it needs
+  the same cap C.) The grid at ε = 0.1 stays a known miss.
 
 """
 

@@ -225,6 +225,14 @@ class Mechanism(ABC):
         """
         raise InvalidParameterError(f"{self.name} is data-dependent: it has no analytic expected error; measure it")
 
+    def release_error(self, workload: Workload, policy: Policy, epsilon: float) -> float:
+        """Expected squared error per query of the release itself (default: :meth:`expected_error`).
+
+        A mechanism whose release spends ε differently from the figure ``"auto"`` compares at (Adaptive
+        releases its fallback at (1 − ρ)ε) overrides it; :func:`blowfish_nb.planning.execute` reports it.
+        """
+        return self.expected_error(workload, policy, epsilon)
+
     def sensitivity(self, policy: Policy) -> float | None:
         """Δ of what the mechanism measures under ``policy`` (None: no single Δ describes it)."""
         return None
@@ -237,8 +245,12 @@ class Mechanism(ABC):
         """(q, Δ) when each of q distinct noise terms alone decides an answer's error (None by default)."""
         return None
 
-    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None) -> np.ndarray:
-        """``size`` draws of the released partition (data-dependent mechanisms; see :meth:`partition_epsilon`)."""
+    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None, workload=None) -> np.ndarray:
+        """``size`` draws of the released partition (data-dependent mechanisms; see :meth:`partition_epsilon`).
+
+        ``workload`` selects the partition law a release of that workload uses; a mechanism with one law
+        accepts and ignores it.
+        """
         raise InvalidParameterError(f"{self.name} releases no data-dependent partition")
 
     def partition_epsilon(self, epsilon: float) -> float | None:

@@ -96,11 +96,12 @@ def private_blocks(x: np.ndarray, policy: Policy, eps1: float, eps2: float, rng:
 
 
 def private_labels(x: np.ndarray, policy: Policy, eps1: float, eps2: float, rng: np.random.Generator, size: int,
-                   method: str = "privtree") -> np.ndarray:
+                   method: str = "privtree", offset: int = 0) -> np.ndarray:
     """``size`` draws of :func:`private_blocks` at once: a label per cell (its bucket's first cell on the curve)."""
     g = _group(policy)
     order = hilbert_order(policy.domain.shape)
-    starts = partition_starts(np.asarray(x, dtype=float)[order], eps1 / g, g / eps2, rng, size=size, method=method)
+    starts = partition_starts(np.asarray(x, dtype=float)[order], eps1 / g, g / eps2, rng, size=size, method=method,
+                              offset=offset)
     first = np.maximum.accumulate(np.where(starts, np.arange(x.size), 0), axis=1)
     labels = np.empty_like(first)
     labels[:, order] = order[first]

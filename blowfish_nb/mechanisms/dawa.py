@@ -297,6 +297,23 @@ def histogram_offset(workload, k: int) -> int:
     Range workloads keep j₀ = 0: a range adds up the noise of every bucket it
     covers, and more buckets over empty space cost them more.
 
+    **That price is about 5×, not 1×** (issue 25, fourth session). Below j₀
+    an empty node's biased score sits at the clamp θ − δ, so it still
+    splits with probability ½e^{−δ/λ} = ¼; each node of s cells spawns a
+    branching process whose expected noise is f(s) = ¾/s + ½f(s/2) =
+    (¾ log₂ s + 1)/s bucket noises, 4^{j} (¾(D − j) + 1)/k over level j:
+    5.5 at j₀ = 6, k = 4,096 (an empty histogram's Σ 1/|B| measured 5.0
+    over 400 draws; 0.35 at j₀ = 4, 1.37 at 5). The rule "≤ one bucket
+    noise", counted so, gives j₀ = 4; tried in
+    ``python -m benchmarks.dawa_reference --runs 3`` it is not better on
+    issue 25's targets (DAWA/ref on the histogram: median 1.20 either way,
+    worst 36.7 vs 27.6; INCOME at every ε and HEPTH at ε ≥ 0.1 1.4–1.8×
+    worse, NETTRACE and ADULTFRANK at ε = 0.01 1.6× and 3.1× better, at
+    ε = 0.1 within 10%; Adaptive's median 0.86 vs 0.98, its worst 39.9 vs
+    28.8), so ⌊D/2⌋ stays, with this
+    as its known price: the trade is between isolating sparse cells and
+    splitting dense ones, which the data decide.
+
     Examples
     --------
     >>> from blowfish_nb import workload

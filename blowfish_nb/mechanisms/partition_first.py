@@ -189,15 +189,22 @@ class PartitionFirst(Mechanism):
             blocks = merged[proj.block_of]
         return blocks
 
-    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None) -> np.ndarray:
-        """``size`` draws of step 1: a block label per cell (the block's first cell), one row per draw."""
+    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None, workload=None) -> np.ndarray:
+        """``size`` draws of step 1: a block label per cell (the block's first cell), one row per draw.
+
+        With ``workload`` the DAWA partitioners draw the law a release of that workload uses (PrivTree's bias
+        from DP DAWA's :func:`~.dawa.histogram_offset` on the histogram, from the root otherwise); the
+        matching has one law and ignores it.
+        """
         self.require(policy)
         epsilon = check_epsilon(epsilon)
         rng = as_generator(rng)
         x = _check_histogram(x, policy.domain.size)
         if self.partitioner.startswith("dawa"):  # batched: the partition step's own draws, size at once
             method = "l1" if self.partitioner == "dawa-l1" else "privtree"
-            return private_labels(x, policy, self.split * epsilon, (1 - self.split) * epsilon, rng, size, method)
+            offset = 0 if workload is None else histogram_offset(workload, x.size)
+            return private_labels(x, policy, self.split * epsilon, (1 - self.split) * epsilon, rng, size, method,
+                                  offset=offset)
         out = np.empty((size, x.size), dtype=np.intp)
         for i in range(size):
             blocks = self.partition(x, policy, epsilon, rng)

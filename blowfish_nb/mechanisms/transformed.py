@@ -214,11 +214,12 @@ class Transformed(Mechanism):
             return None
         return int(np.unique(M.indices).size), self.sensitivity(policy)
 
-    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None) -> np.ndarray:
+    def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None, workload=None) -> np.ndarray:
         """``size`` draws of the DAWA partition of the cells (``inner="dawa..."``): a block label per cell.
 
         Claimed privacy: :meth:`partition_epsilon` (ratio·ε/g-DP for one changed count, g ≤ 2 counts per
-        policy edge; see :mod:`.buckets`).
+        policy edge; see :mod:`.buckets`). With ``workload``, the law a release of that workload uses (PrivTree's
+        bias from :func:`~.dawa.histogram_offset`).
         """
         self.require(policy)
         if not self.inner.startswith("dawa"):
@@ -226,7 +227,8 @@ class Transformed(Mechanism):
         epsilon = check_epsilon(epsilon)
         rng = as_generator(rng)
         x = _check_histogram(x, policy.domain.size)
-        return private_labels(x, policy, DAWA_RATIO * epsilon, (1 - DAWA_RATIO) * epsilon, rng, size)
+        offset = 0 if workload is None else histogram_offset(workload, x.size)
+        return private_labels(x, policy, DAWA_RATIO * epsilon, (1 - DAWA_RATIO) * epsilon, rng, size, offset=offset)
 
     def partition_epsilon(self, epsilon: float) -> float | None:
         """The ε the partition step spends (DAWA's ratio of ε; None for the inners without a partition)."""

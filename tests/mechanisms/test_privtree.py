@@ -208,5 +208,13 @@ def test_the_hunter_draws_dawa_s_partition_with_the_histogram_s_bias_level():
     probe = partition_probe(m, small, 4.0, workload=workload.identity(8))
     result = hunt(probe, small, rng=29, **PARTITION)
     assert not result.violation, str(result)
-    with pytest.raises(InvalidParameterError, match="workload"):
-        partition_probe(mechanisms.PartitionFirst("dawa"), small, 1.0, workload=workload.identity(8))
+    # a mechanism with one partition law (the matching) accepts the workload and ignores it: the same draws
+    pf, y = mechanisms.PartitionFirst("matching"), x[56:]
+    assert np.array_equal(partition_probe(pf, small, 1.0, workload=workload.identity(8)).draw(y, 5, np.random.default_rng(3)),
+                          partition_probe(pf, small, 1.0).draw(y, 5, np.random.default_rng(3)))
+    # PartitionFirst's and Transformed+DAWA's DAWA partitions draw the histogram's law too: DP DAWA's at ε/2, draw for draw
+    line, H = policy.line(Domain.grid(64)), workload.identity(64)
+    dp_law = m.partitions(x, pol, 0.5, 50, rng=5, workload=H)
+    for bf in (mechanisms.PartitionFirst(), mechanisms.Transformed(inner="dawa")):
+        assert np.array_equal(bf.partitions(x, line, 1.0, 50, rng=5, workload=H), dp_law)
+        assert not np.array_equal(bf.partitions(x, line, 1.0, 50, rng=5), dp_law)
