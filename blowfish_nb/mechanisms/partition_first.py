@@ -403,14 +403,20 @@ def candidate_pairs(policy: Policy, window: int = 1) -> np.ndarray:
     return pairs.astype(np.intp)
 
 
-def best_matching(edges: np.ndarray, weights: np.ndarray) -> list[tuple[int, int]]:
+def best_matching(edges: np.ndarray, weights: np.ndarray, bipartite: bool | None = None) -> list[tuple[int, int]]:
     """A maximum-weight matching of the graph ``edges`` (positive ``weights``).
 
     Bipartite graphs (the line, the grid and their subgraphs) go to scipy's
     assignment solver (``linear_sum_assignment`` on the two colour classes,
     an unmatched vertex costing 0); others to networkx's blossom algorithm.
     Both are exact, so the matching is the same up to ties (probability 0
-    with continuous noise).
+    with continuous noise). ``bipartite`` chooses the solver when given: a
+    caller whose ``edges`` are a noisy subset of a public graph passes that
+    graph's bipartiteness, so the solver (and its running time, 0.8 ms
+    against 25 ms at k = 64) tells nothing about which edges were kept
+    (an independent attacker found the choice made on the kept edges, a
+    function of the data and the noise beyond the released matching). With
+    ``bipartite=True`` the graph must be bipartite.
 
     Examples
     --------
@@ -424,7 +430,9 @@ def best_matching(edges: np.ndarray, weights: np.ndarray) -> list[tuple[int, int
 
     G = nx.Graph()
     G.add_weighted_edges_from(zip(edges[:, 0].tolist(), edges[:, 1].tolist(), weights.tolist()))
-    if not nx.is_bipartite(G):
+    if bipartite is None:
+        bipartite = nx.is_bipartite(G)
+    if not bipartite:
         return [tuple(sorted(p)) for p in nx.max_weight_matching(G)]
     colour = {}
     for comp in nx.connected_components(G):
@@ -441,6 +449,15 @@ def best_matching(edges: np.ndarray, weights: np.ndarray) -> list[tuple[int, int
     rows, cols = linear_sum_assignment(cost)
     chosen = cost[rows, cols] < 0
     return [tuple(sorted((left[r], right[c]))) for r, c in zip(rows[chosen], cols[chosen])]
+
+
+def _public_bipartite(pairs: np.ndarray) -> bool:
+    """Whether the public candidate graph ``pairs`` is bipartite (then so is every subgraph of it)."""
+    import networkx as nx  # lazy: import time
+
+    G = nx.Graph()
+    G.add_edges_from(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
+    return nx.is_bipartite(G)
 
 
 def matching_partition(x, pairs: np.ndarray, epsilon: float, eps2: float, rng: np.random.Generator) -> np.ndarray:
@@ -471,7 +488,7 @@ def matching_partition(x, pairs: np.ndarray, epsilon: float, eps2: float, rng: n
     pair = -(np.abs(x[pairs[:, 0]] - x[pairs[:, 1]]) + 1.0 / eps2) + selection_laplace(rng, scale, len(pairs))
     gain = pair - single[pairs[:, 0]] - single[pairs[:, 1]]
     keep = gain > 0
-    matching = best_matching(pairs[keep], gain[keep])
+    matching = best_matching(pairs[keep], gain[keep], bipartite=_public_bipartite(pairs))
     blocks = np.full(k, -1, dtype=np.intp)
     next_id = 0
     for a, b in matching:

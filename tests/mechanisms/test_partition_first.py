@@ -254,6 +254,28 @@ def test_bipartite_assignment_matching_equals_networkx_blossom():
         assert sum(weight[p] for p in ours) == pytest.approx(sum(weight[tuple(sorted(p))] for p in theirs))
 
 
+@pytest.mark.parametrize("theta, solver", [(1, "scipy"), (2, "networkx")])
+def test_the_matching_solver_depends_on_the_public_candidates_only(monkeypatch, theta, solver):
+    # An attacker timed the solver: chosen on the noisy kept edges, scipy (0.8 ms) or networkx (25 ms) told
+    # more about the data than the released matching. Alternating counts keep a bipartite set of edges under
+    # theta = 2 at large epsilon, flat counts an odd cycle: the solver must be the candidates' either way.
+    import networkx as nx
+    import scipy.optimize
+
+    used = []
+    blossom, assign = nx.max_weight_matching, scipy.optimize.linear_sum_assignment
+    monkeypatch.setattr(nx, "max_weight_matching", lambda *a, **kw: used.append("networkx") or blossom(*a, **kw))
+    monkeypatch.setattr(scipy.optimize, "linear_sum_assignment",
+                        lambda *a, **kw: used.append("scipy") or assign(*a, **kw))
+    k = 16
+    pairs = policy.threshold(Domain.grid(k), theta).edges()
+    pairs = pairs[(pairs >= 0).all(axis=1)]
+    for x in (np.tile([0.0, 40.0], k // 2), np.full(k, 5.0)):
+        for seed in range(5):
+            matching_partition(x, pairs, 10.0, 1.0, np.random.default_rng(seed))
+    assert used and set(used) == {solver}
+
+
 def test_large_non_bipartite_candidate_sets_keep_the_unit_steps():
     from blowfish_nb.mechanisms.partition_first import BLOSSOM_LIMIT
 
