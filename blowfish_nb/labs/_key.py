@@ -204,9 +204,16 @@ def kept_mistakes(lab: str, name: str, part: Part, answers: Sequence[float],
             kept.append(m)
         return kept
     public = [0.0, 1.0, *constants]
-    return [m for m in part.mistakes
-            if _all_public(m.values, public)
-            or not revealing(m.values, part.kind, m.rtol or part.rtol, salt, answers, constants)]
+    kept = []
+    for m in part.mistakes:
+        rtol = m.rtol or part.rtol
+        entry = _entry(m.values, part.kind, rtol, salt)
+        if any(matches(a, entry, part.kind, salt) for a in answers):
+            continue  # a right answer of the lab itself, within the tolerance, even 0, 1 or a constant: its hint
+            # ("that is Δ under DP") would name another question's answer, or give this one a mistake's hint
+        if _all_public(m.values, public) or not revealing(m.values, part.kind, rtol, salt, answers, constants):
+            kept.append(m)
+    return kept
 
 
 def _all_public(values: Any, public: Sequence[float]) -> bool:
