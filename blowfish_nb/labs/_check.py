@@ -256,6 +256,13 @@ class CheckResult:
         text = "<br>".join(html.escape(s) for s in repr(self).split("\n"))
         return f'<p style="color:{colour};font-family:monospace">{text}</p>'
 
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """The line as text and HTML, and in the output's metadata (saved in the notebook) the first attempt, for a
+        teacher's script: ``{"blowfish_nb": {"question": "q1", "first_attempt": "'7'"}}``."""
+        data = {"text/plain": repr(self), "text/html": self._repr_html_()}
+        meta = {"blowfish_nb": {"question": self.question, "first_attempt": self.first_attempt}}
+        return data, meta
+
 
 class Grader:
     """The student notebook's ``grader``: ``grader.check("q1")`` runs question 1's public check on the notebook's
