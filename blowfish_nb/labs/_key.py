@@ -4,8 +4,9 @@ The answer keys themselves live outside the package, in ``notebooks/labs/key/lab
 ``questions() -> dict[str, Question]``, computing every expected value and every typical wrong value with the
 library). From a key the build writes
 
-* the hint table ``blowfish_nb/labs/hints/labNN.json`` that the student's checks read: salted hashes and hints,
-  no value (:func:`hint_table`);
+* the hint table ``blowfish_nb/labs/hints/labNN.json`` that the student's checks read: salted hashes of known
+  mistakes that reveal no answer, and hints; nothing computed from a right answer (:func:`hint_table`, and
+  :mod:`blowfish_nb.labs._check` for the rules and what remains);
 * the hidden test of each question, with the expected value as a literal, into the autograder only
   (:func:`hidden_test`).
 """
@@ -21,9 +22,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ._check import canonical, digest, digits_for
+from ._check import canonical, digest, digits_for, matches
 
-__all__ = ["KEYS", "Wrong", "Part", "Question", "load_key", "hint_table", "hidden_test"]
+__all__ = ["KEYS", "Wrong", "Part", "Question", "load_key", "hint_table", "hidden_test", "revealing", "transforms",
+           "MIN_UNRECOGNISED_CHOICES"]
 
 #: where the answer keys live (the repository's ``notebooks/labs/key``; not part of the installed package)
 KEYS = Path(__file__).resolve().parents[2] / "notebooks" / "labs" / "key"
@@ -96,20 +98,153 @@ def _entry(values: Any, kind: str, rtol: float, salt: str) -> dict:
     return {"rtol": rtol, "hashes": sorted(digest(salt, t) for t in texts if t is not None)}
 
 
+#: a choice question recognises mistakes only while this many choices (the right one among them) stay unrecognised
+MIN_UNRECOGNISED_CHOICES = 3
+
+
+def transforms(a: float, constants: Sequence[float] = ()) -> list[float]:
+    """The simple invertible functions of a right answer ``a`` that no hint table may hash (rule 2 of
+    :mod:`blowfish_nb.labs._check`): ``a`` itself, ``a ± 1``, ``a ± 2``, ``k·a`` and ``a/k`` (k = 2, 3, 4, 10),
+    ``−a``, ``1/a``, ``a²``, ``√a``, ``e^a``, ``ln a``, and ``a ± c``, ``c·a``, ``a/c``, ``c/a``, ``c − a`` for each
+    public constant ``c``.
+
+    Examples
+    --------
+    >>> sorted(transforms(2.0))[:4]
+    [-2.0, 0.0, 0.2, 0.5]
+    """
+    x = float(a)
+    if not math.isfinite(x):
+        return [x]
+    out = [x, x + 1, x - 1, x + 2, x - 2, -x, x * x]
+    for k in (2, 3, 4, 10):
+        out += [k * x, x / k]
+    if x != 0:
+        out.append(1 / x)
+    if x >= 0:
+        out.append(math.sqrt(x))
+    if x > 0:
+        out.append(math.log(x))
+    if x < 700:
+        out.append(math.exp(x))
+    for c in constants:
+        c = float(c)
+        if not math.isfinite(c) or c in (0.0, 1.0):
+            continue
+        out += [x + c, x - c, c - x, c * x, x / c]
+        if x != 0:
+            out.append(c / x)
+    return out
+
+
+def revealing(values: Any, kind: str, rtol: float, salt: str, answers: Sequence[float],
+              constants: Sequence[float] = ()) -> bool:
+    """Whether a mistake's ``values`` (hashed at ``rtol`` with ``salt``) would let a search recover one of the lab's
+    numeric right ``answers``: one of them, or one of its :func:`transforms`, meets the mistake's hashes.
+
+    Examples
+    --------
+    >>> revealing(4, "number", 1e-6, "s", [2.0]), revealing(7, "number", 1e-6, "s", [2.0])
+    (True, False)
+    """
+    if kind != "number":
+        return False
+    entry = _entry(values, kind, rtol, salt)
+    return any(matches(t, entry, kind, salt) for a in answers for t in transforms(a, constants))
+
+
+def numeric_answers(questions: dict[str, Question]) -> list[float]:
+    """Every numeric right answer of a lab's key (graded by value or, like a Monte-Carlo estimate, around it)."""
+    found = []
+    for q in questions.values():
+        for part in q.parts:
+            if part.kind == "number" and isinstance(part.expected, (int, float)) and not isinstance(part.expected, bool):
+                found.append(float(part.expected))
+    return found
+
+
+def public_constants(lab: str) -> list[float]:
+    """The numbers of lab ``lab``'s public setting: its module's upper-case scalar constants (ε, θ, a budget; not
+    the cells listed in a tuple, whose small integers would make every small-integer mistake look revealing)."""
+    from importlib import import_module
+
+    module = import_module(f"blowfish_nb.labs.{lab}")
+    found: set[float] = set()
+
+    def walk(v: Any) -> None:
+        if isinstance(v, bool):
+            return
+        if isinstance(v, (int, float)):
+            found.add(float(v))
+
+    for name in dir(module):
+        if name.isupper():
+            walk(getattr(module, name))
+    return sorted(found)
+
+
+def kept_mistakes(lab: str, name: str, part: Part, answers: Sequence[float],
+                  constants: Sequence[float]) -> list[Wrong]:
+    """The mistakes of ``part`` that its hint table may recognise (rules 1–3 of :mod:`blowfish_nb.labs._check`)."""
+    if part.kind == "bool":
+        return []
+    salt = _salt(lab, name, part.arg)
+    if part.kind == "choice":
+        kept, choices = [], [c.lower() for c in part.choices]
+        for m in part.mistakes:
+            many = m.values if isinstance(m.values, (list, tuple, set, frozenset)) else [m.values]
+            named = {str(v).strip().lower() for v in many}
+            if str(part.expected).strip().lower() in named:
+                continue
+            if choices:
+                taken = {str(v).strip().lower() for k in kept for v in
+                         (k.values if isinstance(k.values, (list, tuple, set, frozenset)) else [k.values])}
+                if len(set(choices) - taken - named) < MIN_UNRECOGNISED_CHOICES:
+                    continue
+            kept.append(m)
+        return kept
+    public = [0.0, 1.0, *constants]
+    kept = []
+    for m in part.mistakes:
+        rtol = m.rtol or part.rtol
+        entry = _entry(m.values, part.kind, rtol, salt)
+        if any(matches(a, entry, part.kind, salt) for a in answers):
+            continue  # a right answer of the lab itself, within the tolerance, even 0, 1 or a constant: its hint
+            # ("that is Δ under DP") would name another question's answer, or give this one a mistake's hint
+        if _all_public(m.values, public) or not revealing(m.values, part.kind, rtol, salt, answers, constants):
+            kept.append(m)
+    return kept
+
+
+def _all_public(values: Any, public: Sequence[float]) -> bool:
+    """Whether every value of a mistake is 0, 1 or a constant of the lab's setting: a student knows it without the
+    table, so recognising it tells only that the answer is not that value (the inherent cost of any hint)."""
+    many = values if isinstance(values, (list, tuple, set, frozenset)) else [values]
+    try:
+        return all(any(math.isclose(float(v), c, rel_tol=1e-9, abs_tol=1e-12) for c in public) for v in many)
+    except (TypeError, ValueError):
+        return False
+
+
 def hint_table(lab: str, questions: dict[str, Question], args: dict[str, list[str]]) -> dict:
-    """The student-facing table of a lab: for each question its title, answer names and per part the salted hashes
-    of the right value and of each mistake's values, with the hints. ``args`` maps each question to the names its
-    check reads from the notebook (the test cell's arguments)."""
+    """The student-facing table of a lab: for each question its title, answer names and per part its kind, salt,
+    the salted hashes of the mistakes that reveal no answer (:func:`kept_mistakes`) with their hints, and the
+    general hint. Nothing computed from a right answer. ``args`` maps each question to the names its check reads
+    from the notebook (the test cell's arguments)."""
+    answers = numeric_answers(questions)
+    try:
+        constants = public_constants(lab)
+    except ImportError:  # a test's made-up lab
+        constants = []
     table = {}
     for name, q in questions.items():
         parts = []
         for part in q.parts:
             salt = _salt(lab, name, part.arg)
             mistakes = [{**_entry(m.values, part.kind, m.rtol or part.rtol, salt), "hint": m.hint}
-                        for m in part.mistakes]
+                        for m in kept_mistakes(lab, name, part, answers, constants)]
             parts.append({
                 "arg": part.arg, "kind": part.kind, "salt": salt,
-                "right": _entry(part.expected, part.kind, part.rtol, salt),
                 "mistakes": mistakes, "otherwise": part.otherwise,
                 **({"choices": [c.lower() for c in part.choices]} if part.choices else {}),
             })

@@ -1,6 +1,6 @@
 """Lab 8 in a real JupyterLab and Chromium, as a student works on it: the student version, renamed as a browser
-download names it (``… (1).ipynb``), with a wrong prediction for question 3 (``"ordered"``): its check cell shows the
-one-line hint for that mistake (and the kept first attempt), no traceback and no value; every other check asks for an
+download names it (``… (1).ipynb``), with a wrong answer for question 2 (``7.2``, one singular value per bin): its check cell shows
+the one-line hint for that mistake (and the kept first attempt), no traceback and no value; every other check asks for an
 answer. Screenshot: ``test-artifacts/lab-08-wrong-answer-hint.png``.
 """
 
@@ -19,7 +19,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(400)]
 
 SLUG = "08-strategies-and-lower-bounds"
 RENAMED = f"{SLUG} (1).ipynb"
-WRONG = '"ordered"'  # lab 3's winner on 1-D ranges; under the grid it pays for every edge of the second axis
+WRONG = "7.2"  # (Σλ)² over one column per bin (36/5), a mistake the hint table keeps (the choice hints of q3 are
+# gone: a choice keeps at least three options unrecognised)
 
 # Outputs of the notebook *model* (what the kernel sent): JupyterLab renders only the cells near the view.
 _OUTPUTS = """(marker) => {
@@ -43,8 +44,8 @@ def _student_notebook(tmp_path, root):
     edited = 0
     for cell in nb["cells"]:
         source = "".join(cell["source"])
-        if cell["cell_type"] == "code" and re.search(r"^best_fixed = \.\.\.", source, re.M):
-            cell["source"] = re.sub(r"^best_fixed = \.\.\.", f"best_fixed = {WRONG}", source, flags=re.M)
+        if cell["cell_type"] == "code" and re.search(r"^sv_term = \.\.\.", source, re.M):
+            cell["source"] = re.sub(r"^sv_term = \.\.\.", f"sv_term = {WRONG}", source, flags=re.M)
             edited += 1
     assert edited == 1
     (root / RENAMED).write_text(json.dumps(nb), encoding="utf-8")
@@ -54,13 +55,13 @@ def test_lab_08_a_wrong_answer_shows_its_one_line_hint(lab, page, tmp_path):
     _student_notebook(tmp_path, lab.root)
     open_notebook(page, lab, RENAMED)
     run_all(page)
-    marker = 'grader.check("q3")'
-    page.wait_for_function(f"(m) => {{ const o = ({_OUTPUTS})(m); return o !== null && /q3 results/.test(o); }}",
+    marker = 'grader.check("q2")'
+    page.wait_for_function(f"(m) => {{ const o = ({_OUTPUTS})(m); return o !== null && /q2 results/.test(o); }}",
                            arg=marker, timeout=180_000)
     model = json.loads(page.evaluate(_OUTPUTS, marker))
     text = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in model)
-    assert "not yet. Hint:" in text and "pays for every edge" in text, text
-    assert "ordered" in text  # the first attempt, kept for the teacher
+    assert "not yet. Hint:" in text and "one column per edge" in text, text
+    assert "kept for your teacher: 7.2" in text  # the first attempt, kept for the teacher
     assert "Traceback" not in text and len(text.strip().splitlines()) == 2, text
     assert not any(o.get("output_type") == "error" for o in model)
 
@@ -70,7 +71,7 @@ def test_lab_08_a_wrong_answer_shows_its_one_line_hint(lab, page, tmp_path):
     output = cell.locator(".jp-OutputArea-output").first
     output.wait_for(timeout=30_000)
     shown = output.inner_text()
-    assert re.search(r"q3 results: q3 \(.*\): not yet\. Hint: .*pays for every edge", shown), shown
+    assert re.search(r"q2 results: q2 \(.*\): not yet\. Hint: .*one column per edge", shown), shown
     assert "Traceback" not in shown and "Error" not in shown
     assert not re.search(r"\d+\.\d{2,}", shown)  # no value: the hint holds words only
     cell.screenshot(path=str(ARTIFACTS / "lab-08-wrong-answer-hint.png"))

@@ -40,23 +40,24 @@ def test_lab_09_renamed_student_notebook_runs_and_a_wrong_answer_shows_its_hint(
     assert "RemoteSession 'ana' at http://127.0.0.1:" in _text(page, "cleo = bf.connect(")
     assert "replace the `...`" in _text(page, 'grader.check("q1")')
 
-    # the student predicts question 1 as if ana had a budget of her own (1 − 0.3), and checks
-    page.evaluate(_SET_SOURCE, ["ana_remaining =", "ana_remaining = 0.7"])
-    run_cell(page, "ana_remaining = 0.7")
+    # the student predicts question 1 as if the curator had split the budget between the three analysts (1/3 − 0.3),
+    # and checks (the hint for "a budget of her own", 1 − 0.3, is gone: it is the answer plus ben's 0.25)
+    page.evaluate(_SET_SOURCE, ["ana_remaining =", "ana_remaining = 1 / 3 - 0.3"])
+    run_cell(page, "ana_remaining = 1 / 3 - 0.3")
     run_cell(page, 'grader.check("q1")')
-    out = _wait_for(page, 'grader.check("q1")', "not a budget of her own")
+    out = _wait_for(page, 'grader.check("q1")', "did not split the budget")
     hint, *rest = out.strip().splitlines()
     assert hint.startswith("q1 results: q1 (what ana has left on the shared account): not yet. Hint: ")
-    assert rest == ["(first attempt, kept for your teacher: 0.7)"], out  # the prediction is recorded
+    assert len(rest) == 1 and rest[0].startswith("(first attempt, kept for your teacher: 0.0333"), out  # recorded
     assert "Traceback" not in out and not value_shown(hint, 0.45), out
     assert page.evaluate(_ERRORS) == []
     cell = page.locator(".jp-Cell", has_text='grader.check("q1")')
     cell.scroll_into_view_if_needed()
     page.wait_for_function(
-        "() => [...document.querySelectorAll('.jp-OutputArea-output')].some(e => /not a budget of her own/.test("
+        "() => [...document.querySelectorAll('.jp-OutputArea-output')].some(e => /did not split the budget/.test("
         "e.innerText))", timeout=30_000)
     ARTIFACTS.mkdir(exist_ok=True)
     cell.screenshot(path=str(ARTIFACTS / "lab-09-wrong-answer-hint.png"))
-    shown = page.locator(".jp-OutputArea-output", has_text="not a budget of her own").inner_text()
+    shown = page.locator(".jp-OutputArea-output", has_text="did not split the budget").inner_text()
     assert "Hint:" in shown and "Traceback" not in shown  # what the student sees on the page
     assert (lab.root / "lab09-first-attempts.json").is_file()  # beside the notebook, for the teacher

@@ -78,15 +78,16 @@ def test_each_typical_mistake_gets_its_own_hint(question):
 
 
 @pytest.mark.parametrize("question", CASES)
-def test_other_wrong_answers_get_a_hint_without_the_value(question):
+def test_an_unforeseen_wrong_answer_gets_no_verdict(question):
     check, expected, mistakes = CASES[question]
-    wrong = "no such policy" if isinstance(expected, str) else 17.25
-    with pytest.raises(LabCheckFailed, match="Hint:") as failed:
-        check(wrong)
-    if not isinstance(expected, (bool, str)):  # a yes/no or choice question's hint names every option
-        assert not value_shown(str(failed.value), expected)
-    hint = str(failed.value).split("Hint:", 1)[1]
-    assert all(words not in hint for _, words in mistakes)
+    if isinstance(expected, bool):
+        assert check(not expected) is None  # a yes/no question recognises no mistake: the other value is the answer
+        return
+    if isinstance(expected, str):  # a name not among the choices gets the list of choices (no answer needed)
+        with pytest.raises(LabCheckFailed, match="one of"):
+            check("no such policy")
+        return
+    assert check(17.25) is None
 
 
 @pytest.mark.parametrize("question", CASES)
@@ -106,7 +107,6 @@ def test_the_guarantee_rounded_by_hand_passes(digits):
     lab01.q5(float(f"{bound:.{digits}g}"))
 
 
-def test_the_guarantee_rounded_to_two_digits_is_not_enough():
+def test_the_guarantee_rounded_to_two_digits_gets_no_verdict():
     bound = math.exp(lab01.EPSILON * D_LINE)
-    with pytest.raises(LabCheckFailed, match="Hint:"):
-        lab01.q5(float(f"{bound:.2g}"))
+    assert lab01.q5(float(f"{bound:.2g}")) is None  # no right-answer hash, no tolerance: the hidden test grades

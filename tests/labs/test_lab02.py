@@ -68,13 +68,9 @@ def test_each_typical_mistake_gets_its_own_hint(question):
 
 
 @pytest.mark.parametrize("question", CASES)
-def test_other_wrong_answers_get_a_hint_without_the_value(question):
+def test_an_unforeseen_wrong_answer_gets_no_verdict(question):
     check, expected, mistakes = CASES[question]
-    with pytest.raises(LabCheckFailed, match="Hint:") as failed:
-        check(17)
-    hint = str(failed.value).split("Hint:", 1)[1]
-    assert not value_shown(str(failed.value), expected)
-    assert all(words not in hint for _, words in mistakes)
+    assert check(17) is None  # no known mistake: quiet, the hidden tests grade it
 
 
 @pytest.mark.parametrize("question", CASES)

@@ -92,6 +92,9 @@ def test_every_gamer_variant_loses_the_point_in_the_hidden_test_and_the_public_c
     with pytest.raises(AssertionError):
         expect_laplace_noise(draw, X, SCALE, seed=12)
     monkeypatch.setattr(lab05, "_Q2_SEED", 13)
+    if why in ("too little", "too much"):  # Laplace of another scale: the public check never judges the scale
+        assert lab05.q2(draw) is None
+        return
     with pytest.raises(LabCheckFailed) as e:
         lab05.q2(draw)
     assert "\n" not in str(e.value) and "2.0" not in str(e.value)  # one line, never the scale
@@ -122,6 +125,6 @@ def test_the_seeds_are_drawn_at_grading_time():
 def test_the_hints_say_what_is_wrong(monkeypatch):
     monkeypatch.setattr(lab05, "_Q2_SEED", 7)
     for draw, words in [(common_noise, "independent noise value"), (deterministic, "generator `rng`"),
-                        (exact_sometimes(0.01), "true counts"), (laplace(1.95), "too little")]:
+                        (exact_sometimes(0.01), "true counts")]:
         with pytest.raises(LabCheckFailed, match=words):
             lab05.q2(draw)

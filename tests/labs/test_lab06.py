@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from tests.labs import lab_and_key
-from blowfish_nb.labs._check import LabCheckFailed
+from tests.labs import hint_of, known_mistake, lab_and_key, type_hint
+from blowfish_nb.labs._check import NOT_RECOGNISED, LabCheckFailed
 
 lab06 = lab_and_key("lab06")
 
@@ -36,9 +36,12 @@ def _call(name, answer):
 
 
 def _hint(name, answer):
-    with pytest.raises(LabCheckFailed) as failed:
+    """The one-line hint, or NOT_RECOGNISED when the check returns quietly."""
+    try:
         _call(name, answer)
-    return str(failed.value)
+    except LabCheckFailed as failed:
+        return str(failed)
+    return NOT_RECOGNISED
 
 
 def _no_value(message, value):
@@ -73,8 +76,9 @@ def test_q3_the_lab_formula_passes_within_the_stated_tolerance():
     lab06.q3(formula, DELTA)  # … by less than the lab's tolerance
     lab06.q3(float(f"{formula:.3g}"), DELTA)  # rounded by hand to 3 significant digits
     lab06.q3(EXPECTED["q3"] * (1 + 0.9 * lab06.FORMULA_RTOL), DELTA)
-    with pytest.raises(LabCheckFailed):
-        lab06.q3(EXPECTED["q3"] * (1 + 1.5 * lab06.FORMULA_RTOL), DELTA)
+    # no tolerance around the answer is installed: just outside it, the check still has no verdict (the hidden
+    # test, with its literal and this tolerance, grades)
+    assert lab06.q3(EXPECTED["q3"] * (1 + 1.5 * lab06.FORMULA_RTOL), DELTA) is None
 
 
 def test_q3_delta_is_the_line_policy_sensitivity():
@@ -95,9 +99,10 @@ def _unit(k, i):
                                           (..., PLACEHOLDER)])
 def test_q3_judges_delta_even_with_the_right_epsilon(delta, words):
     # finding 5 of the review: a wrong Δ no longer passes beside the right ε
-    with pytest.raises(LabCheckFailed) as failed:
-        lab06.q3(EXPECTED["q3"], delta)
-    message = str(failed.value)
+    message = hint_of(lambda: lab06.q3(EXPECTED["q3"], delta)) or NOT_RECOGNISED
+    if message == NOT_RECOGNISED:  # a Δ the build dropped as answer-revealing (e.g. 1, Δ under DP: Δ/2)
+        assert not known_mistake("lab06", "q3", delta)
+        return
     assert words in message and "Δ" in message
     assert _no_value(message, DELTA)
 
@@ -131,16 +136,17 @@ MISTAKES = [
 
 @pytest.mark.parametrize("name, answer, words", MISTAKES)
 def test_each_known_mistake_gets_its_own_hint_without_the_value(name, answer, words):
-    message = _hint(name, answer)
+    """A kept mistake gets its hint without the value; one the build dropped as answer-revealing gets none."""
+    value = answer
+    message = _hint(name, value)
+    if not known_mistake("lab06", name, value) and not type_hint(message):
+        assert message == NOT_RECOGNISED, message
+        return
     assert words in message
     assert _no_value(message, EXPECTED[name])
 
 
 @pytest.mark.parametrize("name, answer", [("q1", 0.9), ("q2", 0.0), ("q3", 3.0), ("q4a", 0.1), ("q4b", 2.0),
                                           ("q5", 7.0)])
-def test_an_unexplained_answer_gets_the_general_hint(name, answer):
-    message = _hint(name, answer)
-    assert "Hint:" in message and _no_value(message, EXPECTED[name])
-    # the general hint is none of the mistakes' hints
-    assert not any(words in message for n, _, words in MISTAKES if n == name)
-
+def test_an_unexplained_answer_gets_no_verdict(name, answer):
+    assert _hint(name, answer) == NOT_RECOGNISED  # no known mistake: the hidden tests grade it

@@ -7,9 +7,9 @@ import pytest
 
 from blowfish_nb import Domain, policy, workload
 from blowfish_nb.analysis import lower_bound
-from blowfish_nb.labs._check import LabCheckFailed
+from blowfish_nb.labs._check import NOT_RECOGNISED, LabCheckFailed
 from blowfish_nb.mechanisms import Laplace, Ordered, noise
-from tests.labs import assert_each_mistake_has_its_own_hint, lab_and_key, value_shown
+from tests.labs import assert_each_mistake_has_its_own_hint, known_mistake, lab_and_key, type_hint, value_shown
 
 lab08 = lab_and_key("lab08")
 
@@ -25,9 +25,12 @@ EXPECTED = {
 
 
 def _hint(name, answer):
-    with pytest.raises(LabCheckFailed) as failed:
+    """The one-line hint, or NOT_RECOGNISED when the check returns quietly."""
+    try:
         getattr(lab08, name)(answer)
-    return str(failed.value)
+    except LabCheckFailed as failed:
+        return str(failed)
+    return NOT_RECOGNISED
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -36,9 +39,10 @@ def test_the_library_answer_passes(name):
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_the_placeholder_asks_for_an_answer_and_zero_fails(name):
+def test_the_placeholder_asks_for_an_answer_and_zero_gets_no_verdict(name):
     assert "replace the `...`" in _hint(name, ...)
-    assert "Hint:" in _hint(name, 0)
+    zero = _hint(name, 0)
+    assert zero == NOT_RECOGNISED or "Hint:" in zero  # a question whose mistakes include 0 hints it
 
 
 def test_laplace_meets_the_bound_for_the_histogram_under_dp():
@@ -126,6 +130,9 @@ def test_each_known_mistake_gets_its_own_hint_without_the_value():
 ])
 def test_choices_and_types_get_their_hints(name, answer, words):
     message = _hint(name, answer)
+    if not type_hint(message) and not known_mistake("lab08", name, answer):
+        assert message == NOT_RECOGNISED  # a mistake the build dropped (a yes/no question, a choice narrowed to 2)
+        return
     assert words in message and "\n" not in message
     if not isinstance(EXPECTED[name], (bool, str)):
         assert not value_shown(message.split("Hint:", 1)[1], EXPECTED[name])

@@ -28,6 +28,14 @@ CHECK = re.compile(r"""grader\.check\(\s*["']([^"']+)["']\s*\)""")
 built_labs = pytest.fixture(scope="session")(built_labs_fixture)
 
 
+@pytest.fixture(autouse=True)
+def _one_blas_thread(monkeypatch):
+    """The kernels inherit one BLAS thread, as the otter runs of tests/labs/test_grading.py do: on the shared 2-core
+    machine OpenBLAS's own threads made lab 3's student run time out at 180 s (it takes 39 s with one thread)."""
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "1")
+
+
 @pytest.mark.notebook
 @pytest.mark.parametrize("slug", SLUGS)
 def test_student_version_renamed_runs_each_check_gives_a_hint_and_no_answer_shows(built_labs, slug, tmp_path):
@@ -41,7 +49,8 @@ def test_student_version_renamed_runs_each_check_gives_a_hint_and_no_answer_show
     assert checks, f"{slug}: the student version has no grader.check cell"
     for question, text in checks:
         assert "All test cases passed" not in text, f"{slug} {question} passes with the placeholder"
-        assert question in text and ("Hint:" in text or "replace the `...`" in text), f"{slug} {question}: {text}"
+        assert question in text and ("Hint:" in text or "replace the `...`" in text
+                                     or "no known mistake" in text), f"{slug} {question}: {text}"
         assert "Traceback" not in text and len(text.strip().splitlines()) <= 2, text
     outputs = "\n".join(_text(o) for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs)
     for value in answers(lab_module(slug)):
