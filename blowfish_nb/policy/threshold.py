@@ -18,6 +18,7 @@ from .._validation import check_theta
 from ..domain import Domain, OrderedAttribute
 from ..exceptions import InvalidParameterError, PolicyError
 from .base import Policy
+from .sensitivity import clique_sensitivity
 
 __all__ = ["Threshold", "threshold", "line", "grid"]
 
@@ -76,6 +77,29 @@ class Threshold(Policy):
             flat = sum(a * s for a, s in zip(grid, strides))
             u = np.asarray(flat, dtype=np.intp).reshape(-1)
             yield u, u + int(np.dot(delta, strides))
+
+    def sensitivity(self, strategy) -> float:
+        """Δ_A(G^θ); on one attribute a closed form over θ-windows for strategies whose column distance over a run
+        of cells is largest at its two ends (``diameter_at_extremes``), else the edge scan of :class:`Policy`.
+
+        On a line G^θ is the union of the cliques on the windows [i, i + w],
+        w = min(θ, k − 1): every window pair is within θ, and every edge
+        (u, v), v − u ≤ θ, lies in the window starting at min(u, k − 1 − w).
+        Over a window such a strategy's largest column distance is that of its
+        two ends, so Δ = max_i ‖A e_i − A e_{i+w}‖₁: k − w pairs instead of
+        about kθ edges (issue 28: 16× fewer at θ = 16).
+
+        Examples
+        --------
+        >>> from blowfish_nb.operators import Prefix
+        >>> threshold(Domain.grid(10), 3).sensitivity(Prefix(10))  # a prefix count moves by |u − v| ≤ θ
+        3.0
+        """
+        k = self.domain.size
+        if len(self.domain.shape) == 1 and getattr(strategy, "diameter_at_extremes", False) and k > 1:
+            lows = np.arange(k - min(self.theta, k - 1))
+            return clique_sensitivity(strategy, lows, lows + min(self.theta, k - 1), self.edge_chunks(), k)
+        return super().sensitivity(strategy)
 
     def edge_count(self) -> int:
         shape = self.domain.shape
