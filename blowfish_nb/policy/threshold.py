@@ -17,6 +17,7 @@ import numpy as np
 from .._validation import check_theta
 from ..domain import Domain, OrderedAttribute
 from ..exceptions import InvalidParameterError, PolicyError
+from ..ranges import Ranges
 from .base import Policy
 from .sensitivity import clique_sensitivity
 
@@ -99,6 +100,10 @@ class Threshold(Policy):
         if len(self.domain.shape) == 1 and getattr(strategy, "diameter_at_extremes", False) and k > 1:
             lows = np.arange(k - min(self.theta, k - 1))
             return clique_sensitivity(strategy, lows, lows + min(self.theta, k - 1), self.edge_chunks(), k)
+        if len(self.domain.shape) == 1 and isinstance(strategy, Ranges) and strategy.k == k:
+            found = _range_segments_sensitivity(strategy, self.theta, self.edge_count())
+            if found is not None:
+                return found
         return super().sensitivity(strategy)
 
     def edge_count(self) -> int:
@@ -205,3 +210,32 @@ def _check_all_ordered(domain: Domain) -> None:
             f"distance-threshold policies need ordered attributes; {bad[0]!r} is categorical "
             "(use attribute, categorical or compose for it)"
         )
+
+
+def _range_segments_sensitivity(ranges: Ranges, theta: int, edges: int) -> float | None:
+    """Δ of a range workload under G^θ on its line, over segments of cells with equal columns (issue 28).
+
+    A cell's column (which ranges hold it) changes only where a range starts
+    or ends, so the cells between consecutive such breakpoints form segments
+    whose cells have one column; ‖A e_u − A e_v‖₁ depends on the segments of u
+    and v alone and is 0 inside one. Segments s < t hold a G^θ edge iff their
+    closest cells are within θ (start_t − end_s ≤ θ), so Δ is the largest
+    column difference over such pairs, one representative cell each. None
+    (use the edge scan) when there are no fewer pairs than edges.
+    """
+    k = ranges.k
+    starts = np.unique(np.r_[0, ranges.lo, ranges.hi + 1])
+    starts = starts[starts < k]
+    ends = np.r_[starts[1:] - 1, k - 1]
+    m = starts.size
+    reach = np.searchsorted(starts, ends + theta, side="right")  # s is joined to segments s + 1 … reach[s] − 1
+    count = reach - np.arange(m) - 1
+    total = int(count.sum())
+    if total == 0:
+        return 0.0
+    if total >= edges:
+        return None
+    s = np.repeat(np.arange(m), count)
+    t = s + 1 + (np.arange(total) - np.repeat(np.cumsum(count) - count, count))
+    return float(np.max(ranges.column_differences(ends[s], starts[t])))
+

@@ -96,3 +96,27 @@ def test_threshold_window_closed_form_equals_the_edge_scan_for_every_extreme_dia
                 assert pol.sensitivity(A) == Policy.sensitivity(pol, A), (k, theta, type(A).__name__)
                 checked += 1
     assert checked > 1000
+
+
+def test_threshold_range_segments_closed_form_equals_the_edge_scan():
+    """Range workloads under G^θ (Threshold.sensitivity's segments of equal columns) against the edge scan, over
+    random ranges (prefix-only ones take Ranges' own fast path) on small domains."""
+    from blowfish_nb.policy.base import Policy
+    from blowfish_nb.policy.threshold import _range_segments_sensitivity
+    from blowfish_nb.ranges import Ranges
+
+    rng = np.random.default_rng(28)
+    taken = 0
+    for _ in range(400):
+        k = int(rng.integers(2, 25))
+        q = int(rng.integers(1, 6))
+        lo = rng.integers(0, k, q)
+        hi = np.minimum(lo + rng.integers(0, k, q), k - 1)
+        if rng.random() < 0.3:
+            lo[:] = 0
+        R = Ranges(k, lo, hi)
+        theta = int(rng.integers(1, k + 3))
+        pol = policy.threshold(domain(k), theta)
+        assert pol.sensitivity(R) == Policy.sensitivity(pol, R), (k, theta, lo, hi)
+        taken += _range_segments_sensitivity(R, theta, pol.edge_count()) is not None
+    assert taken > 200  # the closed form, not the fallback, is what was compared
