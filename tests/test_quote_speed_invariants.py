@@ -58,13 +58,10 @@ def reference_epsilon(mechanism, W, pol, alpha, beta, draws=accuracy.DRAWS, seed
             return 1e-12
         return accuracy._single_term_epsilon(count, delta, alpha, beta)
     seeds = np.random.SeedSequence(seed).spawn(ROUNDS + 1)
-    pilot = min(draws, max(accuracy.MIN_CHUNK, draws // accuracy.PILOT_FRACTION))  # the ε = 1 round only guesses
-    z = accuracy._pilot_guess(np.sort(max_abs_errors(mechanism, W, pol, 1.0, pilot, seeds[0])), draws, beta)
+    z = upper_quantile(max_abs_errors(mechanism, W, pol, 1.0, draws, seeds[0]), 1 - beta)
     if z == 0:
-        z = upper_quantile(max_abs_errors(mechanism, W, pol, 1.0, draws, seeds[0]), 1 - beta)
-        if z == 0:
-            return 1e-12
-    epsilon = z / alpha * (1.01 if pilot < draws else 1.0)
+        return 1e-12
+    epsilon = z / alpha
     for r in range(1, ROUNDS + 1):
         q = upper_quantile(max_abs_errors(mechanism, W, pol, epsilon, draws, seeds[r]), 1 - beta)
         if q <= alpha:
