@@ -17,12 +17,11 @@ to find the least ε:
   own vectorised ``sample`` on a zero histogram (public noise only, no data),
   and instead of the empirical quantile an upper confidence bound for it
   (the order statistic that exceeds the true (1 − β)-quantile with
-  probability ≥ 1 − γ). Discrete noise does not scale with ε, so a pilot
-  batch at ε = 1 (a quarter of the draws: it only guesses) gives ε₀ = 1.01·q/α
-  (q its draw at the level the confirmation reads), and fresh full batches at
-  the candidate ε confirm it (or raise it by the ratio q/α) until the bound is
-  ≤ α: the ε returned is one at which the bound was checked with the noise
-  actually drawn.
+  probability ≥ 1 − γ). Discrete noise does not scale with ε, so a first
+  batch at ε = 1 gives a guess ε₀ = q/α, and fresh batches at the candidate
+  ε confirm it (or raise it by the ratio q/α) until the bound is ≤ α: the ε
+  returned is one at which the bound was checked with the noise actually
+  drawn.
 
 The draws touch no data: they are noise pushed through the mechanism's
 public linear map, with their own generator. Everything here is a function
@@ -69,10 +68,6 @@ THREADED_VALUES = 1 << 20
 CHUNK_VALUES = 1 << 18
 #: the fewest draws in a chunk
 MIN_CHUNK = 50
-#: the pilot round at ε = 1 draws ``draws // PILOT_FRACTION`` (at least MIN_CHUNK): it only guesses ε, which every
-#: confirming round (full ``draws``, fresh noise) then checks, so a full pilot bought nothing but time (issue 28: the
-#: cold cumulative-dp quote at k = 4,096 was two full rounds, pilot and confirmation)
-PILOT_FRACTION = 4
 
 _EPSILONS = Memo(REMEMBERED)
 _LAWS = Memo(REMEMBERED)
@@ -142,13 +137,10 @@ def _epsilon(mechanism, workload, policy, alpha, beta, draws, seed, query) -> fl
             return 1e-12  # nothing random to bound: any ε meets the target (kept positive)
         return _single_term_epsilon(count, delta, alpha, beta)
     seeds = np.random.SeedSequence(seed).spawn(ROUNDS + 1)
-    pilot = min(draws, max(MIN_CHUNK, draws // PILOT_FRACTION))
-    z = _pilot_guess(_round(mechanism, workload, policy, 1.0, pilot, seeds, 0, query), draws, beta)
-    if z == 0:  # the pilot saw no error at its level: the full round decides, as before the pilot
-        z = upper_quantile(_round(mechanism, workload, policy, 1.0, draws, seeds, 0, query), 1 - beta)
-        if z == 0:
-            return 1e-12
-    epsilon = z / alpha * (1.01 if pilot < draws else 1.0)
+    z = upper_quantile(_round(mechanism, workload, policy, 1.0, draws, seeds, 0, query), 1 - beta)
+    if z == 0:
+        return 1e-12
+    epsilon = z / alpha
     for r in range(1, ROUNDS + 1):
         q = upper_quantile(_round(mechanism, workload, policy, epsilon, draws, seeds, r, query), 1 - beta)
         if q <= alpha:
@@ -157,18 +149,6 @@ def _epsilon(mechanism, workload, policy, alpha, beta, draws, seed, query) -> fl
     raise InvalidParameterError(
         f"no ε found for accuracy=({alpha:g}, {beta:g}) with {mechanism.name} in {ROUNDS} rounds; "
         "ask for a larger alpha (errors smaller than the noise's whole-number steps cannot be promised)")
-
-
-def _pilot_guess(z: np.ndarray, draws: int, beta: float) -> float:
-    """The pilot round's guess at the max |error| at ε = 1 that a confirming round of ``draws`` will bound.
-
-    The confirming round compares its j-th of ``draws`` sorted draws with α
-    (:func:`upper_quantile`); the guess is the pilot's own order statistic
-    at the same level j / draws (no confidence margin: it is only a guess,
-    and every ε returned is confirmed by a full round of fresh draws).
-    """
-    j = binomial_quantile(CONFIDENCE, draws, 1 - beta) + 1
-    return float(z[min(z.size, max(1, math.ceil(j / draws * z.size))) - 1])
 
 
 def _query_key(mechanism, workload, policy, draws, seed):
@@ -191,7 +171,7 @@ def _single_terms(mechanism, workload, policy, query) -> tuple[int, float] | Non
 
 def _round(mechanism, workload, policy, epsilon, draws, seeds, r, query) -> np.ndarray:
     """Round ``r``'s max |error| draws at ``epsilon``, sorted (remembered per query, round and ε)."""
-    key = None if query is None else (query, "round", r, float(epsilon), draws)
+    key = None if query is None else (query, "round", r, float(epsilon))
     remembered = _LAWS.get(key)
     if remembered is not None:
         return remembered

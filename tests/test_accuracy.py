@@ -276,26 +276,3 @@ def test_intervals_of_a_custom_workload_are_not_clipped():
     ci = r.confidence_interval(0.9, draws=500)
     assert r.query == "workload"
     assert np.allclose(ci["upper"] - ci["answer"], ci["answer"] - ci["lower"])
-
-
-def test_the_pilot_is_a_quarter_round_and_every_epsilon_is_confirmed_by_a_full_one(monkeypatch):
-    """Issue 28: the ε = 1 round only guesses, so it draws a quarter of the draws; the ε returned is the last one a
-    full round (fresh draws) confirmed, so the coverage of OrderedHierarchical's prefixes under dp (shared noise,
-    Monte Carlo) is still ≥ 1 − β there (3 standard errors), and not bought by waste: 10% less ε misses it."""
-    from blowfish_nb import accuracy
-
-    accuracy.clear_memory()
-    sizes = []
-    real = accuracy.max_abs_errors
-    monkeypatch.setattr(accuracy, "max_abs_errors",
-                        lambda *a, **k: sizes.append((a[5].spawn_key[-1], a[4], a[3])) or real(*a, **k))
-    m, W, pol = mechanisms.OrderedHierarchical(), workload.prefix(64), policy.dp(Domain.grid(64))
-    assert m.single_terms(W, pol) is None
-    eps = epsilon_for_accuracy(m, W, pol, 12.0, 0.1)
-    assert sizes[0][:2] == (0, accuracy.DRAWS // accuracy.PILOT_FRACTION)
-    assert all(n == accuracy.DRAWS for _, n, _ in sizes[1:]) and len(sizes) >= 2
-    assert sizes[-1][2] == eps  # the last full round was drawn at the ε returned
-    p, se = coverage(m, W, pol, 12.0, eps, 20_000, seed=6)
-    assert p >= 0.9 - 3 * se
-    p, se = coverage(m, W, pol, 12.0, 0.9 * eps, 20_000, seed=7)
-    assert p < 0.9
