@@ -221,9 +221,13 @@ def _range_segments_sensitivity(ranges: Ranges, theta: int, edges: int) -> float
     and v alone and is 0 inside one. Segments s < t hold a G^θ edge iff their
     closest cells are within θ (start_t − end_s ≤ θ), so Δ is the largest
     column difference over such pairs, one representative cell each. None
-    (use the edge scan) when there are no fewer pairs than edges.
+    (use the edge scan) when there are no fewer pairs than edges, or when
+    the ranges are so many ((2q + 1)·θ ≥ |E|) that the segments would be
+    about as many as the cells.
     """
     k = ranges.k
+    if (2 * ranges.lo.size + 1) * theta >= edges:  # ≥ 1 pair per segment, up to 2q + 1 segments: no gain likely
+        return None
     starts = np.unique(np.r_[0, ranges.lo, ranges.hi + 1])
     starts = starts[starts < k]
     ends = np.r_[starts[1:] - 1, k - 1]
