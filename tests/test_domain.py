@@ -90,7 +90,8 @@ def test_fast_encoding_equals_binary_search_at_and_around_every_edge():
 
 
 def test_the_one_division_count_is_taken_only_when_it_equals_the_edge_search():
-    """_affine_is_exact (issue 28's fast count) promises trunc((v − e0)/w) is the bin of every in-domain v.
+    """_affine_is_exact (issue 28's fast count) promises trunc((v − e0)·(1/w)) or trunc((v − e0)/w) (whichever
+    form ``_affine_form`` found exact) is the bin of every in-domain v.
 
     Brute force: every edge, the floats either side of it and random values,
     over many equal-width domains; when the promise is made the counts of the
@@ -104,7 +105,7 @@ def test_the_one_division_count_is_taken_only_when_it_equals_the_edge_search():
     from blowfish_nb.domain import OrderedAttribute
 
     rng = np.random.default_rng(28)
-    taken = 0
+    taken, forms = 0, set()
     for _ in range(300):
         k = int(rng.integers(1, 300))
         lo = float(rng.choice([0, -3.3, 17, 1e-3, 18, 20_000]))
@@ -116,12 +117,14 @@ def test_the_one_division_count_is_taken_only_when_it_equals_the_edge_search():
         want = np.bincount(np.minimum(np.searchsorted(e, v, side="right") - 1, k - 1), minlength=k)
         if a._affine_is_exact:
             taken += 1
+            forms.add(a._affine_form)
             codes = a._affine(v, np.empty(v.size)).astype(np.intp)
             assert np.array_equal(np.bincount(np.minimum(codes, k - 1), minlength=k), want)
             # the count's route: the last operation written straight into intp codes (one pass fewer), same codes
             assert np.array_equal(a._affine(v, np.empty(v.size), np.empty(v.size, dtype=np.intp)), codes)
         assert np.array_equal(Domain([a]).histogram(pd.DataFrame({"x": v})), want)
     assert taken > 150  # the fast path is the common case, not a curiosity
+    assert forms == {False, True}  # both the product (preferred, faster) and the quotient are exercised
 
 
 def test_a_bad_value_deep_in_a_large_column_is_refused_without_quoting_it():

@@ -17,7 +17,9 @@ import numpy as np
 from .._validation import check_theta
 from ..domain import Domain, OrderedAttribute
 from ..exceptions import InvalidParameterError, PolicyError
+from ..ranges import Ranges
 from .base import Policy
+from .sensitivity import clique_sensitivity
 
 __all__ = ["Threshold", "threshold", "line", "grid"]
 
@@ -76,6 +78,33 @@ class Threshold(Policy):
             flat = sum(a * s for a, s in zip(grid, strides))
             u = np.asarray(flat, dtype=np.intp).reshape(-1)
             yield u, u + int(np.dot(delta, strides))
+
+    def sensitivity(self, strategy) -> float:
+        """Δ_A(G^θ); on one attribute a closed form over θ-windows for strategies whose column distance over a run
+        of cells is largest at its two ends (``diameter_at_extremes``), else the edge scan of :class:`Policy`.
+
+        On a line G^θ is the union of the cliques on the windows [i, i + w],
+        w = min(θ, k − 1): every window pair is within θ, and every edge
+        (u, v), v − u ≤ θ, lies in the window starting at min(u, k − 1 − w).
+        Over a window such a strategy's largest column distance is that of its
+        two ends, so Δ = max_i ‖A e_i − A e_{i+w}‖₁: k − w pairs instead of
+        about kθ edges (issue 28: 16× fewer at θ = 16).
+
+        Examples
+        --------
+        >>> from blowfish_nb.operators import Prefix
+        >>> threshold(Domain.grid(10), 3).sensitivity(Prefix(10))  # a prefix count moves by |u − v| ≤ θ
+        3.0
+        """
+        k = self.domain.size
+        if len(self.domain.shape) == 1 and getattr(strategy, "diameter_at_extremes", False) and k > 1:
+            lows = np.arange(k - min(self.theta, k - 1))
+            return clique_sensitivity(strategy, lows, lows + min(self.theta, k - 1), self.edge_chunks(), k)
+        if len(self.domain.shape) == 1 and isinstance(strategy, Ranges) and strategy.k == k:
+            found = _range_segments_sensitivity(strategy, self.theta, self.edge_count())
+            if found is not None:
+                return found
+        return super().sensitivity(strategy)
 
     def edge_count(self) -> int:
         shape = self.domain.shape
@@ -181,3 +210,36 @@ def _check_all_ordered(domain: Domain) -> None:
             f"distance-threshold policies need ordered attributes; {bad[0]!r} is categorical "
             "(use attribute, categorical or compose for it)"
         )
+
+
+def _range_segments_sensitivity(ranges: Ranges, theta: int, edges: int) -> float | None:
+    """Δ of a range workload under G^θ on its line, over segments of cells with equal columns (issue 28).
+
+    A cell's column (which ranges hold it) changes only where a range starts
+    or ends, so the cells between consecutive such breakpoints form segments
+    whose cells have one column; ‖A e_u − A e_v‖₁ depends on the segments of u
+    and v alone and is 0 inside one. Segments s < t hold a G^θ edge iff their
+    closest cells are within θ (start_t − end_s ≤ θ), so Δ is the largest
+    column difference over such pairs, one representative cell each. None
+    (use the edge scan) when there are no fewer pairs than edges, or when
+    the ranges are so many ((2q + 1)·θ ≥ |E|) that the segments would be
+    about as many as the cells.
+    """
+    k = ranges.k
+    if (2 * ranges.lo.size + 1) * theta >= edges:  # ≥ 1 pair per segment, up to 2q + 1 segments: no gain likely
+        return None
+    starts = np.unique(np.r_[0, ranges.lo, ranges.hi + 1])
+    starts = starts[starts < k]
+    ends = np.r_[starts[1:] - 1, k - 1]
+    m = starts.size
+    reach = np.searchsorted(starts, ends + theta, side="right")  # s is joined to segments s + 1 … reach[s] − 1
+    count = reach - np.arange(m) - 1
+    total = int(count.sum())
+    if total == 0:
+        return 0.0
+    if total >= edges:
+        return None
+    s = np.repeat(np.arange(m), count)
+    t = s + 1 + (np.arange(total) - np.repeat(np.cumsum(count) - count, count))
+    return float(np.max(ranges.column_differences(ends[s], starts[t])))
+

@@ -72,3 +72,51 @@ def test_strategy_with_wrong_number_of_columns_is_refused():
 def test_networkx_view_has_the_same_edges():
     g = policy.dp(domain(4)).to_networkx()
     assert set(g.nodes) == {0, 1, 2, 3, "⊥"} and g.number_of_edges() == 4
+
+
+def test_threshold_window_closed_form_equals_the_edge_scan_for_every_extreme_diameter_strategy():
+    """G^θ on a line: Δ over the k − w windows [i, i + w] (Threshold.sensitivity) equals the edge-by-edge scan
+    (Policy.sensitivity, the base class's) for every structured strategy that declares ``diameter_at_extremes``."""
+    from blowfish_nb.operators import ColumnSlice, Identity, Prefix, Stack
+    from blowfish_nb.policy.base import Policy
+    from blowfish_nb.strategies.haar import Haar
+    from blowfish_nb.strategies.trees import BlockTrees, Tree
+
+    checked = 0
+    for k in range(2, 19):
+        strategies = [Identity(k), Prefix(k), Tree(k, 2), Tree(k, 3), Tree(k, 16),
+                      Stack([Identity(k), Prefix(k), Tree(k, 2)], [1.0, 0.5, 2.0]), ColumnSlice(Prefix(k + 3), k)]
+        strategies += [BlockTrees(k, b, 2) for b in (1, 2, 3, 5) if b <= k] + ([Haar(k)] if k & (k - 1) == 0 else [])
+        for theta in (1, 2, 3, 4, 7, k - 1, k, k + 5):
+            if theta < 1:
+                continue
+            pol = policy.threshold(domain(k), theta)
+            for A in strategies:
+                assert A.diameter_at_extremes
+                assert pol.sensitivity(A) == Policy.sensitivity(pol, A), (k, theta, type(A).__name__)
+                checked += 1
+    assert checked > 1000
+
+
+def test_threshold_range_segments_closed_form_equals_the_edge_scan():
+    """Range workloads under G^θ (Threshold.sensitivity's segments of equal columns) against the edge scan, over
+    random ranges (prefix-only ones take Ranges' own fast path) on small domains."""
+    from blowfish_nb.policy.base import Policy
+    from blowfish_nb.policy.threshold import _range_segments_sensitivity
+    from blowfish_nb.ranges import Ranges
+
+    rng = np.random.default_rng(28)
+    taken = 0
+    for _ in range(400):
+        k = int(rng.integers(2, 25))
+        q = int(rng.integers(1, 6))
+        lo = rng.integers(0, k, q)
+        hi = np.minimum(lo + rng.integers(0, k, q), k - 1)
+        if rng.random() < 0.3:
+            lo[:] = 0
+        R = Ranges(k, lo, hi)
+        theta = int(rng.integers(1, k + 3))
+        pol = policy.threshold(domain(k), theta)
+        assert pol.sensitivity(R) == Policy.sensitivity(pol, R), (k, theta, lo, hi)
+        taken += _range_segments_sensitivity(R, theta, pol.edge_count()) is not None
+    assert taken > 200  # the closed form, not the fallback, is what was compared

@@ -60,3 +60,20 @@ def test_stretch_refuses_non_forests():
     g = policy.threshold(Domain.grid(5), 2)
     with pytest.raises(PolicyError, match="not a forest"):
         policy.stretch(g, g)
+
+
+def test_htheta_stretch_closed_form_is_taken_and_equals_the_edge_by_edge_stretch():
+    """The closed form (issue 28) recognises H^θ and equals the LCA stretch over every edge; other trees fall through."""
+    from blowfish_nb.policy.spanning import _edge_stretch, _htheta_stretch
+
+    for k in range(2, 41):
+        for theta in range(1, k + 3):
+            g = policy.threshold(Domain.grid(k), theta)
+            t = policy.spanning_tree(g, "htheta")
+            closed = _htheta_stretch(g, t)
+            assert closed is not None and closed == _edge_stretch(g, t), (k, theta)
+            if theta > 1 and k > 3:
+                bfs = policy.spanning_tree(g, "bfs")
+                assert _htheta_stretch(g, bfs) is None or bfs.edges().tolist() == t.edges().tolist()
+    line = policy.line(Domain.grid(6))
+    assert _htheta_stretch(policy.threshold(Domain.grid(6), 2), line) is None  # the line is not H^2
