@@ -15,11 +15,19 @@ solution notebook), so a flag is code the student added. What is flagged (by the
 * imports of ``os``, ``sys``, ``io``, ``pathlib``, ``glob``, ``shutil``, ``importlib``, ``builtins``, ``inspect``,
   ``ctypes``, ``subprocess``, ``gc``, ``tempfile``, ``runpy``, ``otter`` and of the library's grading internals
   (``blowfish_nb.labs._grade``/``_key``/``build``, and ``_check`` beyond ``Grader``);
-* calls of ``open``, ``exec``, ``eval``, ``compile``, ``__import__``, ``setattr``, ``delattr``; file methods
-  (``read_text``, ``write_text``, ``unlink`` …); frame access (``_getframe``, ``f_locals``, ``f_back`` …);
-* writes into ``globals()``/``vars()``/``locals()``, and strings naming the ``tests`` folder or a ``.py`` file;
-* monkeypatching: assigning an attribute of anything imported from ``numpy``, ``scipy``, ``pandas``, ``math``,
-  ``blowfish_nb``, ``otter`` or ``builtins``, and rebinding ``grader``, ``check`` or ``Notebook``.
+  and the library's lab modules themselves (``from blowfish_nb.labs import _check``);
+* calls of ``open``, ``exec``, ``eval``, ``compile``, ``__import__``, ``setattr``, ``delattr``; a method of
+  ``globals()``/``vars()``/``locals()`` (``.update`` …), ``vars`` of an object, writes into them; file methods (``open``, ``read_text``, ``write_text``, ``iterdir``, ``unlink``,
+  ``fromfile`` …); frame and closure access (``_getframe``, ``f_locals``, ``f_back``, ``stack``, ``frame``,
+  ``getargvalues``, ``__closure__`` …); the name ``__builtins__``; ``__dict__``, ``__setattr__``;
+* strings naming the ``tests`` folder or a ``.py`` file;
+* monkeypatching: assigning an attribute or an item of anything imported from ``numpy``, ``scipy``, ``pandas``,
+  ``math``, ``blowfish_nb``, ``otter`` or ``builtins`` (also through a name assigned from one: ``m = np``),
+  assigning an attribute of ``grader``, ``check`` or ``Notebook``, and rebinding those names (by assignment,
+  ``for``, ``with``, ``:=``, an import alias, a definition).
+
+It is a syntax scan: code built at run time (``getattr`` with a computed name and the like) can still hide, so
+a clean scan is not a proof; the flags are where to read first.
 
 Examples
 --------
@@ -43,8 +51,13 @@ _MODULES = {"os", "sys", "io", "pathlib", "glob", "shutil", "importlib", "builti
             "subprocess", "gc", "tempfile", "runpy", "otter"}
 _INTERNALS = {"blowfish_nb.labs._grade", "blowfish_nb.labs._key", "blowfish_nb.labs.build"}
 _CALLS = {"open", "exec", "eval", "compile", "__import__", "setattr", "delattr"}
+_NAMESPACES = {"globals", "vars", "locals"}
 _ATTRS = {"read_text", "write_text", "read_bytes", "write_bytes", "unlink", "rename", "replace_file", "_getframe",
-          "f_locals", "f_globals", "f_back", "f_code", "__builtins__", "__code__", "__globals__"}
+          "f_locals", "f_globals", "f_back", "f_code", "__builtins__", "__code__", "__globals__", "open", "iterdir",
+          "fromfile", "tofile", "stack", "frame", "getargvalues", "currentframe", "__closure__", "cell_contents",
+          "__dict__", "__setattr__", "__delattr__", "__getattribute__"}
+#: the library's lab modules a notebook has no business importing as modules (its checks come from the set-up cell)
+_LAB_MODULES = {"_check", "_grade", "_key", "build", "scan"}
 _PATCHABLE = {"numpy", "scipy", "pandas", "math", "blowfish_nb", "otter", "builtins"}
 _GUARDED = {"grader", "check", "Notebook"}
 
@@ -95,28 +108,52 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
                     flag(node, f"imports {full}")
                 elif base == "blowfish_nb.labs._check" and a.name not in ("Grader", "LabCheckFailed"):
                     flag(node, f"imports {full}")
+                elif base == "blowfish_nb.labs" and a.name in _LAB_MODULES:
+                    flag(node, f"imports {full}")
                 if top in _PATCHABLE:
                     aliases.add((a.asname or a.name).split(".")[0])
+                bound = (a.asname or a.name).split(".")[0]
+                own = base == "blowfish_nb.labs" and a.name.startswith("lab") and bound == "check"  # the set-up
+                if bound in _GUARDED and not own and not defines_grader:
+                    flag(node, f"rebinds {bound}")
         elif isinstance(node, ast.Call):
             f = node.func
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
             if isinstance(f, ast.Name) and name in _CALLS:
                 flag(node, f"calls {name}")
+            elif isinstance(f, ast.Name) and name == "vars" and node.args:
+                flag(node, "calls vars of an object")
+            elif (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call)
+                  and isinstance(f.value.func, ast.Name) and f.value.func.id in _NAMESPACES):
+                flag(node, f"calls {f.value.func.id}().{f.attr}")
         elif isinstance(node, ast.Attribute) and node.attr in _ATTRS:
             flag(node, f"uses .{node.attr}")
+        elif isinstance(node, ast.Name) and node.id == "__builtins__":
+            flag(node, "uses __builtins__")
+        elif isinstance(node, ast.NamedExpr) and node.target.id in _GUARDED:
+            flag(node, f"rebinds {node.target.id}")
+        elif isinstance(node, (ast.For, ast.comprehension, ast.withitem)):
+            target = node.optional_vars if isinstance(node, ast.withitem) else node.target
+            for leaf in ast.walk(target) if target is not None else ():
+                if isinstance(leaf, ast.Name) and leaf.id in _GUARDED:
+                    flag(target, f"rebinds {leaf.id}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             v = node.value.replace("\\", "/")
             if v.rstrip("/") == "tests" or "tests/" in v or v.endswith(".py"):
                 flag(node, f"names a file or the tests folder ({v[:40]!r})")
+        if isinstance(node, ast.Assign) and _root(node.value) in aliases | {"__builtins__"}:
+            for t in node.targets:  # m = np: m's attributes are np's
+                aliases.update(leaf.id for leaf in ast.walk(t) if isinstance(leaf, ast.Name))
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for t in targets:
                 for leaf in ast.walk(t):
-                    if isinstance(leaf, ast.Attribute) and _root(leaf) in aliases:
-                        flag(node, f"monkeypatches {_dotted(leaf)}")
+                    if isinstance(leaf, (ast.Attribute, ast.Subscript)) and _root(leaf) in aliases:
+                        flag(node, f"monkeypatches {_dotted(leaf) if isinstance(leaf, ast.Attribute) else ast.unparse(leaf)}")
+                    elif isinstance(leaf, ast.Attribute) and _root(leaf) in _GUARDED:
+                        flag(node, f"patches {_dotted(leaf)}")
                     elif (isinstance(leaf, ast.Subscript) and isinstance(leaf.value, ast.Call)
-                          and isinstance(leaf.value.func, ast.Name) and leaf.value.func.id in ("globals", "vars",
-                                                                                                "locals")):
+                          and isinstance(leaf.value.func, ast.Name) and leaf.value.func.id in _NAMESPACES):
                         flag(node, f"writes into {leaf.value.func.id}()")
                     elif (isinstance(leaf, ast.Name) and leaf.id in _GUARDED and not defines_grader
                           and isinstance(leaf.ctx, ast.Store)):

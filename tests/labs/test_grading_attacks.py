@@ -56,6 +56,40 @@ def test_ordinary_student_code_is_not_flagged():
     assert scan_source(code) == []
 
 
+#: the second student-gamer's one-line forms that the first scan missed (each was part of a 100 % otter score or a
+#: forged record): every one must be flagged, and the lab's own set-up line and namespace tests must not be
+SECOND_GAMER = {
+    "bare __builtins__": "B = __builtins__\nB.exec = fx",
+    "builtins item": "B = __builtins__\nB['abs'] = fx",
+    "module alias by assignment": "import numpy as np\nm = np\nm.isclose = fx",
+    "vars(module).update": "import math\nvars(math).update(isinf=fx)",
+    "module __dict__": "import numpy as np\nnp.__dict__.update(ndarray=list)",
+    "globals().update": "globals().update(grader=None, check=None)",
+    "for target": "for check in [None]: pass",
+    "import alias": "from blowfish_nb.labs._check import Grader as grader",
+    "walrus": "(check := None)",
+    "a lab module's os": "from blowfish_nb.labs import _check as c\nc.os.listdir('.')",
+    "Path.open": "p = q.iterdir()\np.open().read()",
+    "np.fromfile": "import numpy as np\nnp.fromfile('te' + 'sts', dtype=np.uint8)",
+    "caller's frame": "c.inspect.getargvalues(c.inspect.stack()[1].frame).locals",
+    "closure": "d.__closure__[0].cell_contents",
+    "recorder override": "grader._record = lambda q, a: '1'",
+    "object.__setattr__": "import numpy as np\nobject.__setattr__(np, 'abs', fx)",
+    "type.__setattr__": "import math\ntype(math).__setattr__(math, 'isinf', fx)",
+}
+
+
+@pytest.mark.parametrize("code", SECOND_GAMER.values(), ids=SECOND_GAMER.keys())
+def test_the_second_gamers_forms_are_flagged(code):
+    assert scan_source(code), code
+
+
+def test_the_set_up_import_and_namespace_tests_are_not_flagged():
+    code = ("from blowfish_nb.labs import lab09 as check\ndf = check.data()\n"
+            "if 'errors' in globals():\n    print(len(errors))")
+    assert scan_source(code) == []
+
+
 def test_the_command_prints_one_line_per_flag_and_exits_1(capsys):
     assert main([str(FIXTURES[0]), str(SOLUTIONS[0])]) == 1
     out = capsys.readouterr().out
