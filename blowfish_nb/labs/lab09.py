@@ -30,7 +30,8 @@ from ._check import LabCheckFailed, make_check, unanswered
 
 __all__ = ["EXTRAS", "data", "classroom", "Classroom", "BUDGET", "ACCOUNT", "ANALYSTS", "BINS", "BOUNDS", "POLICY",
            "FIRST", "REFUSED", "SECOND", "AT_ONCE", "K", "ITERATIONS", "KMEANS_EPSILON", "METHODS", "SEEDS",
-           "kmeans_ratio", "cluster_counts", "q1", "q2", "q3", "q4", "q5", "q5b", "q6", "q7", "unanswered", "LabCheckFailed"]
+           "kmeans_ratio", "cluster_counts", "q1", "q2", "q3", "q4", "q5", "q5b", "q6", "q7", "unanswered",
+           "LabCheckFailed"]
 
 #: the package's extras this lab needs (the autograder installs them: the notebook starts an analyst service)
 EXTRAS = "widgets,service"
@@ -232,18 +233,17 @@ def q5b(room) -> None:
     """Question 5b's check: whether *your* edit of the ledger file was made, never what the service does after it.
 
     Reads the classroom's ledger file on its own connection (read-only; the service is not asked, so the check
-    itself finds nothing out): a hint while the account's ``spent`` in the ``accounts`` table is not yet 0, or when
-    ``room`` is not the running classroom. What the service makes of the edit is question 5's answer, for the hidden
-    tests to grade.
+    itself finds nothing out): a hint while the ``accounts`` table still shows what the account's charges spent
+    (the edit sets it to 0), or when ``room`` is not the running classroom. What the service makes of the edit is
+    question 5's answer, for the hidden tests to grade.
 
     Examples
     --------
-    >>> with classroom(data(n=300)) as room:
-    ...     try:
-    ...         q5b(room)
-    ...     except LabCheckFailed as e:
-    ...         print(str(e)[:40])
-    q5b (the edit, made on the file): not ye
+    >>> try:
+    ...     q5b("room")
+    ... except LabCheckFailed as e:
+    ...     print(str(e).split("Hint: ")[1])
+    the check reads the classroom `room` the curator started: keep that name for it.
     """
     title = "q5b (the edit, made on the file)"
     if unanswered(room):
@@ -257,17 +257,19 @@ def q5b(room) -> None:
     try:
         db = sqlite3.connect(f"file:{room.ledger_file}?mode=ro", uri=True)
         try:
-            rows = db.execute("SELECT spent FROM accounts WHERE name = ?", (ACCOUNT,)).fetchall()
+            spent = [Fraction(str(r[0]).strip()) for r in
+                     db.execute("SELECT spent FROM accounts WHERE name = ?", (ACCOUNT,)).fetchall()]
+            charged = db.execute("SELECT count(*) FROM events WHERE account = ? AND epsilon > 0",
+                                 (ACCOUNT,)).fetchone()[0]
         finally:
             db.close()
-        spent = [Fraction(str(r[0]).strip()) for r in rows]
     except (sqlite3.Error, ValueError, ZeroDivisionError) as e:
         raise LabCheckFailed(f"{title}: not yet. Hint: the ledger file could not be read ({type(e).__name__}): "
                              "leave its tables in place, change only the account's `spent`.") from None
-    if not spent or any(x != 0 for x in spent):
-        raise LabCheckFailed(f"{title}: not yet. Hint: the file still holds the account's spending: open "
-                             "`room.ledger_file` with sqlite3, run the UPDATE above (it sets `spent` to '0'), close "
-                             "the connection, then ask for ana's release.")
+    if not (charged and spent and all(x == 0 for x in spent)):
+        raise LabCheckFailed(f"{title}: not yet. Hint: the file's `accounts` table still shows what the account "
+                             "spent: open `room.ledger_file` with sqlite3, run the UPDATE above (it sets `spent` to "
+                             "'0'), close the connection, then ask for ana's release.")
     return None
 
 

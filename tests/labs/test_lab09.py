@@ -115,7 +115,7 @@ def test_q5b_hints_until_the_file_is_edited_and_never_says_what_the_service_does
     with lab09.classroom(lab09.data(n=300)) as room:
         ana = bf.connect(room.url, room.tokens["ana"])
         ana.release("histogram", "age", epsilon=0.3)
-        with pytest.raises(LabCheckFailed, match="still holds the account's spending") as hint:
+        with pytest.raises(LabCheckFailed, match="still shows what the account spent") as hint:
             lab09.q5b(room)
         with pytest.raises(AssertionError, match="no edit"):  # a notebook that skips the edit loses the part
             expect_ledger_edit_refused(room)
