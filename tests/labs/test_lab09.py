@@ -106,7 +106,7 @@ def _edit(room) -> None:
 
 
 def test_q5b_hints_until_the_file_is_edited_and_never_says_what_the_service_does():
-    from blowfish_nb.labs._grade import expect_ledger_edit_refused
+    from blowfish_nb.labs._grade import expect_ledger_edited
 
     with pytest.raises(LabCheckFailed, match="replace the `...`"):
         lab09.q5b(...)
@@ -118,7 +118,7 @@ def test_q5b_hints_until_the_file_is_edited_and_never_says_what_the_service_does
         with pytest.raises(LabCheckFailed, match="still shows what the account spent") as hint:
             lab09.q5b(room)
         with pytest.raises(AssertionError, match="no edit"):  # a notebook that skips the edit loses the part
-            expect_ledger_edit_refused(room)
+            expect_ledger_edited(room)
         assert ana.release("histogram", "age", epsilon=0.01).epsilon == 0.01  # neither asked the service anything
         _edit(room)
         assert lab09.q5b(room) is None  # edited: no verdict (what the service does is question 5's answer)
@@ -126,31 +126,31 @@ def test_q5b_hints_until_the_file_is_edited_and_never_says_what_the_service_does
             assert word not in str(hint.value)
         with pytest.raises(bf.BlowfishError):
             ana.release("histogram", "age", epsilon=0.01)
-        expect_ledger_edit_refused(room)
+        expect_ledger_edited(room)
         ana.close()
-    expect_ledger_edit_refused(room)  # stopped: the service's finding stays
+    expect_ledger_edited(room)  # stopped: the service's finding stays
     with pytest.raises(LabCheckFailed, match="was stopped"):
         lab09.q5b(room)
 
 
 def test_q5b_hidden_grade_finds_an_edit_nobody_asked_the_service_about_and_refuses_fakes():
-    from blowfish_nb.labs._grade import expect_ledger_edit_refused
+    from blowfish_nb.labs._grade import expect_ledger_edited
 
     with lab09.classroom(lab09.data(n=300)) as room:
         bf.connect(room.url, room.tokens["ana"]).release("histogram", "age", epsilon=0.3)
         _edit(room)
-        expect_ledger_edit_refused(room)  # the grader's own verification of the file finds it
+        expect_ledger_edited(room)  # the grader's own verification of the file finds it
         with pytest.raises(bf.BlowfishError):  # and the service refuses from then on
             bf.connect(room.url, room.tokens["ben"]).release("histogram", "age", epsilon=0.01)
     with lab09.classroom(lab09.data(n=300)) as clean:
         pass
     with pytest.raises(AssertionError, match="no edit"):  # stopped, never edited
-        expect_ledger_edit_refused(clean)
+        expect_ledger_edited(clean)
     fake = SimpleNamespace(server=SimpleNamespace(service=SimpleNamespace(ledger=SimpleNamespace(
         verify=lambda: (_ for _ in ()).throw(bf.BlowfishError("edited"))))))
     for thing in (fake, 0, ..., "refused"):
         with pytest.raises(AssertionError, match="not the lab's classroom"):
-            expect_ledger_edit_refused(thing)
+            expect_ledger_edited(thing)
 
 
 def test_q5b_hidden_test_grades_the_room_with_the_grade_function():
@@ -159,7 +159,7 @@ def test_q5b_hidden_test_grades_the_room_with_the_grade_function():
     q = lab09.questions()["q5b"]
     (part,) = q.parts
     source = hidden_test("q5b", q, 0, part)
-    assert "# HIDDEN" in source and "def test_q5b_0(room):" in source and "expect_ledger_edit_refused(room)" in source
+    assert "# HIDDEN" in source and "def test_q5b_0(room):" in source and "expect_ledger_edited(room)" in source
 
 
 def _threads() -> set[str]:

@@ -111,7 +111,7 @@ def questions() -> dict[str, Question]:
     if s["q5"] != "refused":  # q5b's hidden test grades the state in which the service refuses
         raise AssertionError(f"the lab's service no longer refuses after an edit of its ledger ({s['q5']})")
     q["q5b"] = Question("q5b (the edit, made on the file)", [Part(
-        "room", s["q5"], kind="choice", grade="expect_ledger_edit_refused({arg})",
+        "room", s["q5"], kind="choice", grade="expect_ledger_edited({arg})",
         otherwise="as the student with the file: open `room.ledger_file` with sqlite3, run the UPDATE above, close "
                   "the connection, then ask for ana's release of ε = 0.01 and print what the service answers "
                   "(catch bf.BlowfishError).")])
