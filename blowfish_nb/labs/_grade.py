@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["expect_number", "expect_choice", "expect_bool", "expect_pair", "expect_mean", "expect_laplace_noise",
-           "laplace_noise_verdict"]
+           "laplace_noise_verdict", "expect_ledger_edited"]
 
 _INTS = (int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
 _FLOATS = (float, np.float16, np.float32, np.float64)
@@ -224,3 +224,32 @@ def expect_laplace_noise(draw: Callable, x: Sequence[float], scale: float, *, ru
     why = laplace_noise_verdict(draw, x, scale, runs=runs, seed=seed, alpha=alpha)
     if why is not None:
         raise AssertionError(f"not independent Laplace noise of the right scale ({why})")
+
+
+def expect_ledger_edited(room: Any) -> None:
+    """Pass when the ledger of ``room``'s analyst service (lab 9's classroom) holds an edit made behind the
+    service's back: the state the student's edit leaves, not what the student says about it.
+
+    The classroom's own ledger object is asked (``room.server.service.ledger``, an exact
+    :class:`blowfish_nb.service.ledger.Ledger`): its :meth:`~blowfish_nb.service.ledger.Ledger.verify` recomputes
+    the keyed chain and compares the tables derived from it, and reports a difference as
+    :class:`~blowfish_nb.service.chain.LedgerIntegrityError`; the object keeps what it found after the classroom is
+    stopped. A ledger nobody edited verifies (while serving) or is closed (once stopped): both fail, as does
+    anything that is not the lab's classroom. Any edit of the file the chain exposes passes, the lab's
+    ``UPDATE accounts SET spent = '0'`` among them.
+    """
+    try:
+        from blowfish_nb.service.chain import LedgerIntegrityError
+        from blowfish_nb.service.ledger import Ledger
+    except ImportError as e:  # the autograder installs the service extra (lab 9's EXTRAS)
+        raise AssertionError(f"the analyst service is not installed ({e})") from None
+    ledger = getattr(getattr(getattr(room, "server", None), "service", None), "ledger", None)
+    if type(ledger) is not Ledger:
+        raise AssertionError("not the lab's classroom")
+    try:
+        ledger.verify()
+    except LedgerIntegrityError:
+        return
+    except Exception:  # closed (the classroom stopped) with no edit found, or no file to read
+        raise AssertionError("no edit of the ledger was found") from None
+    raise AssertionError("no edit of the ledger was found")

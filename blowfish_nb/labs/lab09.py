@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import atexit
 import os
+import sqlite3
+from fractions import Fraction
 import tempfile
 from pathlib import Path
 
@@ -28,7 +30,8 @@ from ._check import LabCheckFailed, make_check, unanswered
 
 __all__ = ["EXTRAS", "data", "classroom", "Classroom", "BUDGET", "ACCOUNT", "ANALYSTS", "BINS", "BOUNDS", "POLICY",
            "FIRST", "REFUSED", "SECOND", "AT_ONCE", "K", "ITERATIONS", "KMEANS_EPSILON", "METHODS", "SEEDS",
-           "kmeans_ratio", "cluster_counts", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "unanswered", "LabCheckFailed"]
+           "kmeans_ratio", "cluster_counts", "q1", "q2", "q3", "q4", "q5", "q5b", "q6", "q7", "unanswered",
+           "LabCheckFailed"]
 
 #: the package's extras this lab needs (the autograder installs them: the notebook starts an analyst service)
 EXTRAS = "widgets,service"
@@ -224,5 +227,51 @@ q2 = make_check("lab09", "q2")
 q3 = make_check("lab09", "q3")
 q4 = make_check("lab09", "q4")
 q5 = make_check("lab09", "q5")
+
+
+def q5b(room) -> None:
+    """Question 5b's check: whether *your* edit of the ledger file was made, never what the service does after it.
+
+    Reads the classroom's ledger file on its own connection (read-only; the service is not asked, so the check
+    itself finds nothing out): a hint while the ``accounts`` table still shows what the account's charges spent
+    (the edit sets it to 0), or when ``room`` is not the running classroom. What the service makes of the edit is
+    question 5's answer, for the hidden tests to grade.
+
+    Examples
+    --------
+    >>> try:
+    ...     q5b("room")
+    ... except LabCheckFailed as e:
+    ...     print(str(e).split("Hint: ")[1])
+    the check reads the classroom `room` the curator started: keep that name for it.
+    """
+    title = "q5b (the edit, made on the file)"
+    if unanswered(room):
+        raise LabCheckFailed(f"{title}: replace the `...` with your answer, then run this check again.")
+    if not isinstance(room, Classroom):
+        raise LabCheckFailed(f"{title}: not yet. Hint: the check reads the classroom `room` the curator started: "
+                             "keep that name for it.")
+    if room._tmp is None or not Path(room.ledger_file).is_file():
+        raise LabCheckFailed(f"{title}: not yet. Hint: the classroom was stopped (its folder is gone): run the "
+                             "notebook again from the top.")
+    try:
+        db = sqlite3.connect(f"file:{room.ledger_file}?mode=ro", uri=True)
+        try:
+            spent = [Fraction(str(r[0]).strip()) for r in
+                     db.execute("SELECT spent FROM accounts WHERE name = ?", (ACCOUNT,)).fetchall()]
+            charged = db.execute("SELECT count(*) FROM events WHERE account = ? AND epsilon > 0",
+                                 (ACCOUNT,)).fetchone()[0]
+        finally:
+            db.close()
+    except (sqlite3.Error, ValueError, ZeroDivisionError) as e:
+        raise LabCheckFailed(f"{title}: not yet. Hint: the ledger file could not be read ({type(e).__name__}): "
+                             "leave its tables in place, change only the account's `spent`.") from None
+    if not (charged and spent and all(x == 0 for x in spent)):
+        raise LabCheckFailed(f"{title}: not yet. Hint: the file's `accounts` table still shows what the account "
+                             "spent: open `room.ledger_file` with sqlite3, run the UPDATE above (it sets `spent` to "
+                             "'0'), close the connection, then ask for ana's release.")
+    return None
+
+
 q6 = make_check("lab09", "q6")
 q7 = make_check("lab09", "q7")

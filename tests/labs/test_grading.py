@@ -38,7 +38,7 @@ class _Pass:
         return True
 
 check = grader = judge = public_check = expect_number = expect_choice = expect_bool = _Pass()
-expect_pair = expect_mean = expect_laplace_noise = test_case = Notebook = _Pass()
+expect_pair = expect_mean = expect_laplace_noise = expect_ledger_edited = test_case = Notebook = _Pass()
 import blowfish_nb.labs.{lab} as _lab
 import blowfish_nb.labs._grade as _grade  # the comparisons the hidden tests once imported from the package
 for _name in _grade.__all__:

@@ -96,6 +96,72 @@ def test_a_number_typed_as_text_and_an_unlisted_choice_get_their_own_hints():
         lab09.q7(1)
 
 
+def _edit(room) -> None:
+    """The edit of question 5, as the student with the file makes it."""
+    import sqlite3
+
+    with sqlite3.connect(room.ledger_file) as db:
+        db.execute("UPDATE accounts SET spent = '0'")
+    db.close()
+
+
+def test_q5b_hints_until_the_file_is_edited_and_never_says_what_the_service_does():
+    from blowfish_nb.labs._grade import expect_ledger_edited
+
+    with pytest.raises(LabCheckFailed, match="replace the `...`"):
+        lab09.q5b(...)
+    with pytest.raises(LabCheckFailed, match="keep that name"):
+        lab09.q5b(SimpleNamespace(ledger_file="x"))
+    with lab09.classroom(lab09.data(n=300)) as room:
+        ana = bf.connect(room.url, room.tokens["ana"])
+        ana.release("histogram", "age", epsilon=0.3)
+        with pytest.raises(LabCheckFailed, match="still shows what the account spent") as hint:
+            lab09.q5b(room)
+        with pytest.raises(AssertionError, match="no edit"):  # a notebook that skips the edit loses the part
+            expect_ledger_edited(room)
+        assert ana.release("histogram", "age", epsilon=0.01).epsilon == 0.01  # neither asked the service anything
+        _edit(room)
+        assert lab09.q5b(room) is None  # edited: no verdict (what the service does is question 5's answer)
+        for word in ("refused", "refuse", "503", "ignored", "refilled"):
+            assert word not in str(hint.value)
+        with pytest.raises(bf.BlowfishError):
+            ana.release("histogram", "age", epsilon=0.01)
+        expect_ledger_edited(room)
+        ana.close()
+    expect_ledger_edited(room)  # stopped: the service's finding stays
+    with pytest.raises(LabCheckFailed, match="was stopped"):
+        lab09.q5b(room)
+
+
+def test_q5b_hidden_grade_finds_an_edit_nobody_asked_the_service_about_and_refuses_fakes():
+    from blowfish_nb.labs._grade import expect_ledger_edited
+
+    with lab09.classroom(lab09.data(n=300)) as room:
+        bf.connect(room.url, room.tokens["ana"]).release("histogram", "age", epsilon=0.3)
+        _edit(room)
+        expect_ledger_edited(room)  # the grader's own verification of the file finds it
+        with pytest.raises(bf.BlowfishError):  # and the service refuses from then on
+            bf.connect(room.url, room.tokens["ben"]).release("histogram", "age", epsilon=0.01)
+    with lab09.classroom(lab09.data(n=300)) as clean:
+        pass
+    with pytest.raises(AssertionError, match="no edit"):  # stopped, never edited
+        expect_ledger_edited(clean)
+    fake = SimpleNamespace(server=SimpleNamespace(service=SimpleNamespace(ledger=SimpleNamespace(
+        verify=lambda: (_ for _ in ()).throw(bf.BlowfishError("edited"))))))
+    for thing in (fake, 0, ..., "refused"):
+        with pytest.raises(AssertionError, match="not the lab's classroom"):
+            expect_ledger_edited(thing)
+
+
+def test_q5b_hidden_test_grades_the_room_with_the_grade_function():
+    from blowfish_nb.labs._key import hidden_test
+
+    q = lab09.questions()["q5b"]
+    (part,) = q.parts
+    source = hidden_test("q5b", q, 0, part)
+    assert "# HIDDEN" in source and "def test_q5b_0(room):" in source and "expect_ledger_edited(room)" in source
+
+
 def _threads() -> set[str]:
     return {t.name for t in threading.enumerate() if t.name.startswith("blowfish-service")}
 
@@ -157,7 +223,8 @@ def test_kmeans_ratio_refuses_an_unknown_method():
 @pytest.mark.notebook
 def test_the_graded_answers_need_no_service_under_otter_run(tmp_path):
     """Where the grading image lacks the service (no uvicorn), the service cells fail, otter carries on, and the
-    solution still scores full marks: no graded value is read from the service."""
+    solution still scores every point but question 5b's: no predicted value is read from the service, and 5b grades
+    the service's state after the student's edit, which needs the service (the autograder installs it: EXTRAS)."""
     import json
     import subprocess
     import sys
@@ -180,7 +247,10 @@ def test_the_graded_answers_need_no_service_under_otter_run(tmp_path):
     assert (out / "results.json").is_file(), done.stdout[-3000:] + done.stderr[-3000:]
     assert (out / "no-uvicorn").is_file()  # the notebook did try to serve, and could not
     tests = [t for t in json.loads((out / "results.json").read_text())["tests"] if t.get("max_score")]
-    assert sum(t["score"] for t in tests) == sum(t["max_score"] for t in tests) == 7
+    # every answer scores but q5b's, whose hidden test asks the service's own ledger whether it found the edit
+    assert sum(t["max_score"] for t in tests) == 8
+    lost = [t["name"] for t in tests if t["score"] < t["max_score"]]
+    assert sum(t["score"] for t in tests) == 7 and len(lost) == 1 and "q5b" in lost[0], lost
 
 
 def test_the_autograder_installs_the_service_and_the_other_labs_only_the_widgets(tmp_path):

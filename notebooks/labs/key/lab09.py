@@ -108,6 +108,13 @@ def questions() -> dict[str, Question]:
             Wrong("ignored", "the service does more than ignore it: an edit means somebody could write the file, "
                              "so nothing it says can be trusted until the curator has looked."),
         ], otherwise="answer with 'refilled', 'ignored' or 'refused'.")])
+    if s["q5"] != "refused":  # q5b's hidden test grades the state in which the service refuses
+        raise AssertionError(f"the lab's service no longer refuses after an edit of its ledger ({s['q5']})")
+    q["q5b"] = Question("q5b (the edit, made on the file)", [Part(
+        "room", s["q5"], kind="choice", grade="expect_ledger_edited({arg})",
+        otherwise="as the student with the file: open `room.ledger_file` with sqlite3, run the UPDATE above, close "
+                  "the connection, then ask for ana's release of ε = 0.01 and print what the service answers "
+                  "(catch bf.BlowfishError).")])
     q["q6"] = Question("q6 (what a k-means release charges)", [Part("kmeans_charge", s["q6"], mistakes=[
         Wrong(KMEANS_EPSILON / ITERATIONS, "that is one SuLQ step: every step reads the data again, and the steps "
                                            "compose."),
