@@ -55,8 +55,8 @@ def theta_policy() -> Policy:
 def variant(name: str) -> Callable[[np.ndarray, int, np.random.Generator], np.ndarray]:
     """One of q3's three releases of the cumulative histogram under G^θ, as a hunter's ``draw(x, size, rng)``.
 
-    ``"clamp"`` and ``"sort"`` add Laplace noise of scale 2/ε… and then post-process; ``"theta"`` calibrates
-    its noise to the line policy. Which scale is right is the student's question; this function only runs them.
+    ``"clamp"`` and ``"sort"`` post-process their noisy prefix sums, ``"theta"`` releases them as drawn. Which
+    of them is private is the student's question (the hunter answers it); this function only runs them.
 
     Examples
     --------
@@ -65,14 +65,14 @@ def variant(name: str) -> Callable[[np.ndarray, int, np.random.Generator], np.nd
     """
     if name not in VARIANTS:
         raise InvalidParameterError(f"name must be one of {VARIANTS}, got {name!r}")
-    right = theta_policy().sensitivity(prefix(K)) / EPSILON
-    wrong = line_policy().sensitivity(prefix(K)) / EPSILON
+    scale_theta = theta_policy().sensitivity(prefix(K)) / EPSILON
+    scale_line = line_policy().sensitivity(prefix(K)) / EPSILON
 
     def draw(x, size, rng):
         c = np.cumsum(np.asarray(x, dtype=float))[None, :]
         if name == "theta":
-            return c + rng.laplace(0.0, wrong, size=(size, c.shape[1]))
-        y = c + rng.laplace(0.0, right, size=(size, c.shape[1]))
+            return c + rng.laplace(0.0, scale_line, size=(size, c.shape[1]))
+        y = c + rng.laplace(0.0, scale_theta, size=(size, c.shape[1]))
         return np.maximum(y, 0.0) if name == "clamp" else np.sort(y, axis=1)
 
     draw.__name__ = name
