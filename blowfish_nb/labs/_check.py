@@ -30,8 +30,10 @@ every value the table hashes, in seconds. A table therefore hashes only values t
    "you answered twice the answer" is the same search problem as "you answered the answer". The build drops such a
    mistake (:func:`blowfish_nb.labs._key.kept_mistakes`), whatever the key says, even when the relation is a
    coincidence — unless its value is 0, 1 or a constant of the lab's setting, which a student knows without the
-   table (recognising it says only "not this value"), and is no right answer of the lab itself (its hint, "that is
-   Δ under DP", would name another question's answer). ``tests/labs/test_no_answer_in_tables.py`` searches every
+   table (recognising it says only "not this value"), is no right answer of the lab itself (its hint, "that is
+   Δ under DP", would name another question's answer) and is not within 2 of its own question's whole-number
+   answer (recognising 0, 1 and 3 of a question answered in 0–3 leaves only the answer: lab 9 q3, found by a
+   student's review). ``tests/labs/test_no_answer_in_tables.py`` searches every
    installed table for these transforms of every graded answer;
 3. a yes/no question recognises no mistake (the other value of a bool *is* the answer), and a question with a
    list of choices recognises mistakes only while at least three choices stay unrecognised (the right one among

@@ -211,9 +211,27 @@ def kept_mistakes(lab: str, name: str, part: Part, answers: Sequence[float],
         if any(matches(a, entry, part.kind, salt) for a in answers):
             continue  # a right answer of the lab itself, within the tolerance, even 0, 1 or a constant: its hint
             # ("that is Δ under DP") would name another question's answer, or give this one a mistake's hint
-        if _all_public(m.values, public) or not revealing(m.values, part.kind, rtol, salt, answers, constants):
+        if not revealing(m.values, part.kind, rtol, salt, answers, constants) or (
+                _all_public(m.values, public) and not _next_to_a_whole_answer(m.values, _own(part))):
             kept.append(m)
     return kept
+
+
+def _own(part: Part) -> list[float]:
+    """The part's own expected value, when it is one plain number."""
+    e = part.expected
+    return [float(e)] if isinstance(e, (int, float)) and not isinstance(e, bool) else []
+
+
+def _next_to_a_whole_answer(values: Any, answers: Sequence[float]) -> bool:
+    """Whether a value is within 2 of a whole-number answer of its own question: a public value there still narrows
+    a small range (lab 9 q3: recognising 0, 1 and 3 of 0–3 left only the answer, a student's review found)."""
+    many = values if isinstance(values, (list, tuple, set, frozenset)) else [values]
+    whole = [float(a) for a in answers if math.isfinite(float(a)) and float(a) == round(float(a))]
+    try:
+        return any(0 < abs(float(v) - a) <= 2 for v in many for a in whole)
+    except (TypeError, ValueError):
+        return False
 
 
 def _all_public(values: Any, public: Sequence[float]) -> bool:
