@@ -23,6 +23,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from blowfish_nb.labs._check import canonical, digest, digits_for
@@ -151,3 +152,21 @@ def test_a_brute_force_search_recovers_no_graded_answer(lab):
                 hits = [w for w in choices if digest(salt, w) in targets]
                 recovered += [(part["arg"], w, w) for w in hits if w in words]
     assert not recovered, f"{lab}: the search recovers graded answers (arg, value found, answer): {recovered[:5]}"
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_no_question_recognises_a_value_within_2_of_its_whole_number_answer(lab):
+    # a second student review: lab 9 q3 (answered in 0-3) recognised 0, 1 and 3, which left only the answer 2
+    tables = {p["arg"]: p for p in _tables(lab)}
+    near = []
+    for q in load_key(lab).values():
+        for part in q.parts:
+            if part.kind != "number" or float(part.expected) != round(float(part.expected)):
+                continue
+            table = tables[part.arg]
+            for entry in table["mistakes"]:
+                digits = digits_for(float(entry.get("rtol", 1e-6)))
+                for x in np.arange(float(part.expected) - 2, float(part.expected) + 3):
+                    if digest(table["salt"], canonical(float(x), "number", digits)) in entry["hashes"]:
+                        near.append((part.arg, float(x)))
+    assert not near, f"{lab}: recognised next to a whole-number answer: {near}"
