@@ -172,11 +172,10 @@ def _htheta_stretch(policy: Policy, tree: Policy) -> int | None:
     k, theta = policy.domain.size, policy.theta
     if k < 2:
         return None
-    u = np.arange(k - 1)
-    red_of = np.minimum((u // theta) * theta + theta - 1, k - 1)
-    parent = np.where(red_of == u, np.minimum(u + theta, k - 1), red_of)
+    ref = _htheta_edges(k, theta)  # (cell, its parent) with cell < parent, once per cell but the last
+    ref = ref[np.argsort(ref[:, 0])]
     e = tree.edges()
-    if e.shape != (k - 1, 2) or not (np.array_equal(e[:, 0], u) and np.array_equal(e[:, 1], parent)):
+    if e.shape != ref.shape or not np.array_equal(e, ref):
         return None
     m = -(-k // theta)
     if theta == 1 or k == 2:
