@@ -271,16 +271,24 @@ def run_cell(page, marker: str) -> None:
 
 
 def wait_until_settled(page, element) -> None:
-    """Wait until the canvas ``element`` (an element handle) is drawn and has not moved for 600 ms (every widget
-    above it is laid out), so clicks land where cytoscape drew the graph."""
+    """Wait until the canvas ``element`` (an element handle) is drawn, the kernel is idle, and neither the canvas's
+    box nor cytoscape's view (pan, zoom, edge count) has changed for 600 ms, so clicks land where cytoscape drew the
+    graph. The kernel must be idle too: a readout it is still computing can reflow the page after the canvas looked
+    still (a drag then starts above its node and pans the view instead)."""
     page.wait_for_function(
         """(box) => {
             if (!box || box.dataset.ready !== '1') return false;
+            const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+            const kernel = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+            const idle = !kernel || kernel.status === 'idle';
             const r = box.getBoundingClientRect();
-            const key = [r.left, r.top, r.width, r.height].map(Math.round).join(',');
+            const cy = box.__cy;
+            const view = cy ? [cy.pan().x, cy.pan().y, cy.zoom() * 1000] : [];
+            const key = [r.left, r.top, r.width, r.height, ...view].map(Math.round).join(',')
+                        + '|' + box.dataset.edges + '|' + idle;
             const now = performance.now();
             if (box.__settleKey !== key) { box.__settleKey = key; box.__settleAt = now; return false; }
-            return now - box.__settleAt > 600;
+            return idle && now - box.__settleAt > 600;
         }""",
         arg=element, polling=100, timeout=30_000,
     )
