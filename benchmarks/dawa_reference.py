@@ -184,7 +184,7 @@ def main(argv=None) -> None:
         f"Command: `python -m benchmarks.dawa_reference --runs {args.runs}` "
         f"({time.perf_counter() - started:.0f} s). Reference partition: {source}.",
         "Mean squared error per query, mean of the runs. *ours: DAWA (PrivTree)* is `mechanisms.DAWA()` (ε-DP, "
-        "PrivTree partition at ε₁ = 0.25ε); *ours: Adaptive* is `mechanisms.Adaptive()` (a share ρ = choice_share(k, ε) of ε, 0.016–0.018 at k = 4,096, chooses between "
+        "PrivTree partition at ε₁ = 0.25ε); *ours: Adaptive* is `mechanisms.Adaptive()` (a share ρ = choice_share(k, ε) of ε, 0.016 at k = 4,096, chooses between "
         "that DAWA and Laplace by S = Σ min(x², c²), c = 1/ε₁ DAWA's partition noise, against Laplace's kσ²; the "
         "rest runs the one chosen; `mechanism=\"auto\"` on histograms of ≥ 512 cells); *DAWA (l1, before)* is the noisy least-cost "
         "partition this issue replaces. Laplace and the best data-independent mechanism: exact expected error. "
