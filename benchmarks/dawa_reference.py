@@ -7,8 +7,10 @@ scored dev + 1/ε₂ + Lap((2 − 1/L − 1/n)/ε₁), no noise on single cells,
 see :mod:`blowfish_nb.mechanisms.dawa`) followed by GreedyH. Its partition comes from:
 
 * the C++ extension of a checkout at ``$DPCOMP_SRC`` when that checkout has it built
-  (``dpcomp_core/algorithm/dawa/cutils/_cutil*.so``; build it yourself with the checkout's own ``setup.sh``;
-  this path was not run here: no built extension was available), else
+  (``dpcomp_core/algorithm/dawa/cutils/_cutil*.so``; build it with the checkout's own ``setup.sh`` or, as issue 33
+  did on Python 3.11 with swig 4.2.1 from PyPI, ``CFLAGS="-DPyString_Check=PyUnicode_Check -DPyInt_Check=PyLong_Check
+  -DPyInt_AsLong=PyLong_AsLong" python setup.py build_ext -b ./cutils/ --swig-cpp`` in ``dpcomp_core/algorithm/dawa``
+  of master; ``--compare-port`` then prints the built partition's bucket counts next to the port's), else
 * **a pure-Python port of ``cutil.cpp``'s ``L1partition_approx``** (:func:`reference_partition` below, written
   from reading the python3 branch; same scores, same floor, same tie rule ``<=``, continuous Laplace noise from
   numpy instead of its Mersenne twister). The page says which was used.
@@ -101,6 +103,20 @@ def built_reference():
     return partition, f"dpcomp_core's own L1partition_approx built at {cutils}"
 
 
+def compare_port(built, sets, runs: int) -> None:
+    """Bucket counts of ``runs`` draws of the built reference partition and of :func:`reference_partition`."""
+    if built is None:
+        print("no built reference: nothing to compare")
+        return
+    for name in sets:
+        x = dpbench(f"{name}.n4096").astype(float)
+        for eps in EPSILONS:
+            rng = np.random.default_rng(1)
+            a = [built(x, RATIO * eps, (1 - RATIO) * eps, rng).size for _ in range(runs)]
+            b = [reference_partition(x, RATIO * eps, (1 - RATIO) * eps, rng).size for _ in range(runs)]
+            print(f"{name} ε = {eps}: buckets built {a}, port {b}", flush=True)
+
+
 def reference_release(x, W, epsilon, rng, partition) -> tuple[np.ndarray, np.ndarray]:
     eps1, eps2 = RATIO * epsilon, (1 - RATIO) * epsilon
     starts = partition(x, eps1, eps2, rng)
@@ -125,9 +141,15 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sets", nargs="*", default=list(DATASETS))
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the table goes (a subset run elsewhere)")
+    parser.add_argument("--compare-port", action="store_true",
+                        help="print the built reference's bucket counts next to the port's (needs $DPCOMP_SRC built)")
     args = parser.parse_args(argv)
     partition, source = built_reference()
     print(source)
+    if args.compare_port:
+        compare_port(partition, args.sets, args.runs)
+        return
     partition = partition or reference_partition
     pol = policy.dp(Domain.grid(K))
     loads = {"identity": workload.identity(K), "2,000 ranges": random_ranges(K, 2000, rng=7)}
@@ -181,7 +203,8 @@ def main(argv=None) -> None:
                         f"{int(np.sum(a[:, 2] > 1.1))} / {int(np.sum(a[:, 3] > 1.1))} of {len(a)}"])
     text = "\n\n".join([
         "# Our DAWA against dpcomp_core's DAWA (issue 25)",
-        f"Command: `python -m benchmarks.dawa_reference --runs {args.runs}` "
+        f"Command: `BLOWFISH_DATA=/work/shared/data python -m benchmarks.dawa_reference --runs {args.runs}"
+        f"{'' if list(args.sets) == list(DATASETS) else ' --sets ' + ' '.join(args.sets)}` "
         f"({time.perf_counter() - started:.0f} s). Reference partition: {source}.",
         "Mean squared error per query, mean of the runs. *ours: DAWA (PrivTree)* is `mechanisms.DAWA()` (ε-DP, "
         "PrivTree partition at ε₁ = 0.25ε); *ours: Adaptive* is `mechanisms.Adaptive()` (a share ρ = choice_share(k, ε) of ε, 0.016 at k = 4,096, chooses between "
@@ -200,7 +223,7 @@ def main(argv=None) -> None:
                         "Adaptive/Laplace worst", "DAWA/Laplace worst", "cells > 1.1× Laplace: Adaptive / DAWA"],
                        summary),
     ])
-    publish(RESULTS, text)
+    publish(args.out, text)
 
 
 if __name__ == "__main__":
