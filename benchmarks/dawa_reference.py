@@ -18,7 +18,7 @@ see :mod:`blowfish_nb.mechanisms.dawa`) followed by GreedyH. Its partition comes
 Its second stage is this package's GreedyH (``dawa._GreedyTree``, GreedyH's depth decay on the least-squares
 objective), which issue 25 measured at 0.99–1.15× the reference's own. Both DAWAs spend ε₁ = 0.25ε on the
 partition. Workloads: the histogram and 2,000 random ranges (seed 7); mean squared error per query over
-``--runs`` runs (seeded per cell); Laplace and the best data-independent mechanism (``choose_mechanism`` over
+``--runs`` runs (seeded per cell, one stream per method); Laplace and the best data-independent mechanism (``choose_mechanism`` over
 the default candidates) by their exact expected error. Policy: unbounded DP (every edge to ⊥).
 """
 
@@ -167,21 +167,24 @@ def main(argv=None) -> None:
                 lap = mechanisms.Laplace().expected_error(W, pol, eps)
                 best, _ = choose_mechanism(W, pol, eps, candidates=independent)
                 best_err = best.expected_error(W, pol, eps)
-                rng = np.random.default_rng([EPSILONS.index(eps), DATASETS.index(name), len(wname)])
+                # one stream per method (common random numbers): a change to one method leaves the others' draws,
+                # and so their columns, exactly as they were (issue 33: Adaptive's draws used to shift DAWA's)
+                r_ref, r_ours, r_part, r_old, r_ad = np.random.default_rng(
+                    [EPSILONS.index(eps), DATASETS.index(name), len(wname)]).spawn(5)
                 err = {k: [] for k in ("ref", "ours", "old", "adaptive")}
                 size = {"ref": [], "ours": []}
                 bias = {"ref": [], "ours": []}
                 for _ in range(args.runs):
-                    est, starts = reference_release(x, W, eps, rng, partition)
+                    est, starts = reference_release(x, W, eps, r_ref, partition)
                     err["ref"].append(np.mean((W @ est - truth) ** 2))
                     size["ref"].append(starts.size)
                     bias["ref"].append(bucket_bias(x, W, np.cumsum(np.isin(np.arange(K), starts)), truth))
-                    err["ours"].append(np.mean((ours.release(x, W, pol, eps, rng=rng) - truth) ** 2))
-                    labels = ours.partitions(x, pol, eps, 1, rng=rng, workload=W)[0]  # a fresh draw of the law W uses
+                    err["ours"].append(np.mean((ours.release(x, W, pol, eps, rng=r_ours) - truth) ** 2))
+                    labels = ours.partitions(x, pol, eps, 1, rng=r_part, workload=W)[0]  # a fresh draw of the law W uses
                     size["ours"].append(np.unique(labels).size)
                     bias["ours"].append(bucket_bias(x, W, labels, truth))
-                    err["old"].append(np.mean((old.release(x, W, pol, eps, rng=rng) - truth) ** 2))
-                    err["adaptive"].append(np.mean((adaptive.release(x, W, pol, eps, rng=rng) - truth) ** 2))
+                    err["old"].append(np.mean((old.release(x, W, pol, eps, rng=r_old) - truth) ** 2))
+                    err["adaptive"].append(np.mean((adaptive.release(x, W, pol, eps, rng=r_ad) - truth) ** 2))
                 e = {k: float(np.mean(v)) for k, v in err.items()}
                 b = {k: float(np.mean(v)) for k, v in bias.items()}
                 ratios[wname].append((e["ours"] / e["ref"], e["adaptive"] / e["ref"], e["adaptive"] / lap,
