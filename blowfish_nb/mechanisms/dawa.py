@@ -28,12 +28,14 @@ Two steps, ε = ε₁ + ε₂ (``ratio`` = ε₁/ε):
    (``benchmarks/dawa_spike.py``, ``dawa_spike.md``): PrivTree makes
    {0} a bucket with probability 0.046 (its lone-cell level θ + 5δ is
    4,293), and the bucket holding the spike costs 1,356 a cell in
-   expectation (measured: 1,560). A lower bound for *every* release with
-   an ε₁-DP partition and this second stage, over the data set and its
-   copies with the spike moved to any empty cell, is 74.5 a cell (derived
-   there: a group-privacy chain from 0 to h records bounds P[false
-   singleton]·P[missed spike] ≥ ¼e^{−ε₁(h+1)} per cell): about 1.4× the
-   reference's error, so 3× is not ruled out. A per-cell test
+   expectation (the partition's own error measured in
+   ``dawa_reference.md``: 1,630). Every release with an ε₁-DP partition
+   and this second stage costs at least 74.5 a cell on the data set or on
+   one of its copies with the spike moved to an empty cell (derived there:
+   a chain of neighbours from 0 to h records bounds P[false
+   singleton]·P[missed spike] ≥ ¼e^{−ε₁(h+1)} per cell): 1.33× the
+   reference's expected error (55.8 ± 5.7 a cell over 1,000 runs), so 3×
+   is not ruled out. A per-cell test
    x_i + Lap(1/ε₁) > T nearly reaches it (74.6) but spends all of ε₁ on
    spikes; with half of ε₁ it is 425 a cell, so no public split of ε₁
    between such a test and PrivTree reaches 3× here, and Laplace (20,000)
