@@ -1,6 +1,6 @@
 """The largest spike of each DPBench histogram: what PrivTree does with it, and what any private partition must pay.
 
-Run: ``BLOWFISH_DATA=/work/shared/data .venv/bin/python -m benchmarks.dawa_spike`` (writes
+Run: ``BLOWFISH_DATA=/work/shared/data .venv/bin/python -m benchmarks.dawa_spike [--reference-runs N]`` (writes
 benchmarks/results/dawa_spike.md; seconds: every figure is in closed form, no noise is drawn). It reads the
 reference DAWA's measured histogram error from ``dawa_reference.md`` (run that first).
 
@@ -42,7 +42,8 @@ partition step that spends all of ε₁ on finding spikes (ε₁-DP by parallel 
 test), which shows the bound is nearly reached for the spike alone but leaves nothing for the rest of the
 partition; *per-cell test at ε₁/2*: the same with half of ε₁ (what a hybrid that kept the other half for
 PrivTree could at best do on the spike); *PrivTree's lone-cell level*: θ + (D − 1 − j₀)δ, the count at which a lone
-cell's parent is split with probability ½; *lower bound*: the bound above, per cell; *reference*: dpcomp_core's DAWA as measured in
+cell's parent is split with probability ½; *lower bound*: the bound above, per cell; *reference*: dpcomp_core's
+DAWA as measured in
 ``dawa_reference.md`` (identity), and 3× that, the issue's target.
 """
 
@@ -102,7 +103,8 @@ def per_cell_test(cs: float, z: int, h: float, H: float, eps1: float) -> float:
     """min over T of max(c_s·z·q(T), H·m(T)) for the test x + Lap(1/ε₁) > T (a grid of T, fine enough)."""
     T = np.linspace(0.0, 3 * h + 10 / eps1, 20001)
     q = 0.5 * np.exp(-eps1 * T)
-    m = np.where(T <= h, 0.5 * np.exp(-eps1 * (h - T)), 1 - 0.5 * np.exp(-eps1 * (T - h)))
+    tail = 0.5 * np.exp(-eps1 * np.abs(T - h))
+    m = np.where(T <= h, tail, 1 - tail)
     return float(np.min(np.maximum(cs * z * q, H * m)))
 
 
@@ -116,8 +118,27 @@ def reference_errors() -> dict:
     return out
 
 
-def main() -> None:
+def measure_reference(x: np.ndarray, eps: float, runs: int) -> tuple[float, float]:
+    """Mean and standard error of the reference DAWA's identity error over ``runs`` fresh runs (the port)."""
+    import scipy.sparse as sp
+
+    from benchmarks.dawa_reference import reference_partition, reference_release
+
+    rng = np.random.default_rng(33)
+    W = sp.identity(x.size, format="csr")
+    e = np.array([np.mean((reference_release(x, W, eps, rng, reference_partition)[0] - x) ** 2) for _ in range(runs)])
+    return float(e.mean()), float(e.std(ddof=1) / np.sqrt(runs))
+
+
+def main(argv=None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reference-runs", type=int, default=0,
+                        help="re-measure the reference where the bound is within 10× of 3 × its tabled error")
+    args = parser.parse_args(argv)
     ref = reference_errors()
+    remeasured = []
     offset = (K - 1).bit_length() // 2
     rows = []
     for name in DATASETS:
@@ -140,12 +161,18 @@ def main() -> None:
             lam = privtree_scale(eps1)
             level = 1 / eps2 + (int(math.log2(K)) - 1 - offset) * lam * math.log(FANOUT)
             r, ours = ref.get((name, eps), (float("nan"), float("nan")))
+            if args.reference_runs and lb > 0.3 * r:
+                mean, se = measure_reference(x, eps, args.reference_runs)
+                remeasured.append([name, eps, f"{r:.4g}", f"{mean:.4g} ± {se:.2g}", f"{3 * mean:.4g}", f"{lb:.4g}",
+                                   f"{lb / mean:.2f}"])
             rows.append([name, eps, f"{h:.0f} (cell {i})", f"{M:.0f}", z, f"{eps1 * h:.2f}", f"{math.log(K):.2f}",
-                         f"{level:.4g}", f"{p_iso:.3f}", f"{bias / K:.4g}", f"{test:.4g}", f"{half:.4g}", f"{lb:.4g}", f"{r:.4g}", f"{3 * r:.4g}",
+                         f"{level:.4g}", f"{p_iso:.3f}", f"{bias / K:.4g}", f"{test:.4g}", f"{half:.4g}",
+                         f"{lb:.4g}", f"{r:.4g}", f"{3 * r:.4g}",
                          f"{ours:.4g}", "**yes**" if lb > 3 * r else "no"])
     publish(RESULTS / "dawa_spike.md", "\n\n".join([
         "# The largest spike: PrivTree's isolation against a lower bound for any private partition (issue 33)",
-        "Command: `BLOWFISH_DATA=/work/shared/data python -m benchmarks.dawa_spike` (closed form; reads the "
+        f"Command: `BLOWFISH_DATA=/work/shared/data python -m benchmarks.dawa_spike"
+        f"{' --reference-runs ' + str(args.reference_runs) if args.reference_runs else ''}` (closed form; reads the "
         "reference's and our DAWA's measured identity errors from `dawa_reference.md`). Definitions and the "
         "bound's derivation: the module docstring. All errors are total squared error / k (per cell, comparable "
         "with the mean squared error per query of the identity workload). ε₁ = 0.25ε, ε₂ = 0.75ε, k = 4,096, DP.",
@@ -154,6 +181,10 @@ def main() -> None:
                         "per-cell test (minimax)", "per-cell test at ε₁/2",
                         "lower bound (any private partition)", "reference DAWA", "3 × reference", "ours: DAWA",
                         "bound > 3 × reference?"], rows),
+        *([f"Re-measured with `--reference-runs {args.reference_runs}` (the reference's error is heavy-tailed: "
+           "three runs are not enough where the bound comes near 3×; mean ± standard error, port, seed 33):",
+           markdown_table(["data", "ε", "reference (table)", "reference (re-measured)", "3 × reference",
+                           "lower bound", "bound / reference"], remeasured)] if remeasured else []),
     ]))
 
 
