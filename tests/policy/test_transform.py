@@ -120,7 +120,7 @@ def test_subtree_sums_by_running_sum_equal_the_triangular_solve(tree):
     triangular solve it replaced (still used for other x), on every tree family and on a grounded forest."""
     from scipy.sparse.linalg import spsolve_triangular
 
-    t = policy.transform(tree)
+    t = policy.Transform(tree)  # the generic forest path (transform() writes H^θ out: tests/policy/test_htheta_tree.py)
     rng = np.random.default_rng(tree.domain.size)
     for x in (rng.poisson(4, size=tree.domain.size).astype(float), np.zeros(tree.domain.size),
               rng.integers(-3, 9, size=tree.domain.size).astype(float)):
@@ -137,7 +137,7 @@ def test_subtree_runs_of_a_deep_tree():
     """H^θ at k = 2,000, θ = 4 is a chain of hubs ~k/θ deep: the running-sum x_G equals the solve's."""
     from scipy.sparse.linalg import spsolve_triangular
 
-    t = policy.transform(policy.spanning_tree(policy.threshold(Domain.grid(2000), 4), "htheta"))
+    t = policy.Transform(policy.spanning_tree(policy.threshold(Domain.grid(2000), 4), "htheta"))
     x = np.random.default_rng(5).poisson(3, size=2000).astype(float)
     subtree = np.empty(t.k)
     subtree[t._order] = spsolve_triangular(t._tri, x[t._order], lower=False, unit_diagonal=True)
