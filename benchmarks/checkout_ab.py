@@ -3,8 +3,10 @@
 Run: ``nice -n 10 /work/main/.venv/bin/python -m benchmarks.checkout_ab A_ROOT B_ROOT [REPEATS]`` from a
 checkout's root. Each repeat starts one new interpreter per case and per checkout, in the order A, B, A, B, …
 (so load drifts hit both alike); each child imports the package from its checkout (``PYTHONPATH``), builds
-the inputs, then times its *first* release (nothing cached: plans, trees, Δ are built inside the timed call).
-Prints medians and minima per case and checkout, and the B ÷ A ratio of the medians (paired per repeat too).
+the inputs, then times its *first* release (nothing cached: plans, trees, Δ are built inside the timed call), in
+wall-clock seconds and in the process's CPU seconds (``time.process_time``: on a machine shared by many, the wall
+clock mostly measures the others' load; CPU time is what the release itself costs). Prints medians and minima per
+case and checkout, and the B ÷ A ratio of the medians (paired per repeat too).
 
 Cases (G^θ with θ = 16, or the line, on 10⁶ cells):
 
@@ -43,9 +45,9 @@ else:
     W, pol = workload.prefix(k), policy.threshold(Domain.grid(k), theta)
     mech = mechanisms.OrderedHierarchical() if case == "ordered-hierarchical" else mechanisms.HThetaRanges()
     run = lambda: (mech.release(x, W, pol, 1.0, rng=1), mech.name)[1]
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 name = run()
-print(json.dumps({"s": time.perf_counter() - t, "mechanism": name}))
+print(json.dumps({"s": time.perf_counter() - t, "cpu": time.process_time() - c, "mechanism": name}))
 """
 
 CASES = ("threshold-3-ranges", "line-3-ranges", "ordered-hierarchical", "htheta-privelet")
@@ -55,6 +57,7 @@ def main() -> None:
     a_root, b_root = sys.argv[1], sys.argv[2]
     repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     times = {(c, r): [] for c in CASES for r in (a_root, b_root)}
+    cpu = {(c, r): [] for c in CASES for r in (a_root, b_root)}
     names = {}
     for _ in range(repeats):
         for case in CASES:
@@ -64,19 +67,21 @@ def main() -> None:
                                      check=True, env=env, cwd=root)
                 got = json.loads(out.stdout.strip().splitlines()[-1])
                 times[case, root].append(got["s"])
+                cpu[case, root].append(got["cpu"])
                 names[case, root] = got["mechanism"]
     print(f"A = {a_root}, B = {b_root}; {repeats} alternating fresh interpreters per case; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("| case | mechanism (A / B) | A median s | A min s | B median s | B min s | B ÷ A (medians) "
+    print("| case | mechanism (A / B) | clock | A median s | A min s | B median s | B min s | B ÷ A (medians) "
           "| B ÷ A (median of pairs) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for case in CASES:
-        a, b = times[case, a_root], times[case, b_root]
-        pairs = statistics.median(y / x for x, y in zip(a, b))
-        print(f"| {case} | {names[case, a_root]} / {names[case, b_root]} | {statistics.median(a):.3f} | "
-              f"{min(a):.3f} | {statistics.median(b):.3f} | {min(b):.3f} | "
-              f"{statistics.median(b) / statistics.median(a):.2f} | {pairs:.2f} |")
-
+        for clock, table in (("wall", times), ("CPU", cpu)):
+            a, b = table[case, a_root], table[case, b_root]
+            pairs = statistics.median(y / x for x, y in zip(a, b))
+            print(f"| {case} | {names[case, a_root]} / {names[case, b_root]} | {clock} | {statistics.median(a):.3f} | "
+                  f"{min(a):.3f} | {statistics.median(b):.3f} | {min(b):.3f} | "
+                  f"{statistics.median(b) / statistics.median(a):.2f} | {pairs:.2f} |")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 if __name__ == "__main__":
     main()

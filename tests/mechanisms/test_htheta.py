@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from blowfish_nb import Domain, mechanisms, policy
+from blowfish_nb import Domain, mechanisms, policy, workload
 from blowfish_nb.analysis import audit
 from blowfish_nb.exceptions import InvalidParameterError, PolicyError
 from blowfish_nb.mechanisms.htheta import _Plan
@@ -54,6 +54,8 @@ def test_query_variances_equal_dense_least_squares(k, theta):
     layout = np.zeros((len(plan.t.edges), plan.n_groups * plan.K))
     layout[np.arange(len(plan.t.edges)), plan.column] = plan.sign
     Wg = WH @ layout
+    assert np.array_equal(plan.group_rows(R).toarray(), Wg)  # the relabelled columns equal the product exactly
+    assert np.array_equal(plan.group_rows(workload.matrix(R.dense())).toarray(), Wg)
     S = np.kron(np.eye(plan.n_groups), plan.A)
     want = np.einsum("ij,jk,ik->i", Wg, np.linalg.pinv(S.T @ S), Wg)
     assert np.allclose(mechanisms.HThetaRanges().query_variances(R, g), want)

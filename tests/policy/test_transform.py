@@ -90,6 +90,8 @@ def test_tree_fast_path_scales():
 
 @pytest.mark.parametrize("edges", [
     np.array([[i, i + 1] for i in range(11)]),                   # short edges: the windowed scan
+    np.array([[0, 2], [1, 2], [2, 5], [3, 5], [4, 5], [5, 8], [6, 8], [7, 8], [8, 11], [9, 11], [10, 11]]),  # H^3
+    np.array([[5, 2], [1, 2], [8, 11], [3, 5], [4, 5], [2, 5], [6, 8], [7, 9], [8, 11], [11, 9], [0, 1]]),  # unsorted
     np.array([[0, j] for j in range(1, 12)]),                   # a star: long edges, the direct count
     np.array([[i, -1] for i in range(12)] + [[2, 9], [0, 11]]),  # ⊥ edges and long ones
     np.array([[i, -1] for i in range(12)]),                     # the dp star: counted by sorted ends
