@@ -216,7 +216,7 @@ class HThetaTransform(Transform):
     absolute sum is below 2⁵³ make every partial sum exact, so this equals the
     generic transform's exact subtree sums bit for bit; any other x goes to the
     generic transform (built then). Tested array for array against
-    :class:`Transform` on every (k, θ) of small domains.
+    :class:`Transform` on small domains (k ≤ 19, θ from 1 to past k).
     """
 
     def __init__(self, policy: Policy, theta: int, written=None):  # noqa: D107 — Transform.__init__ is not called
