@@ -7,7 +7,7 @@ measured DAWA/Laplace ratios from ``dawa_reference.md`` (the 7 DPBench sets, his
 Both statistics are compared with τ = k·2(g/ε′)², Laplace's error at the ε′ = (1 − ρ)ε it would get, by
 S + Lap(Δ/(ρε)) < τ (ρ = ``choice_share(k, ε)``); the column "noise b/τ" is the comparison's noise scale against τ.
 
-* **S** (Adaptive's): Σ_i min(x_i², c²), c = g/ε₁, Δ = g(2c + 1). A cell above c is charged c² (what a cell at the
+* **S** (Adaptive's): Σ_i min(x_i², c²), c = g/ε₁, Δ = 2c − 1 under every policy (issue 33; g(2c + 1) before). A cell above c is charged c² (what a cell at the
   edge of the partition's visibility costs), one below pays x_i² (merged with empty neighbours).
 * **T** (tried here, not in the mechanism): the bias PrivTree's noise-free partition would leave. The within-bucket
   squared deviation of a bucket that is a tree node u is Σ over u's internal descendants v of (n_a − n_b)²/|v|
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from blowfish_nb.mechanisms.adaptive import choice_share
+from blowfish_nb.mechanisms.adaptive import choice_share, choice_statistic
 from blowfish_nb.mechanisms.dawa import RATIO, hilbert_order
 from blowfish_nb.mechanisms.privtree import FANOUT, privtree_scale, tree_nodes
 from benchmarks._data import dpbench
@@ -50,7 +50,7 @@ def statistics(x: np.ndarray, eps: float, g: int) -> dict:
     e1, e2 = RATIO * ep / g, (1 - RATIO) * ep
     tau = k * 2 * (g / ep) ** 2
     c = g / (RATIO * ep)
-    S, dS = float(np.sum(np.minimum(x**2, c**2))), g * (2 * c + 1)
+    S, dS = choice_statistic(x, c)
     lam = privtree_scale(e1)
     delta, theta = lam * np.log(FANOUT), g / e2
     lo, hi, depth, _ = tree_nodes(k)

@@ -7,8 +7,10 @@ scored dev + 1/ε₂ + Lap((2 − 1/L − 1/n)/ε₁), no noise on single cells,
 see :mod:`blowfish_nb.mechanisms.dawa`) followed by GreedyH. Its partition comes from:
 
 * the C++ extension of a checkout at ``$DPCOMP_SRC`` when that checkout has it built
-  (``dpcomp_core/algorithm/dawa/cutils/_cutil*.so``; build it yourself with the checkout's own ``setup.sh``;
-  this path was not run here: no built extension was available), else
+  (``dpcomp_core/algorithm/dawa/cutils/_cutil*.so``; build it with the checkout's own ``setup.sh`` or, as issue 33
+  did on Python 3.11 with swig 4.2.1 from PyPI, ``CFLAGS="-DPyString_Check=PyUnicode_Check -DPyInt_Check=PyLong_Check
+  -DPyInt_AsLong=PyLong_AsLong" python setup.py build_ext -b ./cutils/ --swig-cpp`` in ``dpcomp_core/algorithm/dawa``
+  of master; ``--compare-port`` then prints the built partition's bucket counts next to the port's), else
 * **a pure-Python port of ``cutil.cpp``'s ``L1partition_approx``** (:func:`reference_partition` below, written
   from reading the python3 branch; same scores, same floor, same tie rule ``<=``, continuous Laplace noise from
   numpy instead of its Mersenne twister). The page says which was used.
@@ -16,7 +18,7 @@ see :mod:`blowfish_nb.mechanisms.dawa`) followed by GreedyH. Its partition comes
 Its second stage is this package's GreedyH (``dawa._GreedyTree``, GreedyH's depth decay on the least-squares
 objective), which issue 25 measured at 0.99–1.15× the reference's own. Both DAWAs spend ε₁ = 0.25ε on the
 partition. Workloads: the histogram and 2,000 random ranges (seed 7); mean squared error per query over
-``--runs`` runs (seeded per cell); Laplace and the best data-independent mechanism (``choose_mechanism`` over
+``--runs`` runs (seeded per cell, one stream per method); Laplace and the best data-independent mechanism (``choose_mechanism`` over
 the default candidates) by their exact expected error. Policy: unbounded DP (every edge to ⊥).
 """
 
@@ -101,6 +103,20 @@ def built_reference():
     return partition, f"dpcomp_core's own L1partition_approx built at {cutils}"
 
 
+def compare_port(built, sets, runs: int) -> None:
+    """Bucket counts of ``runs`` draws of the built reference partition and of :func:`reference_partition`."""
+    if built is None:
+        print("no built reference: nothing to compare")
+        return
+    for name in sets:
+        x = dpbench(f"{name}.n4096").astype(float)
+        for eps in EPSILONS:
+            rng = np.random.default_rng(1)
+            a = [built(x, RATIO * eps, (1 - RATIO) * eps, rng).size for _ in range(runs)]
+            b = [reference_partition(x, RATIO * eps, (1 - RATIO) * eps, rng).size for _ in range(runs)]
+            print(f"{name} ε = {eps}: buckets built {a}, port {b}", flush=True)
+
+
 def reference_release(x, W, epsilon, rng, partition) -> tuple[np.ndarray, np.ndarray]:
     eps1, eps2 = RATIO * epsilon, (1 - RATIO) * epsilon
     starts = partition(x, eps1, eps2, rng)
@@ -125,9 +141,15 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sets", nargs="*", default=list(DATASETS))
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the table goes (a subset run elsewhere)")
+    parser.add_argument("--compare-port", action="store_true",
+                        help="print the built reference's bucket counts next to the port's (needs $DPCOMP_SRC built)")
     args = parser.parse_args(argv)
     partition, source = built_reference()
     print(source)
+    if args.compare_port:
+        compare_port(partition, args.sets, args.runs)
+        return
     partition = partition or reference_partition
     pol = policy.dp(Domain.grid(K))
     loads = {"identity": workload.identity(K), "2,000 ranges": random_ranges(K, 2000, rng=7)}
@@ -145,21 +167,24 @@ def main(argv=None) -> None:
                 lap = mechanisms.Laplace().expected_error(W, pol, eps)
                 best, _ = choose_mechanism(W, pol, eps, candidates=independent)
                 best_err = best.expected_error(W, pol, eps)
-                rng = np.random.default_rng([EPSILONS.index(eps), DATASETS.index(name), len(wname)])
+                # one stream per method (common random numbers): a change to one method leaves the others' draws,
+                # and so their columns, exactly as they were (issue 33: Adaptive's draws used to shift DAWA's)
+                r_ref, r_ours, r_part, r_old, r_ad = np.random.default_rng(
+                    [EPSILONS.index(eps), DATASETS.index(name), len(wname)]).spawn(5)
                 err = {k: [] for k in ("ref", "ours", "old", "adaptive")}
                 size = {"ref": [], "ours": []}
                 bias = {"ref": [], "ours": []}
                 for _ in range(args.runs):
-                    est, starts = reference_release(x, W, eps, rng, partition)
+                    est, starts = reference_release(x, W, eps, r_ref, partition)
                     err["ref"].append(np.mean((W @ est - truth) ** 2))
                     size["ref"].append(starts.size)
                     bias["ref"].append(bucket_bias(x, W, np.cumsum(np.isin(np.arange(K), starts)), truth))
-                    err["ours"].append(np.mean((ours.release(x, W, pol, eps, rng=rng) - truth) ** 2))
-                    labels = ours.partitions(x, pol, eps, 1, rng=rng, workload=W)[0]  # a fresh draw of the law W uses
+                    err["ours"].append(np.mean((ours.release(x, W, pol, eps, rng=r_ours) - truth) ** 2))
+                    labels = ours.partitions(x, pol, eps, 1, rng=r_part, workload=W)[0]  # a fresh draw of the law W uses
                     size["ours"].append(np.unique(labels).size)
                     bias["ours"].append(bucket_bias(x, W, labels, truth))
-                    err["old"].append(np.mean((old.release(x, W, pol, eps, rng=rng) - truth) ** 2))
-                    err["adaptive"].append(np.mean((adaptive.release(x, W, pol, eps, rng=rng) - truth) ** 2))
+                    err["old"].append(np.mean((old.release(x, W, pol, eps, rng=r_old) - truth) ** 2))
+                    err["adaptive"].append(np.mean((adaptive.release(x, W, pol, eps, rng=r_ad) - truth) ** 2))
                 e = {k: float(np.mean(v)) for k, v in err.items()}
                 b = {k: float(np.mean(v)) for k, v in bias.items()}
                 ratios[wname].append((e["ours"] / e["ref"], e["adaptive"] / e["ref"], e["adaptive"] / lap,
@@ -181,10 +206,11 @@ def main(argv=None) -> None:
                         f"{int(np.sum(a[:, 2] > 1.1))} / {int(np.sum(a[:, 3] > 1.1))} of {len(a)}"])
     text = "\n\n".join([
         "# Our DAWA against dpcomp_core's DAWA (issue 25)",
-        f"Command: `python -m benchmarks.dawa_reference --runs {args.runs}` "
+        f"Command: `BLOWFISH_DATA=/work/shared/data python -m benchmarks.dawa_reference --runs {args.runs}"
+        f"{'' if list(args.sets) == list(DATASETS) else ' --sets ' + ' '.join(args.sets)}` "
         f"({time.perf_counter() - started:.0f} s). Reference partition: {source}.",
         "Mean squared error per query, mean of the runs. *ours: DAWA (PrivTree)* is `mechanisms.DAWA()` (ε-DP, "
-        "PrivTree partition at ε₁ = 0.25ε); *ours: Adaptive* is `mechanisms.Adaptive()` (a share ρ = choice_share(k, ε) of ε, 0.016–0.018 at k = 4,096, chooses between "
+        "PrivTree partition at ε₁ = 0.25ε); *ours: Adaptive* is `mechanisms.Adaptive()` (a share ρ = choice_share(k, ε) of ε, 0.016 at k = 4,096, chooses between "
         "that DAWA and Laplace by S = Σ min(x², c²), c = 1/ε₁ DAWA's partition noise, against Laplace's kσ²; the "
         "rest runs the one chosen; `mechanism=\"auto\"` on histograms of ≥ 512 cells); *DAWA (l1, before)* is the noisy least-cost "
         "partition this issue replaces. Laplace and the best data-independent mechanism: exact expected error. "
@@ -200,7 +226,7 @@ def main(argv=None) -> None:
                         "Adaptive/Laplace worst", "DAWA/Laplace worst", "cells > 1.1× Laplace: Adaptive / DAWA"],
                        summary),
     ])
-    publish(RESULTS, text)
+    publish(args.out, text)
 
 
 if __name__ == "__main__":

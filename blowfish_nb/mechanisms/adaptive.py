@@ -29,46 +29,76 @@ depends on the data, so the choice is made privately, with a small share
   failed on the same sets, the first on dense ones, the second on flat
   runs: the choice of principle was checked on data we have, and the
   held-out sets should judge it.)
-* **Why it is private.** One count moving by 1 moves min(x², c²) by at
-  most 2c + 1 (the slope of x² below the cap is at most 2c; above it the
-  term is constant), and a neighbour under the policy moves at most g
-  counts (g = 1 when every edge goes to ⊥, else 2), so Δ_S = g(2c + 1),
-  public. The noisy comparison is the Laplace mechanism at ρε followed by a
-  comparison with the public number τ: (ρε, G)-private. The release that
-  follows is ε′-private whichever it is (each claims its own ε), so the
-  whole is ε-private by sequential composition; the choice itself may be
-  published (``budget_split`` states the split for the release's
-  provenance). Checked in exact arithmetic (the closed-form probability
-  of each outcome, F_Lap(τ − S), on every histogram in {0..7}⁴ and each of
-  its neighbours under dp, line and a graph with ⊥: log-ratio ≤ ρε), by
-  brute force on the statistic's moves, and by the violation hunter under
-  dp, line, θ = 2 and a custom graph with ⊥; the comparison with half its
-  noise is flagged (``tests/mechanisms/test_adaptive.py``).
-* **How ρ is set: the least share whose comparison noise is τ/(2 ln k)**
-  (:func:`choice_share`, a public function of k and ε, at most
-  :data:`SHARE` = 0.03). ρ buys two things that pull apart. On a dense
-  histogram the fallback runs with (1 − ρ)ε and pays 1/(1 − ρ)² ≈ 1 + 2ρ
-  of its error at ε; the fixed 0.03 of issue 25's first version paid 1.063
-  everywhere, and three runs' sampling error (2% a run-mean at k = 4,096)
-  put SEARCHLOGS at ε = 1 at 1.102 × Laplace although the choice picked
+* **Why it is private: Δ_S = c² − (c − 1)₊², under every policy (issue 33).**
+  Write f(t) = min(t₊, c)², so S = Σ_i f(x_i) (t₊ = max(t, 0): on a
+  histogram of records the clip changes nothing). f is non-decreasing, and
+  one record more in a cell raises it by at most
+  Δ₁ = sup_{t ≥ 0} f(t + 1) − f(t) = c² − (c − 1)₊² (2c − 1 when c ≥ 1,
+  reached at t = c − 1; c² below, at t = 0). A Blowfish neighbour differs
+  by one record along one edge of the policy graph, and there are two
+  kinds of edge:
+
+  - *an edge (u, ⊥)* (unbounded DP, and the ⊥ edges of any custom graph):
+    x′ = x ± e_u, so |S′ − S| = |f(x_u ± 1) − f(x_u)| ≤ Δ₁;
+  - *an edge (u, v) between cells* (line, threshold θ, grid, the cell edges
+    of a custom graph): the record moves, x′ = x − e_u + e_v with x_u ≥ 1,
+    and S′ − S = [f(x_v + 1) − f(x_v)] − [f(x_u) − f(x_u − 1)]. Both brackets
+    lie in [0, Δ₁] because f is non-decreasing, so their *difference* lies
+    in [−Δ₁, Δ₁]: the two counts move in opposite directions and their
+    changes cancel rather than add.
+
+  So Δ_S = Δ₁ under every policy, whatever its group size g (the number of
+  counts a neighbour changes, which the partition step and so the cap
+  c = g/ε₁ still use). Until issue 33 the module charged g(2c + 1) — the
+  slope bound 2c + 1 (one more than the largest step 2c − 1), and twice
+  over for g = 2 —, so under a policy with cell edges half of ρε bought
+  nothing (an attacker measured the exact worst loss at 0.4994ρε). Δ₁ is
+  tight: the pair x_v = c − 1 → c (with x_u ≥ c + 1 for a moved record)
+  moves S by Δ₁ when c is a whole count. The noisy comparison is the
+  Laplace mechanism at ρε on S followed by a comparison with the public
+  number τ: (ρε, G)-private. The release that follows is ε′-private
+  whichever it is (each claims its own ε), so the whole is ε-private by
+  sequential composition; the choice itself may be published
+  (``budget_split`` states the split for the release's provenance).
+  Policies whose neighbours are not single-record moves (count
+  constraints) are refused before the data are read (:meth:`refusal`).
+  Checked in exact arithmetic (the closed-form probability of each
+  outcome, F_Lap(τ − S), on every histogram in {0..7}⁴ and each of its
+  neighbours under dp, line and a graph with ⊥: the log-ratio reaches
+  ρε and never exceeds it; with noise Δ₁/2 it reaches 2ρε), by brute
+  force on the statistic's moves along every edge, and by the violation
+  hunter under dp, line, θ = 2 and a custom graph with ⊥; the comparison
+  with half its noise (Δ₁/2) is flagged under dp and the line
+  (``tests/mechanisms/test_adaptive.py``).
+* **How ρ is set: the least share whose comparison noise is at most τ/(2 ln k)**
+  (:func:`choice_share`, a public function of k, at most :data:`SHARE` =
+  0.03). ρ buys two things that pull apart. On a dense histogram the
+  fallback runs with (1 − ρ)ε and pays 1/(1 − ρ)² ≈ 1 + 2ρ of its error
+  at ε; the fixed 0.03 of issue 25's first version paid 1.063 everywhere,
+  and three runs' sampling error (2% a run-mean at k = 4,096) put
+  SEARCHLOGS at ε = 1 at 1.102 × Laplace although the choice picked
   Laplace in every run (S ≈ 4τ, P[DAWA] < 10⁻³). On a sparse histogram a
   wrong choice costs the fallback's whole error, so the noise must be
-  small against τ. The comparison's noise scale is b = Δ_S/(ρε); under DP
-  (g = 1, the largest b/τ: for g = 2 the "+1" of Δ_S weighs half) with
-  Laplace's τ = 2k/ε′² and c = 1/(Rε′), R = DAWA's ratio,
-  b/τ = (1 − ρ)(2/R + ε(1 − ρ))/(2ρk). Asking b = τ/(2 ln k) gives
-  ρ/(1 − ρ) ≤ a = ln k·(2/R + ε)/k (taking ε(1 − ρ) ≤ ε errs toward less
-  noise), ρ = a/(1 + a). Why 2 ln k: an empty histogram (S = 0) then goes
-  to the fallback with probability ½e^{−τ/b} = ½k⁻², which adds
-  e_F/(2k²) a cell in expectation — at most about a quarter of what DAWA
-  itself pays on it (at least one bucket of noise 2/ε₂² spread over k cells, 2/(ε₂k)² a cell,
-  ε₂ = 0.75ε′) — and a histogram whose S is within a few b of τ is one
-  where, by the model, either release costs about the same. At k = 4,096
-  and ε = 1, ρ = 0.018 (the fallback 1.037 × Laplace); at ε = 0.01,
-  0.016. From k ≈ 2,000 down the cap 0.03 applies (1.063). "auto" offers
-  Adaptive from :data:`AUTO_MIN_CELLS` = 512 cells on, where at ρ = 0.03
-  b ≤ τ/ln 50 for ε ≤ 0.5 (S = 0 or 2τ misjudged with probability
-  ≤ 1%). ρ is public (k, ε), so any value keeps the argument above.
+  small against τ. The comparison's noise scale is b = Δ_S/(ρε), and
+  Δ_S ≤ 2c for every c (2c − 1 when c ≥ 1, c² ≤ 2c below). Under DP,
+  with Laplace's τ = 2k/ε′², c = 1/(Rε′) (R = DAWA's ratio), this gives
+  b/τ ≤ (1 − ρ)/(Rρk), free of ε; under a policy with cell edges (g = 2)
+  c doubles and τ quadruples, so b/τ is half that (ρ is kept one function
+  of k for every policy: ``budget_split`` states it from the workload
+  alone). Asking b ≤ τ/(2 ln k) gives ρ/(1 − ρ) ≥ a = 2 ln k/(Rk),
+  ρ = a/(1 + a). (Before issue 33, with Δ_S = 2c + 1, the rule read
+  a = ln k·(2/R + ε)/k: ρ = 0.018 at k = 4,096 and ε = 1.) Why 2 ln k:
+  an empty histogram (S = 0) then goes to the fallback with probability
+  ½e^{−τ/b} ≤ ½k⁻², which adds e_F/(2k²) a cell in expectation — at most
+  about a quarter of what DAWA itself pays on it (at least one bucket of
+  noise 2/ε₂² spread over k cells, 2/(ε₂k)² a cell, ε₂ = 0.75ε′) — and a
+  histogram whose S is within a few b of τ is one where, by the model,
+  either release costs about the same. At k = 4,096, ρ = 0.016 at every
+  ε (the fallback 1.033 × Laplace); from k ≈ 2,000 down the cap 0.03
+  applies (1.063). "auto" offers Adaptive from :data:`AUTO_MIN_CELLS` =
+  512 cells on, where at ρ = 0.03 b ≤ 0.253τ < τ/ln 50 at every ε (S = 0
+  or 2τ misjudged with probability ≤ 1%). ρ is public (k), so any value
+  keeps the argument above.
 * **Only for the histogram.** S speaks of cells; for any other workload
   (ranges, boxes) no such statistic is built here, and the whole ε goes to
   the data-dependent release (DAWA's ranges beat the best data-independent
@@ -97,10 +127,11 @@ depends on the data, so the choice is made privately, with a small share
   is then C/(ρε) against τ: with the Haar bias of the noise-free PrivTree
   partition (``benchmarks/dawa_choice.py``: T = Σ over nodes below their
   split level of min(|n_a − n_b|, (C_d − n)₊)²/|v|, Δ_T ≈ gC) that is
-  0.25τ at ρ ≈ 0.018, 4× S's, and the tweets at ε = 0.1 sit at T = 1.01τ:
-  a coin toss, paid for by a 1% chance of Laplace on every empty or sparse
-  histogram (which alone doubles DAWA's error at ε = 0.01). max(S, T) is
-  right in 22 of the 24 cells where S is in 21 (``dawa_choice.md``), not
+  0.26τ at ρ = 0.016, 4–5× S's under DP and 9× under G¹ (with issue 33's
+  Δ_S), and the tweets at ε = 0.1 sit at T = 1.01τ: a coin toss, paid for
+  by a 1% chance of Laplace on every empty or sparse histogram (which
+  alone doubles DAWA's error at ε = 0.01). max(S, T) is right in 23 of the
+  24 cells where S is in 22 (``dawa_choice.md``, issue 33's run), not
   enough for that price. Estimating the partitioned release's own error
   instead (draw the partition, then a noisy bias given it) has two costs
   that fail the 1.1 × Laplace target by construction: a fallback chosen
@@ -126,7 +157,7 @@ from ..policy import Policy
 from ..ranges import as_ranges
 from ..workload import Identity, Workload
 from . import noise
-from .base import Mechanism
+from .base import Mechanism, _check_histogram
 from .dawa import DAWA, RATIO, _group
 from .laplace import Laplace
 
@@ -243,12 +274,18 @@ class Adaptive(Mechanism):
         return chosen.release(x, workload, policy, (1 - self.rho(x.size, epsilon)) * epsilon, rng=rng)
 
     def choose(self, x, policy: Policy, epsilon: float, rng: np.random.Generator) -> str:
-        """The name of the release chosen ((share·ε, policy)-private; see the module notes)."""
-        x = np.asarray(x, dtype=float)
+        """The name of the release chosen ((share·ε, policy)-private; see the module notes).
+
+        Raises
+        ------
+        InvalidParameterError
+            When ``x`` is not a histogram of whole, non-negative counts over the policy's domain.
+        """
+        x = _check_histogram(x, policy.domain.size)
         rho = self.rho(policy.domain.size, epsilon)
         rest = (1 - rho) * epsilon
         cap = choice_cap(self.dependent, policy, rest)
-        stat, delta = choice_statistic(x, cap, _group(policy))
+        stat, delta = choice_statistic(x, cap)
         noisy = stat + float(noise.selection_laplace(rng, delta / (rho * epsilon), 1)[0])
         return self.dependent.name if noisy < self.threshold(policy, rest) else self.fallback.name
 
@@ -312,29 +349,36 @@ def choice_cap(dependent: Mechanism, policy: Policy, epsilon: float) -> float:
     return _group(policy) / float(eps1)
 
 
-def choice_share(k: int, epsilon: float) -> float:
-    """ρ = min(:data:`SHARE`, a/(1 + a)), a = ln k·(2/R + ε)/k: the comparison's noise is τ/(2 ln k) (module notes).
+def choice_share(k: int, epsilon: float | None = None) -> float:
+    """ρ = min(:data:`SHARE`, a/(1 + a)), a = 2 ln k/(Rk): the comparison's noise is at most τ/(2 ln k) (module notes).
 
-    R is DAWA's ratio; a public function of the domain size and ε.
+    R is DAWA's ratio; a public function of the domain size. ``epsilon`` is
+    accepted and unused: with Δ_S ≤ 2c the bound on the noise no longer
+    depends on ε (issue 33).
 
     Examples
     --------
-    >>> round(choice_share(4096, 1.0), 3), round(choice_share(4096, 0.01), 3), choice_share(512, 1.0)
-    (0.018, 0.016, 0.03)
+    >>> round(choice_share(4096, 1.0), 4), round(choice_share(4096, 0.01), 4), choice_share(512, 1.0)
+    (0.016, 0.016, 0.03)
     """
     k = max(int(k), 2)
-    a = math.log(k) * (2.0 / RATIO + float(epsilon)) / k
+    a = 2.0 * math.log(k) / (RATIO * k)
     return min(SHARE, a / (1.0 + a))
 
 
-def choice_statistic(x, cap: float, group: int = 1) -> tuple[float, float]:
-    """(S, Δ_S): S = Σ min(x_i², cap²) and its sensitivity group·(2·cap + 1) (see the module notes).
+def choice_statistic(x, cap: float) -> tuple[float, float]:
+    """(S, Δ_S): S = Σ min(max(x_i, 0), cap)² and Δ_S = cap² − max(cap − 1, 0)² under every policy (module notes).
+
+    Δ_S is the largest step of the non-decreasing f(t) = min(t₊, cap)² for
+    one record more in a cell (2·cap − 1 when cap ≥ 1); a record moved
+    between cells changes two counts in opposite directions, whose steps
+    cancel, so Δ_S does not grow with the policy's group size.
 
     Examples
     --------
     >>> choice_statistic(np.array([0.0, 1.0, 100.0]), 3.0)
-    (10.0, 7.0)
+    (10.0, 5.0)
     """
     cap = float(cap)
-    x = np.asarray(x, dtype=float)
-    return float(np.sum(np.minimum(x * x, cap * cap))), float(group * (2.0 * cap + 1.0))
+    x = np.clip(np.asarray(x, dtype=float), 0.0, cap)
+    return float(np.sum(x * x)), cap * cap - max(cap - 1.0, 0.0) ** 2

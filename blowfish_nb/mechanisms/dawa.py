@@ -22,6 +22,29 @@ Two steps, ε = ε₁ + ε₂ (``ratio`` = ε₁/ε):
    error by 0.21–2.7× (median 0.78×) in a one-off comparison of two runs
    (issue 25), range workloads keep the bias from the root.
 
+   **The worst cell, and what no private partition avoids (issue 33).**
+   MEDCOST's histogram at ε = 0.01: cell 0 holds h = 2,782 of 9,415
+   records, ε₁h = 6.96 < ln k = 8.32. In closed form
+   (``benchmarks/dawa_spike.py``, ``dawa_spike.md``): PrivTree makes
+   {0} a bucket with probability 0.046 (its lone-cell level θ + 5δ is
+   4,293), and the bucket holding the spike costs 1,356 a cell in
+   expectation (the partition's own error measured in
+   ``dawa_reference.md``: 1,630). Every release with an ε₁-DP partition
+   and this second stage costs at least 74.5 a cell on the data set or on
+   one of its copies with the spike moved to an empty cell (derived there:
+   a chain of neighbours from 0 to h records bounds P[false
+   singleton]·P[missed spike] ≥ ¼e^{−ε₁(h+1)} per cell): 1.33× the
+   reference's expected error (55.8 ± 5.7 a cell over 1,000 runs), so 3×
+   is not ruled out. A per-cell test
+   x_i + Lap(1/ε₁) > T nearly reaches it (74.6) but spends all of ε₁ on
+   spikes; with half of ε₁ it is 425 a cell, so no public split of ε₁
+   between such a test and PrivTree reaches 3× here, and Laplace (20,000)
+   is 13× worse than DAWA, so the private choice rightly keeps DAWA. The
+   cell stays a known miss: closing it needs a partition whose lone-cell
+   level is near ln(k)/ε₁ without losing PrivTree's adaptivity elsewhere
+   (a wider fanout lowers the level, at the price of more buckets per
+   split; not measured).
+
    **The noisy least-cost partition** (``partition="l1"``). The cost of a bucket B is its L1 deviation
    dev(B) = Σ_{i∈B} |x_i − mean_B(x)| plus the expected absolute noise of its
    measured total. Every interval whose length is a power of two gets a noisy

@@ -32,8 +32,10 @@ from .._validation import check_epsilon
 from ..exceptions import InvalidParameterError
 from ..operators import Workload
 from ..policy import Policy, spanning_tree, transform
-from ..policy.transform import Transform
+from ..policy.custom import Custom
+from ..policy.htheta_tree import htheta_edges
 from ..policy.threshold import Threshold
+from ..policy.transform import HThetaTransform
 from ..ranges import as_ranges
 from . import noise
 from .base import Mechanism, _check_workload
@@ -196,8 +198,10 @@ class _Plan:
         self._tree = None
         self.stretch = 1 if policy.theta == 1 or policy.domain.size <= 2 else None
         k = policy.domain.size
-        written = _htheta_lower_upper(k, policy.theta) if k >= 3 else None
-        t = self.t = _HThetaTransform(policy, written) if k >= 3 else transform(self.tree)
+        written = htheta_edges(k, policy.theta) if k >= 3 else None
+        if k >= 3:  # H^θ and its transform written out (policy/htheta_tree.py): no checks, searches or solves
+            self._tree = Custom._normal(policy.domain, written[0])  # = htheta_tree(domain, θ), edges made once
+        t = self.t = HThetaTransform(self._tree, policy.theta, written) if k >= 3 else transform(self.tree)
         e = t.edges
         if k >= 3:  # written out: the edges are stored (lower, upper) and group by their upper (red) end in order
             self.sign = np.ones(len(e))
@@ -213,14 +217,14 @@ class _Plan:
         self.levels = int(np.abs(self.A).sum(axis=0).max())
         self.V = np.linalg.inv(self.A.T @ self.A)
         self.column = group * self.K + pos
-        self.paths = _HThetaPaths(policy, written) if k >= 3 else _TreePaths(self.t.edges, k)
+        self.paths = _HThetaPaths(policy.theta, written) if k >= 3 else _TreePaths(self.t.edges, k)
         self._sensitivity: float | None = None  # filled by sensitivity() on first use
         if self.stretch is None:
-            self.stretch = int(max(self._distances(u, v).max() for u, v in self.window_edges()))
+            self.stretch = int(self._distances(*self._window()).max())
 
     @property
     def tree(self):
-        """H^θ as a policy (built on first use: the plan's transform and paths are written out from its shape)."""
+        """H^θ as a policy (written out for k ≥ 3; built by :func:`spanning_tree` on first use otherwise)."""
         if self._tree is None:
             self._tree = spanning_tree(self.policy, "htheta")
         return self._tree
@@ -243,6 +247,12 @@ class _Plan:
             if u.size:
                 yield u, u + d
 
+    def _window(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`window_edges` as one pair of arrays (≤ 7θ² edges: one tree walk and one wavelet product)."""
+        pairs = list(self.window_edges())
+        return (np.concatenate([u for u, _ in pairs]).astype(np.int64),
+                np.concatenate([v for _, v in pairs]).astype(np.int64))
+
     def _distances(self, u, v):
         rows, _, _ = self.paths.between(u, v)
         return np.bincount(rows, minlength=len(u))
@@ -258,15 +268,18 @@ class _Plan:
     def group_rows(self, workload: Workload) -> sp.csr_array:
         """W_H in the group layout (sparse): ranges in closed form, others through a sparse W."""
         ranges = as_ranges(workload)
-        e = self.t.edges
         if ranges is None:
             WH = sp.csr_array(as_sparse(workload) @ self.t.incidence)
         else:
             WH = self.t.range_rows(ranges.lo, ranges.hi)
-        WH = WH @ sp.diags_array(self.sign)
+        # W_H · diag(sign) · M, M the 0/1 matrix sending edge a to its slot column[a] (one 1 per row, slots
+        # distinct): the product relabels each nonzero's column and flips its sign, exactly; done so, without an
+        # (edges × slots) matrix (10⁶ rows at k = 10⁶)
+        WH = sp.csr_array(WH)
+        WH.sum_duplicates()
         n = self.n_groups * self.K
-        move = sp.csr_array((np.ones(len(e)), (np.arange(len(e)), self.column)), shape=(len(e), n))
-        return sp.csr_array(WH @ move)
+        return sp.csr_array((WH.data * self.sign[WH.indices], self.column[WH.indices], WH.indptr),
+                            shape=(WH.shape[0], n))
 
     def sensitivity(self) -> float:
         """:meth:`exact_sensitivity` over the window edges, computed once per plan (a function of (k, θ) alone).
@@ -284,7 +297,7 @@ class _Plan:
         Only :meth:`window_edges` are needed (periodicity); ``every_edge`` checks them all.
         """
         best = 0.0
-        for u, v in (self.policy.edge_chunks() if every_edge else self.window_edges()):
+        for u, v in (self.policy.edge_chunks() if every_edge else [self._window()]):
             for s in range(0, len(u), 1_000_000):
                 rows, edges, signs = self.paths.between(u[s : s + 1_000_000], v[s : s + 1_000_000])
                 if rows.size == 0:
@@ -346,31 +359,12 @@ class _TreePaths:
         return np.concatenate(rows), np.concatenate(out_edges), np.concatenate(signs)
 
 
-# -- H^θ written out: the tree's edges, parents and subtree sums in closed form ------------------------------
+# -- H^θ written out: groups, parents and depths in closed form ---------------------------------------------
 #
-# The generic constructions (a spanning-tree policy, :class:`~blowfish_nb.policy.transform.Transform`'s breadth- and
-# depth-first orders and triangular solve, :class:`_TreePaths`' searches) took 1–3 s at k = 10⁶ for a tree whose
-# shape is known: with red cells r_b = min(bθ + θ − 1, k − 1), every cell a < k − 1 is the lower end of exactly one
-# edge, (a, red_of(a)) for a non-red cell and (r_b, r_{b+1}) for a red one, so in the policy's order (sorted pairs)
-# edge a is the one with lower end a. Grounded at cell 0 (the transform's root: the smallest cell of the one
-# component), a cell's parent is its neighbour towards 0. The tests compare every array with the generic one.
-
-
-def _htheta_lower_upper(k: int, theta: int) -> tuple[np.ndarray, np.ndarray]:
-    """The edges (a, up(a)), a = 0 … k − 2, of H^θ in sorted order, and each cell's red cell."""
-    edges = np.empty((k - 1, 2), dtype=np.intp)
-    lower, upper = edges[:, 0], edges[:, 1]
-    lower[:] = np.arange(k - 1, dtype=np.intp)
-    red_of = np.empty(k, dtype=np.intp)
-    np.floor_divide(lower, theta, out=red_of[:-1])
-    red_of[:-1] *= theta
-    red_of[:-1] += theta - 1
-    red_of[-1] = k - 1
-    np.minimum(red_of, k - 1, out=red_of)
-    np.add(lower, theta, out=upper)  # a red cell's edge goes to the next red cell ...
-    np.minimum(upper, k - 1, out=upper)
-    np.copyto(upper, red_of[:-1], where=red_of[:-1] != lower)  # ... and a non-red cell's to its own red cell
-    return edges, red_of
+# The generic constructions (:class:`_TreePaths`' searches, the group ranks) took seconds at k = 10⁶ for a tree
+# whose shape is known (policy/htheta_tree.py: edge a is the one whose lower end is a). Grounded at cell 0 (the
+# transform's root: the smallest cell of the one component), a cell's parent is its neighbour towards 0. The tests
+# compare every array with the generic one.
 
 
 def _generic_groups(e: np.ndarray):
@@ -412,67 +406,12 @@ def _htheta_parents(k: int, theta: int, red_of: np.ndarray) -> np.ndarray:
     return pred
 
 
-class _HThetaTransform(Transform):
-    """:class:`~blowfish_nb.policy.transform.Transform` of H^θ (k ≥ 3), its arrays written out (see above).
-
-    x_H on edge a: the edge's lower end is the child for a non-red a ≠ 0 (+x_a); otherwise the upper end is
-    (−(sum of x over the cells after a): for a red a the tree beyond r_{b+1} is every later block, and for a = 0
-    the rest of the tree is every other cell). Whole counts whose absolute sum is below 2⁵³ make every partial sum
-    exact, so this equals the generic forest transform's exact subtree sums bit for bit; any other x goes to the
-    generic transform (built then).
-    """
-
-    def __init__(self, policy: Threshold, written=None):  # noqa: D107 — Transform.__init__ is not called
-        k, theta = policy.domain.size, policy.theta
-        self._threshold = policy
-        self._generic = None
-        self.k = k
-        self.edges, red_of = written if written is not None else _htheta_lower_upper(k, theta)
-        m = k - 1
-        self.roots = np.zeros(1, dtype=np.intp)
-        self.component_of_cell = np.zeros(k, dtype=np.intp)
-        self._keep = np.ones(k, dtype=bool)
-        self._keep[0] = False
-        self.is_forest = True
-        # the incidence matrix in CSC form: column a holds +1 at row a and −1 at row up(a) (a < up(a): sorted rows)
-        self.incidence = sp.csc_array((np.tile([1.0, -1.0], m), self.edges.reshape(-1),
-                                       np.arange(0, 2 * m + 1, 2)), shape=(k, m))
-        lower = self.edges[:, 0]
-        self._child_is_lower = (red_of[:-1] != lower) & (lower != 0)
-
-    @property
-    def policy(self):
-        """H^θ as a policy (built on first use)."""
-        return self._fallback().policy
-
-    def _fallback(self) -> Transform:
-        if self._generic is None:
-            self._generic = transform(spanning_tree(self._threshold, "htheta"))
-        return self._generic
-
-    def data(self, x) -> np.ndarray:
-        x = np.asarray(x, dtype=float)
-        if x.shape != (self.k,):
-            raise InvalidParameterError(f"x must be a histogram of {self.k} cells, got shape {x.shape}")
-        if not (np.all(x == np.rint(x)) and np.abs(x).sum() < 2.0**53):
-            return self._fallback().data(x)
-        running = np.concatenate([[0.0], np.cumsum(x)])
-        k = self.k
-        # edge a = (a, up(a)): x_a (exactly, as a difference of exact partial sums) when a is the child, else
-        # −(the sum over the cells after a); negation is the generic transform's product by −1.0, bit for bit
-        out = np.subtract(running[k], running[1:k])
-        np.negative(out, out=out)
-        own = np.subtract(running[1:k], running[: k - 1])
-        np.copyto(out, own, where=self._child_is_lower)
-        return out
-
-
 class _HThetaPaths(_TreePaths):
     """:class:`_TreePaths` of H^θ (k ≥ 3) grounded at cell 0, its arrays written out (see above)."""
 
-    def __init__(self, policy: Threshold, written=None):  # noqa: D107
-        k, theta = policy.domain.size, policy.theta
-        self.edges, red_of = written if written is not None else _htheta_lower_upper(k, theta)
+    def __init__(self, theta: int, written):  # noqa: D107 — written: htheta_edges(k, θ)
+        self.edges, red_of = written
+        k = len(red_of)
         self.pred = pred = _htheta_parents(k, theta, red_of)
         cells = np.arange(k, dtype=np.intp)
         # the red path from 0 (through r_0 when 0 is not red), one more step to a non-red cell

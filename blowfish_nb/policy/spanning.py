@@ -28,6 +28,7 @@ from .._arrays import unique_sorted
 from ..exceptions import PolicyError
 from .base import BOTTOM, Policy, derived, refuse_constrained
 from .custom import Custom
+from .htheta_tree import htheta_tree, is_htheta
 from .threshold import Threshold
 
 __all__ = ["spanning_tree", "stretch", "red_vertex_graph", "tree_distances"]
@@ -60,7 +61,7 @@ def _spanning_tree(policy: Policy, method: str) -> Custom:
     if method == "htheta":
         if not one_d or policy.metric != "l1":
             raise PolicyError(f"method='htheta' is for G^θ on one ordered attribute, got {policy.summary()}")
-        return Custom(policy.domain, _htheta_edges(policy.domain.size, policy.theta))
+        return htheta_tree(policy.domain, policy.theta)  # = Custom(domain, _htheta_edges(k, θ)), written out
     if method == "red":
         if not isinstance(policy, Threshold):
             raise PolicyError(f"method='red' is for distance-threshold grids, got {policy.summary()}")
@@ -164,18 +165,17 @@ def _htheta_stretch(policy: Policy, tree: Policy) -> int | None:
     cells; 2 when m = 2 and the last block is its red alone (cell 0 to cell
     θ = k − 1), or m = 1 with k ≥ 3 (a star: two leaves); 1 for θ = 1 (the tree
     is the line) or k = 2. Recognising H^θ costs one O(k) comparison of edge
-    arrays; the edge-by-edge alternative is O(kθ) tree distances (5 s at
-    k = 10⁶, θ = 16). Tested against :func:`_edge_stretch` on small domains.
+    arrays with :func:`~.htheta_tree.htheta_edges` (:func:`~.htheta_tree.is_htheta`; already in normal order:
+    no sort, no copy of the tree's edges); the edge-by-edge alternative is
+    O(kθ) tree distances (5 s at k = 10⁶, θ = 16). Tested against
+    :func:`_edge_stretch` on small domains.
     """
     if not isinstance(policy, Threshold) or len(policy.domain.shape) != 1 or policy.has_bottom or tree.has_bottom:
         return None
     k, theta = policy.domain.size, policy.theta
     if k < 2:
         return None
-    ref = _htheta_edges(k, theta)  # (cell, its parent) with cell < parent, once per cell but the last
-    ref = ref[np.argsort(ref[:, 0])]
-    e = tree.edges()
-    if e.shape != ref.shape or not np.array_equal(e, ref):
+    if not is_htheta(tree, theta):
         return None
     m = -(-k // theta)
     if theta == 1 or k == 2:
@@ -186,6 +186,8 @@ def _htheta_stretch(policy: Policy, tree: Policy) -> int | None:
 
 
 def _htheta_edges(k: int, theta: int) -> np.ndarray:
+    """H^θ's edges as the paper draws them (stars into the red cells, then the red path): the reference that
+    :func:`~.htheta_tree.htheta_edges` writes out in normal order (compared in the tests)."""
     cells = np.arange(k)
     red_of = np.minimum((cells // theta) * theta + theta - 1, k - 1)
     is_red = red_of == cells

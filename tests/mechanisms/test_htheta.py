@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from blowfish_nb import Domain, mechanisms, policy
+from blowfish_nb import Domain, mechanisms, policy, workload
 from blowfish_nb.analysis import audit
 from blowfish_nb.exceptions import InvalidParameterError, PolicyError
 from blowfish_nb.mechanisms.htheta import _Plan
@@ -54,6 +54,8 @@ def test_query_variances_equal_dense_least_squares(k, theta):
     layout = np.zeros((len(plan.t.edges), plan.n_groups * plan.K))
     layout[np.arange(len(plan.t.edges)), plan.column] = plan.sign
     Wg = WH @ layout
+    assert np.array_equal(plan.group_rows(R).toarray(), Wg)  # the relabelled columns equal the product exactly
+    assert np.array_equal(plan.group_rows(workload.matrix(R.dense())).toarray(), Wg)
     S = np.kron(np.eye(plan.n_groups), plan.A)
     want = np.einsum("ij,jk,ik->i", Wg, np.linalg.pinv(S.T @ S), Wg)
     assert np.allclose(mechanisms.HThetaRanges().query_variances(R, g), want)
@@ -148,44 +150,36 @@ def test_a_plan_is_built_once_per_k_and_theta_and_equals_a_fresh_one():
 
 
 def test_written_out_tree_equals_the_generic_constructions():
-    """Issue 28 (cold k = 10⁶ plan): H^θ's edges, incidence, x_H, parents, depths and up-edges written out in closed
-    form equal the generic spanning tree, transform and tree searches, array for array, bit for bit; x_H of
-    non-whole or huge counts goes to the generic transform itself."""
-    import scipy.sparse as sp
+    """Issue 28 (cold k = 10⁶ plan): the plan's H^θ, transform, parents, depths and up-edges written out in closed
+    form equal the generic spanning tree, transform and tree searches, array for array (the transform itself is
+    compared bit for bit in tests/policy/test_htheta_tree.py)."""
+    from blowfish_nb.mechanisms.htheta import _HThetaPaths, _Plan, _TreePaths
+    from blowfish_nb.policy import Transform, spanning_tree
+    from blowfish_nb.policy.htheta_tree import htheta_edges
+    from blowfish_nb.policy.spanning import _htheta_edges
+    from blowfish_nb.policy.transform import HThetaTransform
 
-    from blowfish_nb.mechanisms.htheta import _HThetaPaths, _HThetaTransform, _TreePaths
-    from blowfish_nb.policy import spanning_tree, transform
-
-    rng = np.random.default_rng(28)
     for k in range(3, 27):
         for theta in sorted({1, 2, 3, 4, 5, 7, k - 1, k, k + 3}):
             g = policy.threshold(Domain.grid(k), theta)
-            generic = transform(spanning_tree(g, "htheta"))
-            fast = _HThetaTransform(g)
-            assert np.array_equal(fast.edges, generic.edges), (k, theta)
-            assert fast.edges.dtype == generic.edges.dtype
-            assert (fast.incidence != generic.incidence).nnz == 0
-            assert np.array_equal(fast.roots, generic.roots) and np.array_equal(
-                fast.component_of_cell, generic.component_of_cell)
-            for x in (rng.poisson(3, k).astype(float), rng.integers(-5, 6, k).astype(float), np.zeros(k),
-                      rng.uniform(0, 3, k), np.full(k, 2.0**52)):
-                want, got = generic.data(x), fast.data(x)
-                assert np.array_equal(np.signbit(got), np.signbit(want)) and np.array_equal(got, want), (k, theta, x)
-            slow, paths = _TreePaths(generic.edges, k), _HThetaPaths(g)
+            generic = Transform(policy.custom(Domain.grid(k), _htheta_edges(k, theta)))
+            plan = _Plan(g)
+            assert isinstance(plan.t, HThetaTransform)
+            assert plan.tree == spanning_tree(g, "htheta") and np.array_equal(plan.t.edges, generic.edges)
+            x = np.arange(k, dtype=float)
+            assert np.array_equal(plan.t.data(x), generic.data(x))
+            slow, paths = _TreePaths(generic.edges, k), _HThetaPaths(theta, htheta_edges(k, theta))
             for name in ("pred", "depth", "up_edge"):
                 assert np.array_equal(getattr(paths, name), getattr(slow, name)), (k, theta, name)
             u, v = np.triu_indices(k, 1)
             for a, b in zip(slow.between(u, v), paths.between(u, v)):
                 assert np.array_equal(a, b)
-            assert fast.policy.edges().tolist() == generic.edges.tolist()
-    with pytest.raises(InvalidParameterError, match="x must be"):
-        _HThetaTransform(policy.threshold(Domain.grid(8), 2)).data(np.zeros(7))
-    assert sp.issparse(_HThetaTransform(policy.threshold(Domain.grid(8), 2)).incidence)
 
 
 def test_written_out_groups_equal_their_definition():
     """The groups and places of H^θ's edges written out (issue 28) equal the rank-and-sort definition."""
-    from blowfish_nb.mechanisms.htheta import _generic_groups, _htheta_groups, _htheta_lower_upper
+    from blowfish_nb.mechanisms.htheta import _generic_groups, _htheta_groups
+    from blowfish_nb.policy.htheta_tree import htheta_edges as _htheta_lower_upper
 
     for k in range(3, 40):
         for theta in sorted({1, 2, 3, 4, 5, 7, k - 2, k - 1, k, k + 3} - {0}):

@@ -66,7 +66,7 @@ def test_htheta_stretch_closed_form_is_taken_and_equals_the_edge_by_edge_stretch
     """The closed form (issue 28) recognises H^θ and equals the LCA stretch over every edge; other trees fall through."""
     from blowfish_nb.policy.spanning import _edge_stretch, _htheta_stretch
 
-    for k in range(2, 41):
+    for k in range(2, 34):  # every (k, θ) to k = 33: each block layout (m = 1, 2, ≥ 3 blocks, short last block)
         for theta in range(1, k + 3):
             g = policy.threshold(Domain.grid(k), theta)
             t = policy.spanning_tree(g, "htheta")
@@ -77,3 +77,7 @@ def test_htheta_stretch_closed_form_is_taken_and_equals_the_edge_by_edge_stretch
                 assert _htheta_stretch(g, bfs) is None or bfs.edges().tolist() == t.edges().tolist()
     line = policy.line(Domain.grid(6))
     assert _htheta_stretch(policy.threshold(Domain.grid(6), 2), line) is None  # the line is not H^2
+    for k, theta in ((7, 3), (12, 4)):  # H^θ given edge by edge (checked path) is recognised as well
+        g = policy.threshold(Domain.grid(k), theta)
+        by_hand = policy.custom(Domain.grid(k), [tuple(e) for e in policy.spanning_tree(g, "htheta").edges().tolist()])
+        assert _htheta_stretch(g, by_hand) == _edge_stretch(g, by_hand)

@@ -90,6 +90,8 @@ def test_tree_fast_path_scales():
 
 @pytest.mark.parametrize("edges", [
     np.array([[i, i + 1] for i in range(11)]),                   # short edges: the windowed scan
+    np.array([[0, 2], [1, 2], [2, 5], [3, 5], [4, 5], [5, 8], [6, 8], [7, 8], [8, 11], [9, 11], [10, 11]]),  # H^3
+    np.array([[5, 2], [1, 2], [8, 11], [3, 5], [4, 5], [2, 5], [6, 8], [7, 9], [8, 11], [11, 9], [0, 1]]),  # unsorted
     np.array([[0, j] for j in range(1, 12)]),                   # a star: long edges, the direct count
     np.array([[i, -1] for i in range(12)] + [[2, 9], [0, 11]]),  # ⊥ edges and long ones
     np.array([[i, -1] for i in range(12)]),                     # the dp star: counted by sorted ends
@@ -120,7 +122,7 @@ def test_subtree_sums_by_running_sum_equal_the_triangular_solve(tree):
     triangular solve it replaced (still used for other x), on every tree family and on a grounded forest."""
     from scipy.sparse.linalg import spsolve_triangular
 
-    t = policy.transform(tree)
+    t = policy.Transform(tree)  # the generic forest path (transform() writes H^θ out: tests/policy/test_htheta_tree.py)
     rng = np.random.default_rng(tree.domain.size)
     for x in (rng.poisson(4, size=tree.domain.size).astype(float), np.zeros(tree.domain.size),
               rng.integers(-3, 9, size=tree.domain.size).astype(float)):
@@ -137,7 +139,7 @@ def test_subtree_runs_of_a_deep_tree():
     """H^θ at k = 2,000, θ = 4 is a chain of hubs ~k/θ deep: the running-sum x_G equals the solve's."""
     from scipy.sparse.linalg import spsolve_triangular
 
-    t = policy.transform(policy.spanning_tree(policy.threshold(Domain.grid(2000), 4), "htheta"))
+    t = policy.Transform(policy.spanning_tree(policy.threshold(Domain.grid(2000), 4), "htheta"))
     x = np.random.default_rng(5).poisson(3, size=2000).astype(float)
     subtree = np.empty(t.k)
     subtree[t._order] = spsolve_triangular(t._tri, x[t._order], lower=False, unit_diagonal=True)
