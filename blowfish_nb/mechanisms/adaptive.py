@@ -152,6 +152,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._validation import check_epsilon
 from ..exceptions import BlowfishError, InvalidParameterError
 from ..policy import Policy
 from ..ranges import as_ranges
@@ -279,8 +280,14 @@ class Adaptive(Mechanism):
         Raises
         ------
         InvalidParameterError
-            When ``x`` is not a histogram of whole, non-negative counts over the policy's domain.
+            When ``x`` is not a histogram of whole, non-negative counts over the policy's domain, or ``epsilon`` is
+            not a positive finite number.
+        PolicyError
+            When the policy is one Adaptive refuses (count constraints: a neighbour may move several records, which
+            Δ_S does not bound), checked before the data are read, as :meth:`release` does.
         """
+        self.require(policy)
+        epsilon = check_epsilon(epsilon)
         x = _check_histogram(x, policy.domain.size)
         rho = self.rho(policy.domain.size, epsilon)
         rest = (1 - rho) * epsilon
