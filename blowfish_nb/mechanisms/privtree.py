@@ -116,6 +116,9 @@ def privtree_bound(lam: float, score: str = "count") -> float:
     """
     _check_score(score)
     lam = float(lam)
+    # 4,096 terms. The series has more than 4,096 terms equal to 1 once 1/λ > 4,095·ln 2 (λ < 3.5e-4, ε ≳ 1e7),
+    # where this sum understates it; the bound stays sound because a root-to-leaf path has at most 64 nodes
+    # (k < 2⁶⁴), so no real path has a term past the 64th.
     r = np.arange(0, 4096)
     shift = (1.0 if score == "count" else 2.0) / lam
     terms = np.exp(np.minimum(0.0, shift - (r - 1.0) * math.log(FANOUT)))  # min(1, e^a)
