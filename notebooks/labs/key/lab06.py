@@ -74,8 +74,10 @@ def questions() -> dict[str, Question]:
             Wrong(sum(RELEASES) + OVERSPEND, "the session checks the budget *before* it reads any data. Read the "
                                              "message the refused release raised, then the ledger."),
             Wrong(BUDGET, "a session never runs a release with less ε than asked (the accuracy would not be what was "
-                          "asked for); it refuses it whole."),
-            Wrong(OVERSPEND, "the earlier releases stay in the ledger; a refused one adds nothing to it."),
+                          "asked for). Revisit what a session does with a release the budget cannot pay."),
+            Wrong(OVERSPEND, "that is the refused release alone. Revisit what the ledger keeps of earlier releases, "
+                              "and "
+                              "what a refusal charges."),
         ], otherwise="a refused release raises BudgetExceededError: what does the ledger hold afterwards?")])
     s = session()
     k = s.attribute("age").size

@@ -75,16 +75,16 @@ def questions() -> dict[str, Question]:
         Wrong(BUDGET - a, "ana's token spends the *account*, not a budget of her own: whatever ben spends is gone for "
                           "ana too."),
         Wrong(BUDGET - b, "ana's own release is charged to the account as well."),
-        Wrong(BUDGET / len(ANALYSTS) - a, "the curator did not split the budget between the analysts: they share one "
-                                          "account."),
+        Wrong(BUDGET / len(ANALYSTS) - a, "revisit how the curator set up the class: whose releases are charged to "
+                                          "the budget ana's token spends?"),
         Wrong(a + b, "that is what the account has spent; the question asks what is left."),
     ], otherwise="every release of every analyst on the account is charged to the one budget: what is left?")])
     q["q2"] = Question("q2 (left after a refused release and a smaller one)", [Part("left_after", s["q2"], mistakes=[
         Wrong(BUDGET - a - b - REFUSED - SECOND, "a refused release is charged nothing: the service checks the budget "
                                                 "*before* it reads any data."),
         Wrong(BUDGET - a - b, "the smaller release fits the budget, so it is charged."),
-        Wrong(0.0, "the service never hands out the rest of a budget for a release it cannot pay: it refuses it whole "
-                   "and charges nothing."),
+        Wrong(0.0, "revisit what the service does with a request the account cannot pay in full: what the ledger "
+                   "promises about a refusal."),
     ], otherwise="follow the ledger: which of ben's two requests was charged?")])
     left = s["q2"]
     q["q3"] = Question("q3 (releases granted when three ask at once)", [Part("granted", s["q3"], mistakes=[
