@@ -71,7 +71,7 @@ def test_lab_08_a_wrong_answer_shows_its_one_line_hint(lab, page, tmp_path):
     output = cell.locator(".jp-OutputArea-output").first
     output.wait_for(timeout=30_000)
     shown = output.inner_text()
-    assert re.search(r"q2 results: q2 \(.*\): not yet\. Hint: .*one column per edge", shown), shown
+    assert re.search(r"q2 results: q2 \(.*\): not yet\. Hint: .*its columns are the policy.s edges", shown), shown
     assert "Traceback" not in shown and "Error" not in shown
     assert not re.search(r"\d+\.\d{2,}", shown)  # no value: the hint holds words only
     cell.screenshot(path=str(ARTIFACTS / "lab-08-wrong-answer-hint.png"))
