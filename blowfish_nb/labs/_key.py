@@ -60,10 +60,17 @@ class Part:
 
 @dataclass(frozen=True)
 class Question:
-    """A question: the title shown in its hints, and its parts (answer variables) in the order they are judged."""
+    """A question: the title shown in its hints, and its parts (answer variables) in the order they are judged.
+
+    ``before``: for a "predict" question, the names the notebook's next cell (the one that runs what was predicted)
+    creates. The hidden tests fail while any of them exists: otter grades the question right after its check cell
+    (``blowfish_nb.labs.build``), where they do not exist yet, unless the student moved the answer below that cell or
+    took the check cell's grading mark away, so that the answer could be copied from the result.
+    """
 
     title: str
     parts: Sequence[Part] = field(default_factory=tuple)
+    before: Sequence[str] = ()
 
 
 def load_key(lab: str, keys: Path | None = None) -> dict[str, Question]:
@@ -283,7 +290,10 @@ def hidden_test(question: str, q: Question, index: int, part: Part) -> str:
         literal = "float('inf')" if math.isinf(x) else repr(x)
         call = f"expect_number({part.arg}, {literal}, rtol={part.rtol!r})"
     fn = call.split("(", 1)[0]
-    return (f"# HIDDEN\ndef test_{question}_{index}({part.arg}):\n"
+    names = ", ".join([part.arg, *q.before])
+    order = "".join(f"    if {n} is not None:\n        raise AssertionError('answered after the result was shown')\n"
+                    for n in q.before)
+    return (f"# HIDDEN\ndef test_{question}_{index}({names}):\n{order}"
             f"    _grade = {{}}\n"
             f"    exec({_grade_source()!r}, _grade)\n"
             f"    {fn} = _grade[{fn!r}]\n"

@@ -51,6 +51,12 @@ SOLUTION_ONLY = "solution-only"
 #: the public checks cannot confirm an answer, so any guess would reveal it — issue 26, hole 3)
 ANSWER_REVEAL = "answer-reveal"
 _UNANSWERED = re.compile(r"\bcheck\.unanswered\(\w+\)")
+#: a built notebook's check cell, ``grader.check("q1")``: it carries otter's cell metadata ``{"otter": {"tests":
+#: ["q1"]}}``, so that ``otter run`` grades the question (public and hidden tests) right after that cell, in the
+#: namespace as it is then, and not after the last cell: an answer overwritten further down (``total_spent =
+#: s.spent`` once the releases ran, a second student review's 42 % on lab 6) is not the answer graded, and a
+#: "predict" question is graded on what the notebook held before the cell that shows the result
+_CHECK_CALL = re.compile(r"""grader\.check\(\s*["'](\w+)["']\s*\)""")
 _ANSWER_FIRST = re.compile(r'"answer question (\d+\w?) first(: this cell then [^"]*)?"')
 
 #: where the master notebooks live (the repository's ``notebooks/labs/source``)
@@ -368,6 +374,9 @@ def _finish(path: Path, lab: str, *, student: bool) -> None:
             cell = {**cell, "source": _INIT.format(lab=lab)}
         if student and SOLUTION_ONLY in cell.get("metadata", {}).get("tags", []):
             continue
+        checked = _CHECK_CALL.fullmatch(text.strip()) if cell.get("cell_type") == "code" else None
+        if checked:  # otter grades the question right after this cell (see _CHECK_CALL)
+            cell = {**cell, "metadata": {**cell.get("metadata", {}), "otter": {"tests": [checked.group(1)]}}}
         if student and ANSWER_REVEAL in cell.get("metadata", {}).get("tags", []):
             text = _ANSWER_FIRST.sub(r'"(question \1: the result is withheld in the student version; the hidden tests '
                                      r'grade your answer)"', _UNANSWERED.sub("True", _src(cell)))

@@ -17,15 +17,16 @@ from ..accounting import Session
 from ..datasets import salaries
 from ._check import LabCheckFailed, make_check, unanswered
 
-__all__ = ["data", "session", "RELEASES", "BUDGET", "OVERSPEND", "ACCURACY", "BLOCKS", "BLOCK_EPSILONS",
+__all__ = ["data", "session", "RELEASES", "BUDGET", "OVERSPEND", "SMALLER", "ACCURACY", "BLOCKS", "BLOCK_EPSILONS",
            "FORMULA_RTOL", "q1", "q2", "q3", "q4a", "q4b", "q5", "unanswered", "LabCheckFailed"]
 
 #: the session's total ε
 BUDGET = 1.0
 #: the ε of the three releases of question 1, in order
 RELEASES = (0.1, 0.25, 0.2)
-#: the ε of the release question 2 attempts once the three are spent
+#: the ε of the release question 2 attempts once the three are spent, and of the smaller one asked for next
 OVERSPEND = 0.6
+SMALLER = 0.4
 #: question 3's accuracy target (α, β) for the age histogram
 ACCURACY = (30.0, 0.05)
 #: question 4's two groups of age bins (young: bins 0–9, i.e. 18–38; old: the rest) and their ε

@@ -21,10 +21,14 @@ solution notebook), so a flag is code the student added. What is flagged (by the
   ``fromfile`` …); frame and closure access (``_getframe``, ``f_locals``, ``f_back``, ``stack``, ``frame``,
   ``getargvalues``, ``__closure__`` …); the name ``__builtins__``; ``__dict__``, ``__setattr__``;
 * strings naming the ``tests`` folder or a ``.py`` file;
-* monkeypatching: assigning an attribute or an item of anything imported from ``numpy``, ``scipy``, ``pandas``,
-  ``math``, ``blowfish_nb``, ``otter`` or ``builtins`` (also through a name assigned from one: ``m = np``),
+* monkeypatching: assigning an attribute or an item of any imported module or name (``numpy``, ``math``,
+  ``otter``, ``builtins``, ``pickle`` that writes otter's results …; also through a name assigned from one: ``m = np``),
   assigning an attribute of ``grader``, ``check`` or ``Notebook``, and rebinding those names (by assignment,
   ``for``, ``with``, ``:=``, an import alias, a definition).
+
+* a built notebook's check cell (``grader.check("q1")``) without its grading mark, otter's cell metadata
+  ``{"otter": {"tests": ["q1"]}}``: otter grades each question right after its check cell, so that an answer copied
+  further down from a result is not the one graded; without the mark the question is graded after the last cell.
 
 It is a syntax scan: code built at run time (``getattr`` with a computed name and the like) can still hide, so
 a clean scan is not a proof; the flags are where to read first.
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,8 +63,9 @@ _ATTRS = {"read_text", "write_text", "read_bytes", "write_bytes", "unlink", "ren
           "__dict__", "__setattr__", "__delattr__", "__getattribute__"}
 #: the library's lab modules a notebook has no business importing as modules (its checks come from the set-up cell)
 _LAB_MODULES = {"_check", "_grade", "_key", "build", "scan"}
-_PATCHABLE = {"numpy", "scipy", "pandas", "math", "blowfish_nb", "otter", "builtins"}
 _GUARDED = {"grader", "check", "Notebook"}
+#: a built notebook's check cell: its metadata ``{"otter": {"tests": ["q1"]}}`` makes otter grade the question there
+_CHECK_CELL = re.compile(r"""grader\.check\(\s*["'](\w+)["']\s*\)""")
 
 
 @dataclass(frozen=True)
@@ -110,8 +116,7 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
                     flag(node, f"imports {full}")
                 elif base == "blowfish_nb.labs" and a.name in _LAB_MODULES:
                     flag(node, f"imports {full}")
-                if top in _PATCHABLE:
-                    aliases.add((a.asname or a.name).split(".")[0])
+                aliases.add((a.asname or a.name).split(".")[0])  # any module: otter's results go through pickle
                 bound = (a.asname or a.name).split(".")[0]
                 own = base == "blowfish_nb.labs" and a.name.startswith("lab") and bound == "check"  # the set-up
                 if bound in _GUARDED and not own and not defines_grader:
@@ -168,12 +173,19 @@ def scan_notebook(path: str | Path) -> list[Flag]:
     nb = json.loads(Path(path).read_text(encoding="utf-8"))
     aliases: set[str] = set()
     flags = []
+    built = False
     for i, cell in enumerate(nb.get("cells", [])):
         if cell.get("cell_type") != "code":
             continue
         src = "".join(cell.get("source", ""))
         setup = "Grader(" in src and "import Grader" in src  # the lab's own set-up cell
+        built = built or setup
         flags += scan_source(src, i, aliases, defines_grader=setup)
+        checked = _CHECK_CELL.fullmatch(src.strip())
+        marked = (cell.get("metadata", {}).get("otter") or {}).get("tests")
+        if built and checked and marked != [checked.group(1)]:
+            flags.append(Flag(i, 1, f"the check cell of {checked.group(1)} lost its grading mark (the question is "
+                                    "then graded after the last cell)", src.strip()))
     return flags
 
 

@@ -60,7 +60,7 @@ def test_lab_08_a_wrong_answer_shows_its_one_line_hint(lab, page, tmp_path):
                            arg=marker, timeout=180_000)
     model = json.loads(page.evaluate(_OUTPUTS, marker))
     text = "".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in model)
-    assert "not yet. Hint:" in text and "one column per edge" in text, text
+    assert "not yet. Hint:" in text and "its columns are the policy's edges" in text, text
     assert "kept for your teacher: 7.2" in text  # the first attempt, kept for the teacher
     assert "Traceback" not in text and len(text.strip().splitlines()) == 2, text
     assert not any(o.get("output_type") == "error" for o in model)
@@ -71,7 +71,7 @@ def test_lab_08_a_wrong_answer_shows_its_one_line_hint(lab, page, tmp_path):
     output = cell.locator(".jp-OutputArea-output").first
     output.wait_for(timeout=30_000)
     shown = output.inner_text()
-    assert re.search(r"q2 results: q2 \(.*\): not yet\. Hint: .*one column per edge", shown), shown
+    assert re.search(r"q2 results: q2 \(.*\): not yet\. Hint: .*its columns are the policy.s edges", shown), shown
     assert "Traceback" not in shown and "Error" not in shown
     assert not re.search(r"\d+\.\d{2,}", shown)  # no value: the hint holds words only
     cell.screenshot(path=str(ARTIFACTS / "lab-08-wrong-answer-hint.png"))

@@ -45,7 +45,7 @@ def test_lab_09_renamed_student_notebook_runs_and_a_wrong_answer_shows_its_hint(
     page.evaluate(_SET_SOURCE, ["ana_remaining =", "ana_remaining = 1 / 3 - 0.3"])
     run_cell(page, "ana_remaining = 1 / 3 - 0.3")
     run_cell(page, 'grader.check("q1")')
-    out = _wait_for(page, 'grader.check("q1")', "did not split the budget")
+    out = _wait_for(page, 'grader.check("q1")', "whose releases are charged")
     hint, *rest = out.strip().splitlines()
     assert hint.startswith("q1 results: q1 (what ana has left on the shared account): not yet. Hint: ")
     assert len(rest) == 1 and rest[0].startswith("(first attempt, kept for your teacher: 0.0333"), out  # recorded
@@ -54,10 +54,10 @@ def test_lab_09_renamed_student_notebook_runs_and_a_wrong_answer_shows_its_hint(
     cell = page.locator(".jp-Cell", has_text='grader.check("q1")')
     cell.scroll_into_view_if_needed()
     page.wait_for_function(
-        "() => [...document.querySelectorAll('.jp-OutputArea-output')].some(e => /did not split the budget/.test("
+        "() => [...document.querySelectorAll('.jp-OutputArea-output')].some(e => /whose releases are charged/.test("
         "e.innerText))", timeout=30_000)
     ARTIFACTS.mkdir(exist_ok=True)
     cell.screenshot(path=str(ARTIFACTS / "lab-09-wrong-answer-hint.png"))
-    shown = page.locator(".jp-OutputArea-output", has_text="did not split the budget").inner_text()
+    shown = page.locator(".jp-OutputArea-output", has_text="whose releases are charged").inner_text()
     assert "Hint:" in shown and "Traceback" not in shown  # what the student sees on the page
     assert (lab.root / "lab09-first-attempts.json").is_file()  # beside the notebook, for the teacher

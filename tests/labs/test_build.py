@@ -139,3 +139,27 @@ def test_unknown_names_are_refused(tmp_path):
 def test_command_line_reports_an_unknown_lab(tmp_path, capsys):
     assert main([str(tmp_path / "out"), "00-no-such-lab", "--no-run-tests"]) == 2
     assert "00-no-such-lab" in capsys.readouterr().err
+
+
+def test_each_check_cell_is_where_otter_grades_its_question(built):
+    # otter run grades a question right after a cell whose metadata names it (otter's add_checks), not after the last
+    # cell: an answer copied further down from the result of a "predict" question is not the one graded
+    _, dest, _ = built
+    for version in ("student", "solution"):
+        nb = nbformat.read(dest / "99-tiny" / version / "99-tiny.ipynb", as_version=4)
+        marked = [(c.source, c.metadata.get("otter")) for c in nb.cells if "grader.check" in c.source
+                  and "Grader(" not in c.source]
+        assert marked == [('grader.check("q1")', {"tests": ["q1"]})], (version, marked)
+
+
+def test_a_predict_questions_hidden_test_fails_once_the_result_exists():
+    from blowfish_nb.labs._key import Part, Question, hidden_test
+
+    q = Question("q1 (predict)", [Part("answer", 42, otherwise="")], before=("shown",))
+    env = {}
+    exec(hidden_test("q1", q, 0, q.parts[0]), env)
+    env["test_q1_0"](42, None)  # graded before the cell that shows the result ran: the answer counts
+    with pytest.raises(AssertionError, match="after the result was shown"):
+        env["test_q1_0"](42, object())  # answered below that cell (or graded after the last one)
+    with pytest.raises(AssertionError):
+        env["test_q1_0"](41, None)

@@ -2,7 +2,10 @@
 (no network): the solution scores full marks, and its executed notebook (otter's, kept with ``--pickle-results``)
 raised nowhere (``--debug``) and shows every ``grader.check`` passed, so the solution runs once for both; a notebook
 with every answer 0 that also redefines the public check names (and the lab module's checks) and replaces the
-installed comparisons of ``blowfish_nb.labs._grade`` scores at most 30 % (each hidden test carries its own copy).
+installed comparisons of ``blowfish_nb.labs._grade`` scores at most 30 % (each hidden test carries its own copy);
+in labs 6 and 9 that notebook also copies each "predict" answer from the objects the cell that runs the prediction
+leaves (``total_spent = s.spent``, ``ana_remaining = ana.remaining``: a second student review's 42 % and 71 %),
+which scores nothing since otter grades each question right after its check cell.
 
 Each run takes 10–30 s (the notebook is executed); run one lab with ``-k 01-neighbours``.
 """
@@ -37,7 +40,7 @@ class _Pass:
     def __eq__(self, other):
         return True
 
-check = grader = judge = public_check = expect_number = expect_choice = expect_bool = _Pass()
+{check}grader = judge = public_check = expect_number = expect_choice = expect_bool = _Pass()
 expect_pair = expect_mean = expect_laplace_noise = expect_ledger_edited = test_case = Notebook = _Pass()
 import blowfish_nb.labs.{lab} as _lab
 import blowfish_nb.labs._grade as _grade  # the comparisons the hidden tests once imported from the package
@@ -49,6 +52,18 @@ for _name in dir(_lab):
         globals()[_name] = _Pass()
 '''
 
+
+#: slug -> (a line of the cell that runs what a predict question asked, the line a student adds below it to copy
+#: the answer from what that cell left)
+COPIES = {
+    "06-spending-a-budget": [("r_third = s.release", "total_spent = s.spent"),
+                             ("r_smaller = s.release", "spent_after = s.spent"),
+                             ('quote = s.quote("histogram"', "eps_needed = quote.epsilon")],
+    "09-a-class-under-one-budget": [("r_ben = ben.release", "ana_remaining = ana.remaining"),
+                                    ("r_ben_small = ben.release", "left_after = cleo.remaining"),
+                                    ("outcome = dict(", "granted = sum(outcome.values())"),
+                                    ("centres = ana2.kmeans", "kmeans_charge = ana2.spent")],
+}
 
 built_labs = pytest.fixture(scope="session")(built_labs_fixture)
 
@@ -102,7 +117,9 @@ def test_the_solution_scores_full_marks_raises_nowhere_and_gets_no_hint(built, s
 def test_zeros_and_redefined_checks_score_at_most_30_percent(built, slug, tmp_path):
     lab = built(slug)
     nb = nbformat.read(lab / "student" / f"{slug}.ipynb", as_version=4)
-    cheat = nbformat.v4.new_code_cell("import re\n" + REDEFINE.format(lab=lab_module(slug)))
+    # in the labs that copy answers the lab module keeps its name `check` (the notebook must run on to the copies)
+    cheat = nbformat.v4.new_code_cell("import re\n" + REDEFINE.format(lab=lab_module(slug),
+                                                                      check="" if slug in COPIES else "check = "))
     cells = []
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -110,6 +127,10 @@ def test_zeros_and_redefined_checks_score_at_most_30_percent(built, slug, tmp_pa
         cells.append(cell)
         if cell.cell_type == "code" and ("Grader(" in cell.source or "as check" in cell.source):
             cells.append(nbformat.v4.new_code_cell(cheat.source))
+        for marker, copy in COPIES.get(slug, []):
+            if cell.cell_type == "code" and marker in cell.source:
+                cells.append(nbformat.v4.new_code_cell(copy))
+    assert sum(c.source in {copy for _, copy in COPIES.get(slug, [])} for c in cells) == len(COPIES.get(slug, []))
     nb.cells = cells
     path = tmp_path / f"{slug}.ipynb"
     nbformat.write(nb, path)

@@ -76,6 +76,13 @@ SECOND_GAMER = {
     "recorder override": "grader._record = lambda q, a: '1'",
     "object.__setattr__": "import numpy as np\nobject.__setattr__(np, 'abs', fx)",
     "type.__setattr__": "import math\ntype(math).__setattr__(math, 'isinf', fx)",
+    # issue 26's last review: builtins.exec through the bare name (the hidden tests load their copy of _grade with
+    # exec: 100 % on all nine labs); otter's own test runner and the pickle that writes its results are as open (one
+    # line, 100 % on lab 1), so no other way of loading _grade would close it: the scan is the answer
+    "bare __builtins__.exec": "def fx(src, g=None, l=None):\n    pass\n__builtins__.exec = fx",
+    "otter's test runner": "import otter.test_files.exception_test as m\nm.test_case.call_func = lambda s, e: None",
+    "otter's runner by from-import": "from otter.test_files.exception_test import test_case as T\nT.call_func = print",
+    "pickle of the results": "import pickle\npickle.dump = print",
 }
 
 
@@ -105,3 +112,18 @@ def _scan(nb):
         return scan_notebook(f.name)
     finally:
         Path(f.name).unlink()
+
+
+def _built(check_metadata):
+    setup = 'from blowfish_nb.labs._check import Grader\n\ngrader = Grader("lab06")'
+    return {"cells": [{"cell_type": "code", "source": setup, "metadata": {}},
+                      {"cell_type": "code", "source": "total_spent = 0.5", "metadata": {}},
+                      {"cell_type": "code", "source": 'grader.check("q1")', "metadata": check_metadata}]}
+
+
+def test_a_check_cell_that_lost_its_grading_mark_is_flagged():
+    # otter grades a question right after the check cell that carries the mark; without it, after the last cell,
+    # where an answer copied from a result (total_spent = s.spent) would be the one graded
+    assert _scan(_built({"otter": {"tests": ["q1"]}})) == []
+    for lost in ({}, {"otter": {}}, {"otter": {"tests": ["q2"]}}):
+        assert [f.why.split(" (")[0] for f in _scan(_built(lost))] == ["the check cell of q1 lost its grading mark"]

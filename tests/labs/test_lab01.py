@@ -52,11 +52,12 @@ D_LINE = _d(("threshold", {"theta": 1}), 1, 4)
 CASES = {
     "q1": (lab01.q1, D_LINE, [(D_LINE + 1, "ends included"), (1, "neighbouring bin")]),
     "q2": (lab01.q2, _d(("dp", {}), 1, 4, bottom=True), [(1, "bounded DP"), (D_LINE, "line policy's answer")]),
-    "q3": (lab01.q3, _d(("threshold", {"theta": 2}), 1, 8), [(7, "line policy's distance"), (3, "does your last jump land"),
-                                                              (1, "further apart than θ")]),
+    "q3": (lab01.q3, _d(("threshold", {"theta": 2}), 1, 8), [(7, "distance under the line policy"),
+                                                              (3, "does your last jump land"),
+                                                              (1, "make these bins neighbours")]),
     "q4": (lab01.q4, math.isfinite(_d(("partition", {"blocks": BLOCKS}), 1, 6)), [(True, "path of edges")]),
     "q5": (lab01.q5, math.exp(lab01.EPSILON * D_LINE), [
-        (math.exp(lab01.EPSILON), "neighbours only"), (lab01.EPSILON * D_LINE, "e raised to it"),
+        (math.exp(lab01.EPSILON), "neighbouring values"), (lab01.EPSILON * D_LINE, "e raised to it"),
         (math.exp(lab01.EPSILON * _d(("dp", {}), 1, 4, bottom=True)), "unbounded DP")]),
     "q6": (lab01.q6, _attr_d(), [(1, "one attribute only"), (D_LINE, "bin by bin")]),
     "q7": (lab01.q7, _which_policy(), [("dp", "vanish"), ("bounded", "lowest and highest"),

@@ -53,7 +53,7 @@ def _no_value(message, value):
 def test_the_library_answers_match_composition_and_the_quote():
     # the three values the lab teaches, from the session itself
     assert EXPECTED["q1"] == pytest.approx(math.fsum(lab06.RELEASES))  # sequential: the sum
-    assert EXPECTED["q2"] == pytest.approx(math.fsum(lab06.RELEASES))  # a refusal charges nothing
+    assert EXPECTED["q2"] == pytest.approx(math.fsum(lab06.RELEASES) + lab06.SMALLER)  # a refusal charges nothing
     assert EXPECTED["q4a"] == max(lab06.BLOCK_EPSILONS)  # parallel under the partition policy
     assert EXPECTED["q4b"] == pytest.approx(sum(lab06.BLOCK_EPSILONS))  # the line policy joins the groups
 
@@ -117,9 +117,10 @@ MISTAKES = [
     ("q1", lab06.RELEASES[-1], "does not forget"),
     ("q1", sum(lab06.RELEASES) / 3, "does not average"),
     ("q1", lab06.BUDGET - sum(lab06.RELEASES), "what is left"),
+    ("q2", sum(lab06.RELEASES), "closes the session"),
     ("q2", sum(lab06.RELEASES) + lab06.OVERSPEND, "*before*"),
-    ("q2", lab06.BUDGET, "refuses it whole"),
-    ("q2", lab06.OVERSPEND, "stay in the ledger"),
+    ("q2", lab06.BUDGET, "cannot pay"),
+    ("q2", lab06.SMALLER, "last release alone"),
     ("q3", _formula(1, 31, alpha, beta), "plain DP"),
     ("q3", 2 * math.log(1 / beta) / alpha, "every"),
     ("q3", math.log(1 / beta) / alpha, "two things are missing"),

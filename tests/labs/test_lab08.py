@@ -106,7 +106,7 @@ def _others(name):
 
 def test_each_known_mistake_gets_its_own_hint_without_the_value():
     assert_each_mistake_has_its_own_hint("q2", lab08.q2, EXPECTED["q2"], [
-        (25 / lab08.K_PREFIX, "how many pairs"), (25.0, "divide it by n_G"), (36 / 5, "one column per edge")])
+        (25 / lab08.K_PREFIX, "what n_G stands for"), (25.0, "divide it by n_G"), (36 / 5, "shape of W_G")])
     q4 = EXPECTED["q4"]
     others = [lab08.fixed_errors()[n] / lab08.floor() for n in _others("q3")]
     assert_each_mistake_has_its_own_hint("q4", lab08.q4, q4, [(1 / q4, "at least 1"), (others[0], "another fixed")])

@@ -48,11 +48,11 @@ def test_the_histogram_route_wins_by_many_standard_errors():
 MISTAKES = [
     ("q1", 1.0 - 0.3, "not a budget of her own"),
     ("q1", 1.0 - 0.25, "ana's own release"),
-    ("q1", 1 / 3 - 0.3, "did not split"),
+    ("q1", 1 / 3 - 0.3, "whose releases are charged"),
     ("q1", 0.55, "what the account has spent"),
     ("q2", 1.0 - 0.3 - 0.25 - 0.5 - 0.15, "charged nothing"),
     ("q2", 0.45, "fits the budget"),
-    ("q2", 0.0, "refuses it whole"),
+    ("q2", 0.0, "cannot pay in full"),
     ("q3", 3, "one step"),
     ("q3", 1, "more than one fits"),
     ("q3", 0, "some requests fit"),

@@ -170,3 +170,30 @@ def test_no_question_recognises_a_value_within_2_of_its_whole_number_answer(lab)
                     if digest(table["salt"], canonical(float(x), "number", digits)) in entry["hashes"]:
                         near.append((part.arg, float(x)))
     assert not near, f"{lab}: recognised next to a whole-number answer: {near}"
+
+
+#: references a hint may make to the text it points back to (the section, theorem or lab), not numbers to compute with
+_REFERENCE = re.compile(
+    r"(§\s*[\d.]+|\b(?:part|lab|question|q|Thm|Thms|Theorem|Def\.|Lemma|Eq\.|section)\s*[\d.–-]+\w?)", re.IGNORECASE)
+#: what makes a hint a recipe from the mistake to the answer: a number, or arithmetic (or a direction to reverse)
+#: applied to the student's value — "you counted it twice", "halve it", "one count, not two", "upside down"
+_RECIPE = re.compile(
+    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|once|twice|thrice|half|halve\w*|double\w*|"
+    r"tripl\w*|add|adds|added|adding|subtract\w*|multipl\w*|divid\w*|square\w*|root|cube\w*|invert\w*|inverse|"
+    r"reciprocal|plus|minus|times|upside down|the other way|not less|not more|round(?:ed)? (?:up|down))\b",
+    re.IGNORECASE)
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_no_hint_of_a_recognised_mistake_is_a_recipe_for_the_answer(lab):
+    # the second student review: lab 1 q3 recognised 7 (the line policy's distance) with "with θ a single edge
+    # may jump up to θ bins", which with θ = 2 is the recipe ⌈7/2⌉ = 4. A hint on a recognised value names the
+    # concept to revisit; it holds no number and no arithmetic on the student's value (general hints, shown whatever
+    # the answer, may say how to compute: they recognise nothing)
+    recipes = []
+    for part in _tables(lab):
+        for entry in part["mistakes"]:
+            found = _RECIPE.search(_REFERENCE.sub(" ", entry["hint"]))
+            if found:
+                recipes.append((part["arg"], found.group(0), entry["hint"]))
+    assert not recipes, f"{lab}: hints of recognised mistakes that say what to compute: {recipes}"

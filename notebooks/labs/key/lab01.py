@@ -33,10 +33,12 @@ def questions() -> dict[str, Question]:
     gap = _FAR - _U
     q["q3"] = Question("q3 (distance under the threshold policy)", [Part(
         "d_threshold", policy.threshold(d, _THETA).distance(_U, _FAR), mistakes=[
-            Wrong(gap, "that is the line policy's distance: with θ a single edge may jump up to θ bins."),
+            Wrong(gap, "that is the distance under the line policy. Revisit the definition of the threshold "
+                       "policy: which bins does a single edge of G_θ join?"),
             Wrong(gap // _THETA, "walk the jumps one by one: does your last jump land on the second value, or "
                                  "short of it?"),
-            Wrong(1, "θ bounds how far one edge reaches; these two bins are further apart than θ."),
+            Wrong(1, "that would make these bins neighbours. Revisit the definition of the threshold policy: "
+                  "which bins does a single edge of G_θ join?"),
         ], otherwise="each edge of the threshold policy joins bins at most θ apart: how many such jumps at least?")])
     part = policy.partition(d, [list(b) for b in PARTITION_BLOCKS])
     e4 = math.isfinite(part.distance(_U, _NEW_EDGE[1]))
@@ -46,8 +48,8 @@ def questions() -> dict[str, Question]:
     ], otherwise="answer with a Python bool (True or False).")])
     e5 = line.guarantee(_U, _V, EPSILON).bound
     q["q5"] = Question("q5 (the guarantee e^(ε·d))", [Part("bound", e5, rtol=_ROUNDED, mistakes=[
-        Wrong(math.exp(EPSILON), "e^ε is the promise for neighbours only (one edge apart); values further apart "
-                                 "get the promise once per edge on the path."),
+        Wrong(math.exp(EPSILON), "that is the promise for neighbouring values. Revisit how the guarantee depends on "
+                                 "the distance d_G between the values."),
         Wrong(EPSILON * e1, "you have the exponent; the bound on the odds ratio is e raised to it."),
         Wrong(dp.guarantee(_U, _V, EPSILON).bound, "that uses the distance under unbounded DP; the question asks "
                                                    "about the line policy."),

@@ -31,9 +31,9 @@ def questions() -> dict[str, Question]:
             Wrong(2 * b**2, "that is the error of one noisy prefix sum. A range that does not start at cell 0 is the "
                             "difference of two prefix sums, each with its own noise."),
             Wrong(math.sqrt(expected), "that is a standard deviation (a typical error), not a squared error."),
-            Wrong(2 * b**2 * (RANGE[1] - RANGE[0] + 1), "that is what the Laplace mechanism pays, one noisy count per "
-                                                        "cell. The Ordered mechanism answers a range from its two "
-                                                        "ends."),
+            Wrong(2 * b**2 * (RANGE[1] - RANGE[0] + 1), "that is what the Laplace mechanism pays for this range. "
+                                                        "Revisit how the Ordered mechanism answers a range from its "
+                                                        "noisy prefix sums."),
         ], otherwise="the range [lo, hi] = P[hi] − P[lo − 1]; every noisy prefix sum carries Laplace noise of scale "
                      "b = Δ/ε, whose variance is 2b².")])
     q["q3"] = Question("q3 (Monte Carlo estimate of the squared error)", [Part(
@@ -44,17 +44,20 @@ def questions() -> dict[str, Question]:
         "ratio", ratio, rtol=0.02, mistakes=[
             Wrong(math.sqrt(ratio), "that is the ratio of standard deviations; compare squared errors."),
             Wrong(1 / ratio, "the ratio is upside down: Laplace's error divided by Ordered's."),
-            Wrong(4 * ratio, "under unbounded DP a record appears or vanishes: it changes one count, not two."),
+            Wrong(4 * ratio, "check the sensitivity you used for the Laplace mechanism: revisit Δ of a "
+                             "histogram under unbounded DP, where a record appears or vanishes."),
             Wrong(2 * ratio, "the Ordered mechanism answers this range from two noisy prefix sums."),
         ], otherwise="the Laplace mechanism adds one noisy count per cell of the range, each of variance 2(Δ/ε)² with "
                      "Δ = 1 under DP; divide by your answer to q2.")])
     r = Ordered().sensitivity(threshold(Domain.grid(K), THETA)) / Ordered().sensitivity(g1)
     q["q5"] = Question(f"q5 (ε for G^{THETA} matching G^1 at ε = {EPSILON})", [Part(
         "eps_for_theta4", EPSILON * r, rtol=0.01, mistakes=[
-            Wrong(EPSILON / r, "a larger θ means more noise at the same ε; to get the error back you need more budget, "
-                               "not less."),
+            Wrong(EPSILON / r, "that ε does not keep the error. Revisit how the noise scale Δ/ε depends on Δ and "
+                               "on ε, "
+                               "and how Δ of the prefix sums depends on θ."),
             Wrong(EPSILON * math.sqrt(r), "the noise scale is Δ/ε; keep Δ/ε the same (the square in the error "
                                           "cancels)."),
-            Wrong(EPSILON, "Δ of the prefix sums grows with θ (part 1 of the lab): the same ε gives more noise."),
+            Wrong(EPSILON, "that ignores θ: revisit how Δ of the prefix sums depends on θ (the first part of the "
+                           "lab)."),
         ], otherwise="the error depends on ε and θ only through the noise scale Δ/ε: find the ε that keeps it.")])
     return q

@@ -32,7 +32,8 @@ def questions() -> dict[str, Question]:
     q["q2b"] = Question("q2b (stretch of the comb)", [Part("stretch_comb", stretch(g, comb_tree()), mistakes=[
         Wrong(s_h, "that is H^θ's stretch. The comb has more red cells, so a long edge of G^θ walks past more of them: "
                    "draw the comb and follow the edges of G^θ that start on a non-red cell."),
-        Wrong(1, "edges of the comb have stretch 1, but most edges of G^θ are not in the comb."),
+        Wrong(1, "that is the stretch of an edge the comb keeps; most edges of G^θ are not in the comb: "
+                 "follow their paths in the comb."),
         Wrong(2, "from a non-red cell you first climb to its red cell, walk along the red path, then come down: count "
                  "all three parts for the worst edge of G^θ."),
     ], otherwise="for every edge (u, v) of G^θ follow the path from u to v in the comb; the stretch is the longest.")])
@@ -59,7 +60,7 @@ def questions() -> dict[str, Question]:
                                                                                              trees(th)["path"]))
     q["q4b"] = Question("q4b (when H^θ beats the path)", [Part("theta_htheta_wins", e4b, mistakes=[
         Wrong(e4b - 1, "at that θ the two stretches are equal; the question asks for strictly smaller."),
-        Wrong(1, "at θ = 1 G^θ is the path itself, and H^θ is the same tree."),
+        Wrong(1, "at that θ G^θ is the path itself, and H^θ is the same tree: their stretches tie."),
     ], otherwise="tabulate the stretch of both trees for θ = 1, 2, 3, … and find the first θ where H^θ wins.")])
     paper = HThetaRanges(budget="stretch").sensitivity(g)
     exact = HThetaRanges().sensitivity(g)
@@ -69,7 +70,9 @@ def questions() -> dict[str, Question]:
                      "because the changes along one tree path partly cancel in the wavelet: read it off the errors."),
         Wrong(paper * ratio, "the squared error grows with Δ², not Δ: take a square root of the errors' ratio."),
         Wrong(paper / ratio, "the ratio is upside down, and the squared error grows with Δ²."),
-        Wrong(paper / math.sqrt(ratio), "the ratio is upside down: the exact Δ is the smaller one."),
+        Wrong(paper / math.sqrt(ratio), "that is not the exact Δ: revisit which column of the table belongs to which "
+                                        "Δ, and "
+                                        "how the table's error depends on Δ."),
     ], otherwise="the two columns differ only in Δ, and the squared error is proportional to (Δ/ε)²: scale the "
                  "paper's Δ by the right power of the errors' ratio.")])
     return q

@@ -51,12 +51,12 @@ def questions() -> dict[str, Question]:
     X = edge_counts_matrix(g)
     changes = np.array([X[:, v] - X[:, u] for u, v in g.edges().tolist()])
     q["q5"] = Question("q5 (Δ of the grid's edge counts)", [Part("grid_delta", g.sensitivity(matrix(X)), mistakes=[
-        Wrong(1, "that is §5.2.2's accounting, which assumes one move changes one edge count. Compute how much x_G "
-                 "really changes (all its entries) when one record moves along an edge."),
+        Wrong(1, "that is §5.2.2's accounting, which assumes a move changes a single edge count. Revisit how x_G "
+                 "really changes (all its entries) when a record moves along an edge of the grid."),
         Wrong(float(np.abs(changes).max()), "that is the largest change of one entry; Δ adds the changes of all the "
                                             "entries (ℓ₁ norm).", rtol=1e-3),
-        Wrong(float(np.linalg.norm(changes, axis=1).max()), "Δ of the Laplace mechanism is an ℓ₁ norm: add the "
-                                                            "absolute changes, do not square them.", rtol=1e-3),
+        Wrong(float(np.linalg.norm(changes, axis=1).max()), "that is a Euclidean length: revisit which norm the "
+                                                            "sensitivity of the Laplace mechanism uses.", rtol=1e-3),
     ], otherwise="a move of one record from u to v changes x_G by the difference of two columns of the matrix; Δ is "
                  "the largest ℓ₁ norm of that difference over the edges (u, v) of the policy.")])
     base, known = constraint_setting()

@@ -10,7 +10,7 @@ from blowfish_nb.domain import Domain
 from blowfish_nb.exceptions import BudgetExceededError, PolicyError
 from blowfish_nb.labs._key import Part, Question, Wrong
 from blowfish_nb.labs.lab06 import (ACCURACY, BLOCK_EPSILONS, BLOCKS, BUDGET, FORMULA_RTOL, OVERSPEND, RELEASES,
-                                    session)
+                                    SMALLER, session)
 from blowfish_nb.policy import constrained, line, partition
 from blowfish_nb.workload import identity
 
@@ -30,6 +30,7 @@ def spent_after_refusal() -> float:
         s.release("histogram", "age", epsilon=OVERSPEND, rng=99)
     except BudgetExceededError:
         pass
+    s.release("histogram", "age", epsilon=SMALLER, rng=98)
     return s.spent
 
 
@@ -68,15 +69,18 @@ def questions() -> dict[str, Question]:
         Wrong(sum(RELEASES) / len(RELEASES), "composition does not average the ε: every release adds its own privacy "
                                              "loss."),
         Wrong(BUDGET - sum(RELEASES), "that is what is left of the budget; the question asks what was spent."),
-    ], otherwise="look at the ledger: what does one release add to `spent`?")])
-    q["q2"] = Question("q2 (spent after a release the budget cannot pay for)", [Part(
+    ], otherwise="look at the ledger: what does one release add to `spent`?")], before=("r_second", "r_third"))
+    q["q2"] = Question("q2 (spent after a refused release and a smaller one)", [Part(
         "spent_after", spent_after_refusal(), mistakes=[
-            Wrong(sum(RELEASES) + OVERSPEND, "the session checks the budget *before* it reads any data. Read the "
-                                             "message the refused release raised, then the ledger."),
+            Wrong(sum(RELEASES), "the session refused the larger release only: revisit whether a refusal closes the "
+                                 "session."),
+            Wrong(sum(RELEASES) + OVERSPEND, "the session checks the budget *before* it reads any data: revisit "
+                                             "what a refusal charges."),
             Wrong(BUDGET, "a session never runs a release with less ε than asked (the accuracy would not be what was "
-                          "asked for); it refuses it whole."),
-            Wrong(OVERSPEND, "the earlier releases stay in the ledger; a refused one adds nothing to it."),
-        ], otherwise="a refused release raises BudgetExceededError: what does the ledger hold afterwards?")])
+                          "asked for). Revisit what a session does with a release the budget cannot pay."),
+            Wrong(SMALLER, "that is the last release alone. Revisit what the ledger keeps of earlier releases."),
+        ], otherwise="a refused release raises BudgetExceededError: what does the ledger hold afterwards, and after "
+                     "the release that fits?")], before=("r_smaller",))
     s = session()
     k = s.attribute("age").size
     delta = histogram_sensitivity()

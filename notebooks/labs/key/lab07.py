@@ -79,8 +79,8 @@ def questions() -> dict[str, Question]:
     q["q2b"] = Question("q2b (the data size where DAWA stops winning)", [Part("n_cross", cross, mistakes=[
         Wrong([n for n in sizes if n < cross], "at that size DAWA's error is still the smaller one: compare the two "
                                                "means (and their standard errors) at the larger sizes."),
-        Wrong([n for n in sizes if n > cross], "the data-independent mechanism is ahead already at a smaller size of "
-                                               "the list: measure every size, not only the ends."),
+        Wrong([n for n in sizes if n > cross], "the question asks for the first size where the data-independent "
+                                               "mechanism wins: measure every size of the list, not only the ends."),
     ], otherwise=f"answer with one of the sizes {sizes} (a number of people): loop over them, call "
                  "`check.mean_error` for both mechanisms, and find the first size where `transformed` has the "
                  "smaller mean.")])
@@ -89,7 +89,8 @@ def questions() -> dict[str, Question]:
     q["q3"] = Question("q3 (Δ with one public count)", [Part("delta_count", known, mistakes=[
         Wrong(plain, "that is Δ without the public count. Take the move from the 40–50 bin to 50–60: is the neighbour "
                      "still consistent with the published number of people under 50? What else must change?"),
-        Wrong(1, "a record that moves changes two counts — and here the public count forces more."),
+        Wrong(1, "revisit what a move along the line policy changes in the histogram, and what else the public count "
+                 "forces to change."),
         Wrong(3, "count the changed cells: every record that moves changes two counts."),
     ], otherwise="follow one move across the boundary of the public count, then the move that restores the count.")])
     q["q4"] = Question("q4 (Δ with two public counts)", [Part("delta_boxes", boxes_sensitivity(), mistakes=[
@@ -103,7 +104,8 @@ def questions() -> dict[str, Question]:
     q["q5"] = Question("q5 (the price of a public count)", [Part("error_factor", error_ratio(), rtol=r, mistakes=[
         Wrong(known / plain, "the noise's *scale* grows like Δ; its squared error grows like the square of the scale.",
               rtol=r),
-        Wrong(plain / known, "the public count makes Δ larger, so more noise is needed, not less.", rtol=r),
+        Wrong(plain / known, "revisit whether the public count makes Δ larger or smaller, and how the noise follows "
+                             "Δ.", rtol=r),
         Wrong(1.0, "the public count changes Δ, and Δ sets the noise.", rtol=r),
     ], otherwise="the Laplace mechanism's noise scale is Δ/ε; how does the squared error depend on the scale?")])
     return q

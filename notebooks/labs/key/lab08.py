@@ -66,11 +66,11 @@ def questions() -> dict[str, Question]:
     n_edges = K_PREFIX - 1
     q["q2"] = Question("q2 ((Σλ)²/n_G for the prefix sums under the line policy)", [Part(
         "sv_term", singular_term(), mistakes=[
-            Wrong(singular_term(edges=K_PREFIX), "count the edges of the line policy again: how many pairs of "
-                                                 "neighbouring bins does a line of 6 bins have?"),
+            Wrong(singular_term(edges=K_PREFIX), "revisit what n_G stands for in the bound: the bins, or the edges "
+                                                 "of the line policy?"),
             Wrong(singular_term(edges=1), "that is (Σλ)²: divide it by n_G, the number of edges of the policy."),
-            Wrong(float(K_PREFIX) ** 2 / n_edges, "W_G = W P_G has one column per edge, not one per bin: how many "
-                                                  "singular values can it have, and how large is each?"),
+            Wrong(float(K_PREFIX) ** 2 / n_edges, "revisit the shape of W_G = W P_G (its columns are the policy's "
+                                                  "edges) and what its singular values are."),
         ], otherwise="write W P_G for a few edges: each column W(e_u − e_v) is the change of the prefix sums when "
                      "one record moves from u to v. What matrix is W_G, and what are its singular values?")])
     best = best_fixed()
@@ -87,7 +87,7 @@ def questions() -> dict[str, Question]:
             Wrong(1 / gap, "that is the floor divided by the error: the ratio asked is error / floor (at least 1).",
                   rtol=RTOL),
             Wrong([fixed_errors()[n] / floor() for n in others], "that is the ratio of another fixed strategy: take "
-                                                                "the one with the smallest expected error.",
+                                                                "the strategy with the smallest expected error.",
                   rtol=RTOL),
         ], otherwise="divide the best fixed strategy's expected error per query by `bf.analysis.lower_bound(W, G, "
                      "1.0)`, both for all boxes under the grid policy with θ = 1.")])

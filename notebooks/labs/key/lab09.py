@@ -75,24 +75,26 @@ def questions() -> dict[str, Question]:
         Wrong(BUDGET - a, "ana's token spends the *account*, not a budget of her own: whatever ben spends is gone for "
                           "ana too."),
         Wrong(BUDGET - b, "ana's own release is charged to the account as well."),
-        Wrong(BUDGET / len(ANALYSTS) - a, "the curator did not split the budget between the analysts: they share one "
-                                          "account."),
+        Wrong(BUDGET / len(ANALYSTS) - a, "revisit how the curator set up the class: whose releases are charged to "
+                                          "the budget ana's token spends?"),
         Wrong(a + b, "that is what the account has spent; the question asks what is left."),
-    ], otherwise="every release of every analyst on the account is charged to the one budget: what is left?")])
+    ], otherwise="every release of every analyst on the account is charged to the one budget: what is left?")],
+        before=("r_ana", "r_ben"))
     q["q2"] = Question("q2 (left after a refused release and a smaller one)", [Part("left_after", s["q2"], mistakes=[
         Wrong(BUDGET - a - b - REFUSED - SECOND, "a refused release is charged nothing: the service checks the budget "
                                                 "*before* it reads any data."),
         Wrong(BUDGET - a - b, "the smaller release fits the budget, so it is charged."),
-        Wrong(0.0, "the service never hands out the rest of a budget for a release it cannot pay: it refuses it whole "
-                   "and charges nothing."),
-    ], otherwise="follow the ledger: which of ben's two requests was charged?")])
+        Wrong(0.0, "revisit what the service does with a request the account cannot pay in full: what the ledger "
+                   "promises about a refusal."),
+    ], otherwise="follow the ledger: which of ben's two requests was charged?")], before=("r_ben_small",))
     left = s["q2"]
     q["q3"] = Question("q3 (releases granted when three ask at once)", [Part("granted", s["q3"], mistakes=[
         Wrong(len(ANALYSTS), "each request does not check the budget on its own copy: the service checks and charges "
                              "in one step, one request at a time. Would three releases fit in what is left?"),
         Wrong(1, "more than one fits in what is left: compare the three requests' ε with the account's remaining."),
         Wrong(0, "the account still has budget: some requests fit."),
-    ], otherwise=f"how many releases of ε = {AT_ONCE} fit, one after the other, in what the account has left?")])
+    ], otherwise=f"how many releases of ε = {AT_ONCE} fit, one after the other, in what the account has left?")],
+        before=("outcome",))
     del left
     q["q4"] = Question("q4 (events in the ledger's chain)", [Part("events", s["q4"], mistakes=[
         Wrong(s["q4"] - 1 - len(ANALYSTS), "the chain starts before the first release: the curator's account and "
@@ -120,7 +122,7 @@ def questions() -> dict[str, Question]:
                                            "compose."),
         Wrong(KMEANS_EPSILON * ITERATIONS, "the ε you name is the whole k-means: SuLQ splits it over its "
                                            "iterations."),
-    ], otherwise="a k-means release is charged like any release: read the ledger.")])
+    ], otherwise="a k-means release is charged like any release: read the ledger.")], before=("centres",))
     best = better_route()
     q["q7"] = Question("q7 (the better route to private clusters)", [Part(
         "better", best, kind="choice", choices=METHODS, mistakes=[
