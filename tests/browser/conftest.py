@@ -8,12 +8,14 @@ starts from what a new server and a new browser would give it: before each test 
 session and kernel down, copies the notebooks afresh and forgets the saved layout and settings, and ``page`` is a
 new browser context (its own cookies, storage and cache).
 
-One exception, for speed: the kernel of a notebook in :data:`WARM_NOTEBOOKS` (each is opened by several tests) is
-kept for the next test that opens the same notebook, after a test that passed left it idle. It comes back with every
-widget closed and its namespace and output history reset (:data:`RESET_KERNEL`), so the test's own ``run_all``
-rebuilds everything from the notebook's cells, as in a new kernel; only what Python caches per process stays (imported
-modules and the library's remembered fits: the quickstart's explorer took 8.9 s to build in a new process and
-0.2 s the second time). A test that needs a new kernel says so with ``@pytest.mark.cold_kernel``.
+One exception, for speed: kernels. The kernel of a notebook in :data:`WARM_NOTEBOOKS` (each is opened by several
+tests) is kept for the next test that opens the same notebook, after a test that passed left it idle; any other
+notebook gets a kernel started while the last test ended, which has imported the libraries the notebooks use
+(:data:`WARM_UP`: otter's import alone took 2.6 s of CPU). Either kernel comes with no widget and its namespace and
+output history reset (:data:`RESET_KERNEL`), so the test's own ``run_all`` rebuilds everything from the notebook's
+cells, as in a new kernel; only what Python caches per process stays (imported modules, the library's remembered
+fits: the quickstart's explorer took 8.9 s to build in a new process and 0.2 s the second time). A test that needs a
+new kernel says so with ``@pytest.mark.cold_kernel``; tests/notebooks runs every notebook in a new kernel.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ import os as _os
 _os.chdir({root!r})
 del _os
 """
+#: run in the spare kernel (:meth:`Lab.open_session`) before a test's notebook connects to it, then RESET_KERNEL
+WARM_UP = "import blowfish_nb, blowfish_nb.widgets, ipywidgets, pandas, otter\n"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -87,6 +91,10 @@ class Lab:
         self._settings = workdir / "settings"
         self._workspaces = workdir / "workspaces"
         self._runtime = workdir / "runtime"  # the kernels' connection files (a kept kernel is reset through one)
+        #: a kernel no session uses yet, warmed up by WARM_UP in a thread (see open_session); None when there is none
+        self._spare: str | None = None
+        self._warming = None
+        self._warm_ok = False
         self._fresh_files()
         self.token = secrets.token_hex(16)
         self.port = _free_port()
@@ -125,8 +133,16 @@ class Lab:
         reopen the last test's tabs) and only the settings the server started with.
 
         With ``keep_warm``, the session of a notebook in :data:`WARM_NOTEBOOKS` stays if its kernel is idle, reset
-        by :data:`RESET_KERNEL` (opening that notebook connects to it: JupyterLab finds a session by its path)."""
+        by :data:`RESET_KERNEL` (opening that notebook connects to it: JupyterLab finds a session by its path), and
+        so does an unused spare kernel that warmed up without an error; then a spare is started if there is none."""
         kept = set()
+        if self._warming is not None:
+            self._warming.join(timeout=120)
+            self._warming = None
+        if keep_warm and self._spare is not None and self._warm_ok:
+            kept.add(self._spare)
+        else:
+            self._spare = None
         for session in self._api("GET", "/api/sessions"):
             if keep_warm and session["path"] in WARM_NOTEBOOKS and self._reset_kernel(session["kernel"]["id"]):
                 kept.add(session["kernel"]["id"])
@@ -139,32 +155,72 @@ class Lab:
         if left:
             raise RuntimeError(f"{self.kind} server kept kernels {left} after shutting them down")
         self._fresh_files()
+        if keep_warm and self._spare is None:
+            self.start_spare()
+
+    def start_spare(self) -> None:
+        """Start the spare kernel and warm it up in a thread (:data:`WARM_UP`, then :data:`RESET_KERNEL`): the test
+        goes on meanwhile (a notebook that connects to the kernel waits until it is idle)."""
+        import threading
+
+        self._spare = self._api("POST", "/api/kernels", {"name": "python3"})["id"]
+        self._warm_ok = False
+
+        def warm(kernel_id=self._spare):
+            try:
+                self._warm_ok = self._execute(kernel_id, WARM_UP + RESET_KERNEL.format(root=str(self.root)), timeout=120)
+            except Exception as e:  # noqa: BLE001 (the kernel is then shut down and the next test starts its own)
+                self._warm_ok = False
+                self._note(f"warming kernel {kernel_id} failed: {e!r}")
+
+        self._warming = threading.Thread(target=warm, daemon=True)
+        self._warming.start()
+
+    def open_session(self, name: str) -> None:
+        """Bind the notebook ``name`` to the spare kernel (a session for its path, which JupyterLab and Notebook 7
+        connect to when they open it), unless a session for it exists already (a kept kernel) or there is no spare."""
+        if self._spare is None or any(s["path"] == name for s in self._api("GET", "/api/sessions")):
+            return
+        spare, self._spare = self._spare, None
+        self._api("POST", "/api/sessions", {"path": name, "name": name, "type": "notebook", "kernel": {"id": spare}})
 
     def _reset_kernel(self, kernel_id: str) -> bool:
         """Run :data:`RESET_KERNEL` in the idle kernel ``kernel_id``; whether it ran without an error (if not, or if
         the kernel is busy or gone, the caller shuts it down)."""
-        from jupyter_client import BlockingKernelClient
-
         try:
             if self._api("GET", f"/api/kernels/{kernel_id}")["execution_state"] != "idle":
                 return False
         except OSError:
             return False
+        return self._execute(kernel_id, RESET_KERNEL.format(root=str(self.root)), timeout=60)
+
+    def _execute(self, kernel_id: str, code: str, timeout: float) -> bool:
+        """Run ``code`` in kernel ``kernel_id`` through its connection file; whether it ran without an error."""
+        from jupyter_client import BlockingKernelClient
+
         connection = self._runtime / f"kernel-{kernel_id}.json"
-        if not connection.is_file():
-            return False
+        deadline = time.monotonic() + 30
+        while not connection.is_file():  # a kernel just started writes it within a second
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
         client = BlockingKernelClient(connection_file=str(connection))
         client.load_connection_file()
         client.start_channels()
         try:
-            client.wait_for_ready(timeout=30)
-            reply = client.execute_interactive(RESET_KERNEL.format(root=str(self.root)), timeout=60,
-                                               output_hook=lambda msg: None, allow_stdin=False)
+            client.wait_for_ready(timeout=60)
+            reply = client.execute_interactive(code, timeout=timeout, output_hook=lambda msg: None, allow_stdin=False)
             return reply["content"]["status"] == "ok"
-        except (RuntimeError, TimeoutError):
+        except (RuntimeError, TimeoutError) as e:
+            self._note(f"running code in kernel {kernel_id} failed: {e!r}")
             return False
         finally:
             client.stop_channels()
+
+    def _note(self, text: str) -> None:
+        """A line in the server's log (why a kernel was not kept)."""
+        self.log.write(f"[tests/browser/conftest.py] {text}\n")
+        self.log.flush()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -188,14 +244,18 @@ class Lab:
         notify.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
         self._workspaces.mkdir()
 
-    def _api(self, method: str, path: str):
+    def _api(self, method: str, path: str, body: dict | None = None):
         request = urllib.request.Request(f"{self.url}{path}", method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+                                         data=None if body is None else json.dumps(body).encode(),
+                                         headers={"Authorization": f"token {self.token}",
+                                                  "Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=60) as answer:
             body = answer.read()
         return json.loads(body) if body else None
 
     def stop(self) -> None:
+        if self._warming is not None:
+            self._warming.join(timeout=60)
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
             self.proc.wait(timeout=20)
@@ -223,6 +283,8 @@ class _Servers:
             server = None
         if server is None:
             server = self._running[kind] = Lab(self._tmp.mktemp(kind), kind=kind)
+            if keep_warm:
+                server.start_spare()
         else:
             server.reset(keep_warm=keep_warm and self._passed)
         return server
@@ -303,7 +365,9 @@ def pytest_runtest_makereport(item, call):
 
 
 def open_notebook(page, lab: Lab, name: str) -> None:
-    """Open a notebook and wait until its kernel is really connected (pitfall 1)."""
+    """Open a notebook and wait until its kernel is really connected (pitfall 1); its kernel is a kept or a spare
+    one when there is one (see the module's docstring)."""
+    lab.open_session(name)
     page.goto(lab.notebook_url(name))
     page.wait_for_function(
         """() => {
