@@ -56,7 +56,13 @@ _os.chdir({root!r})
 del _os
 """
 #: run in the spare kernel (:meth:`Lab.open_session`) before a test's notebook connects to it, then RESET_KERNEL
-WARM_UP = "import blowfish_nb, blowfish_nb.widgets, ipywidgets, pandas, otter\n"
+#: (which runs even if an import failed: the notebook then meets that failure itself)
+WARM_UP = """\
+try:
+    import blowfish_nb, blowfish_nb.widgets, ipywidgets, pandas, otter
+except Exception:
+    pass
+"""
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -163,7 +169,10 @@ class Lab:
         goes on meanwhile (a notebook that connects to the kernel waits until it is idle)."""
         import threading
 
-        self._spare = self._api("POST", "/api/kernels", {"name": "python3"})["id"]
+        # path "": the kernel works in the notebooks' folder from the start, as one JupyterLab starts for a notebook
+        # there would (without a path it would inherit the server's working directory, the checkout, and a notebook
+        # that connected before the warm-up's chdir ran, or after it failed, wrote its files there)
+        self._spare = self._api("POST", "/api/kernels", {"name": "python3", "path": ""})["id"]
         self._warm_ok = False
 
         def warm(kernel_id=self._spare):
