@@ -7,6 +7,15 @@ One server of each kind and one Chromium serve the whole session (starting them 
 starts from what a new server and a new browser would give it: before each test :meth:`Lab.reset` shuts every
 session and kernel down, copies the notebooks afresh and forgets the saved layout and settings, and ``page`` is a
 new browser context (its own cookies, storage and cache).
+
+One exception, for speed: kernels. The kernel of a notebook in :data:`WARM_NOTEBOOKS` (each is opened by several
+tests) is kept for the next test that opens the same notebook, after a test that passed left it idle; any other
+notebook gets a kernel started while the last test ended, which has imported the libraries the notebooks use
+(:data:`WARM_UP`: otter's import alone took 2.6 s of CPU). Either kernel comes with no widget and its namespace and
+output history reset (:data:`RESET_KERNEL`), so the test's own ``run_all`` rebuilds everything from the notebook's
+cells, as in a new kernel; only what Python caches per process stays (imported modules, the library's remembered
+fits: the quickstart's explorer took 8.9 s to build in a new process and 0.2 s the second time). A test that needs a
+new kernel says so with ``@pytest.mark.cold_kernel``; tests/notebooks runs every notebook in a new kernel.
 """
 
 from __future__ import annotations
@@ -34,6 +43,26 @@ CHROMIUM = os.environ.get("BLOWFISH_CHROMIUM", "/usr/bin/chromium")
 #: nbclient on this machine, default threads against OPENBLAS_NUM_THREADS=1, one after the other under the same load),
 #: and each canvas test on the quickstart took 220-300 s (one hit its 300 s timeout).
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+#: notebooks opened by several tests, whose kernel the next test reuses (see the module's docstring)
+WARM_NOTEBOOKS = ("quickstart.ipynb", "curator_and_analyst.ipynb")
+#: run in a kept kernel before the next test opens its notebook: no widget left for the page to restore, no name or
+#: output left from the last test, the working directory the notebook's folder (``{root!r}`` is filled in)
+RESET_KERNEL = """\
+import ipywidgets as _widgets
+_widgets.Widget.close_all()
+get_ipython().run_line_magic('reset', '-f')
+import os as _os
+_os.chdir({root!r})
+del _os
+"""
+#: run in the spare kernel (:meth:`Lab.open_session`) before a test's notebook connects to it, then RESET_KERNEL
+#: (which runs even if an import failed: the notebook then meets that failure itself)
+WARM_UP = """\
+try:
+    import blowfish_nb, blowfish_nb.widgets, ipywidgets, pandas, otter
+except Exception:
+    pass
+"""
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -67,6 +96,11 @@ class Lab:
         self.root = workdir / "root"
         self._settings = workdir / "settings"
         self._workspaces = workdir / "workspaces"
+        self._runtime = workdir / "runtime"  # the kernels' connection files (a kept kernel is reset through one)
+        #: a kernel no session uses yet, warmed up by WARM_UP in a thread (see open_session); None when there is none
+        self._spare: str | None = None
+        self._warming = None
+        self._warm_ok = False
         self._fresh_files()
         self.token = secrets.token_hex(16)
         self.port = _free_port()
@@ -82,7 +116,8 @@ class Lab:
                 f"--{app}.workspaces_dir={self._workspaces}",
             ],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1", **ONE_BLAS_THREAD},
+            env={**os.environ, "JUPYTER_PLATFORM_DIRS": "1", "JUPYTER_RUNTIME_DIR": str(self._runtime),
+                 **ONE_BLAS_THREAD},
         )
         self._wait_ready()
 
@@ -98,17 +133,103 @@ class Lab:
                 time.sleep(0.3)
         raise RuntimeError(f"{self.kind} server did not answer within {timeout}s; see {self.log.name}")
 
-    def reset(self) -> None:
+    def reset(self, keep_warm: bool = True) -> None:
         """Give the next test what a newly started server would: no session and no kernel (each test starts its
         own), a fresh copy of the notebooks (nothing a test wrote or saved), no saved workspace (JupyterLab would
-        reopen the last test's tabs) and only the settings the server started with."""
-        for kind in ("sessions", "kernels"):
-            for item in self._api("GET", f"/api/{kind}"):
-                self._api("DELETE", f"/api/{kind}/{item['id']}")
-        left = self._api("GET", "/api/kernels")
+        reopen the last test's tabs) and only the settings the server started with.
+
+        With ``keep_warm``, the session of a notebook in :data:`WARM_NOTEBOOKS` stays if its kernel is idle, reset
+        by :data:`RESET_KERNEL` (opening that notebook connects to it: JupyterLab finds a session by its path), and
+        so does an unused spare kernel that warmed up without an error; then a spare is started if there is none."""
+        kept = set()
+        if self._warming is not None:
+            self._warming.join(timeout=120)
+            self._warming = None
+        if keep_warm and self._spare is not None and self._warm_ok:
+            kept.add(self._spare)
+        else:
+            self._spare = None
+        for session in self._api("GET", "/api/sessions"):
+            if keep_warm and session["path"] in WARM_NOTEBOOKS and self._reset_kernel(session["kernel"]["id"]):
+                kept.add(session["kernel"]["id"])
+            else:
+                self._api("DELETE", f"/api/sessions/{session['id']}")
+        for kernel in self._api("GET", "/api/kernels"):
+            if kernel["id"] not in kept:
+                self._api("DELETE", f"/api/kernels/{kernel['id']}")
+        left = [k["id"] for k in self._api("GET", "/api/kernels") if k["id"] not in kept]
         if left:
-            raise RuntimeError(f"{self.kind} server kept kernels {[k['id'] for k in left]} after shutting them down")
+            raise RuntimeError(f"{self.kind} server kept kernels {left} after shutting them down")
         self._fresh_files()
+        if keep_warm and self._spare is None:
+            self.start_spare()
+
+    def start_spare(self) -> None:
+        """Start the spare kernel and warm it up in a thread (:data:`WARM_UP`, then :data:`RESET_KERNEL`): the test
+        goes on meanwhile (a notebook that connects to the kernel waits until it is idle)."""
+        import threading
+
+        # path "": the kernel works in the notebooks' folder from the start, as one JupyterLab starts for a notebook
+        # there would (without a path it would inherit the server's working directory, the checkout, and a notebook
+        # that connected before the warm-up's chdir ran, or after it failed, wrote its files there)
+        self._spare = self._api("POST", "/api/kernels", {"name": "python3", "path": ""})["id"]
+        self._warm_ok = False
+
+        def warm(kernel_id=self._spare):
+            try:
+                self._warm_ok = self._execute(kernel_id, WARM_UP + RESET_KERNEL.format(root=str(self.root)), timeout=120)
+            except Exception as e:  # noqa: BLE001 (the kernel is then shut down and the next test starts its own)
+                self._warm_ok = False
+                self._note(f"warming kernel {kernel_id} failed: {e!r}")
+
+        self._warming = threading.Thread(target=warm, daemon=True)
+        self._warming.start()
+
+    def open_session(self, name: str) -> None:
+        """Bind the notebook ``name`` to the spare kernel (a session for its path, which JupyterLab and Notebook 7
+        connect to when they open it), unless a session for it exists already (a kept kernel) or there is no spare."""
+        if self._spare is None or any(s["path"] == name for s in self._api("GET", "/api/sessions")):
+            return
+        spare, self._spare = self._spare, None
+        self._api("POST", "/api/sessions", {"path": name, "name": name, "type": "notebook", "kernel": {"id": spare}})
+
+    def _reset_kernel(self, kernel_id: str) -> bool:
+        """Run :data:`RESET_KERNEL` in the idle kernel ``kernel_id``; whether it ran without an error (if not, or if
+        the kernel is busy or gone, the caller shuts it down)."""
+        try:
+            if self._api("GET", f"/api/kernels/{kernel_id}")["execution_state"] != "idle":
+                return False
+        except OSError:
+            return False
+        return self._execute(kernel_id, RESET_KERNEL.format(root=str(self.root)), timeout=60)
+
+    def _execute(self, kernel_id: str, code: str, timeout: float) -> bool:
+        """Run ``code`` in kernel ``kernel_id`` through its connection file; whether it ran without an error."""
+        from jupyter_client import BlockingKernelClient
+
+        connection = self._runtime / f"kernel-{kernel_id}.json"
+        deadline = time.monotonic() + 30
+        while not connection.is_file():  # a kernel just started writes it within a second
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        client = BlockingKernelClient(connection_file=str(connection))
+        client.load_connection_file()
+        client.start_channels()
+        try:
+            client.wait_for_ready(timeout=60)
+            reply = client.execute_interactive(code, timeout=timeout, output_hook=lambda msg: None, allow_stdin=False)
+            return reply["content"]["status"] == "ok"
+        except (RuntimeError, TimeoutError) as e:
+            self._note(f"running code in kernel {kernel_id} failed: {e!r}")
+            return False
+        finally:
+            client.stop_channels()
+
+    def _note(self, text: str) -> None:
+        """A line in the server's log (why a kernel was not kept)."""
+        self.log.write(f"[tests/browser/conftest.py] {text}\n")
+        self.log.flush()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -117,22 +238,33 @@ class Lab:
         return f"{self.url}/{self._path}/{name}?token={self.token}"
 
     def _fresh_files(self) -> None:
-        for folder in (self.root, self._settings, self._workspaces):
+        for folder in (self._settings, self._workspaces):
             shutil.rmtree(folder, ignore_errors=True)
-        shutil.copytree(ROOT / "notebooks", self.root)
+        # the notebooks' folder itself stays (a kept kernel's working directory): only what is in it is replaced
+        self.root.mkdir(parents=True, exist_ok=True)
+        for item in self.root.iterdir():
+            if item.is_dir() and not item.is_symlink():
+                shutil.rmtree(item)
+            else:
+                item.unlink()
+        shutil.copytree(ROOT / "notebooks", self.root, dirs_exist_ok=True)
         notify = self._settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
         notify.parent.mkdir(parents=True)
         notify.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
         self._workspaces.mkdir()
 
-    def _api(self, method: str, path: str):
+    def _api(self, method: str, path: str, body: dict | None = None):
         request = urllib.request.Request(f"{self.url}{path}", method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+                                         data=None if body is None else json.dumps(body).encode(),
+                                         headers={"Authorization": f"token {self.token}",
+                                                  "Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=60) as answer:
             body = answer.read()
         return json.loads(body) if body else None
 
     def stop(self) -> None:
+        if self._warming is not None:
+            self._warming.join(timeout=60)
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
             self.proc.wait(timeout=20)
@@ -150,16 +282,20 @@ class _Servers:
     def __init__(self, tmp_path_factory):
         self._tmp = tmp_path_factory
         self._running: dict[str, Lab] = {}
+        #: whether the last test that used a server passed (a kernel is only kept after a test that passed)
+        self._passed = True
 
-    def fresh(self, kind: str) -> Lab:
+    def fresh(self, kind: str, keep_warm: bool = True) -> Lab:
         server = self._running.get(kind)
         if server is not None and not server.alive():
             server.stop()
             server = None
         if server is None:
             server = self._running[kind] = Lab(self._tmp.mktemp(kind), kind=kind)
+            if keep_warm:
+                server.start_spare()
         else:
-            server.reset()
+            server.reset(keep_warm=keep_warm and self._passed)
         return server
 
     def stop(self) -> None:
@@ -174,16 +310,28 @@ def _servers(tmp_path_factory):
     servers.stop()
 
 
+def _server(kind: str, servers: _Servers, request):
+    server = servers.fresh(kind, keep_warm=request.node.get_closest_marker("cold_kernel") is None)
+    yield server
+    report = getattr(request.node, "rep_call", None)
+    servers._passed = report is not None and report.passed
+
+
 @pytest.fixture
-def lab(_servers):
+def lab(_servers, request):
     """JupyterLab, as a newly started one would be (see :meth:`Lab.reset`)."""
-    return _servers.fresh("lab")
+    yield from _server("lab", _servers, request)
 
 
 @pytest.fixture
-def notebook7(_servers):
+def notebook7(_servers, request):
     """Notebook 7 (``python -m notebook``) instead of JupyterLab; the same helpers drive it."""
-    return _servers.fresh("notebook")
+    yield from _server("notebook", _servers, request)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cold_kernel: the test's notebook starts in a new kernel, not a kept one "
+                                       "(tests/browser/conftest.py, WARM_NOTEBOOKS)")
 
 
 @pytest.fixture(scope="session")
@@ -226,7 +374,9 @@ def pytest_runtest_makereport(item, call):
 
 
 def open_notebook(page, lab: Lab, name: str) -> None:
-    """Open a notebook and wait until its kernel is really connected (pitfall 1)."""
+    """Open a notebook and wait until its kernel is really connected (pitfall 1); its kernel is a kept or a spare
+    one when there is one (see the module's docstring)."""
+    lab.open_session(name)
     page.goto(lab.notebook_url(name))
     page.wait_for_function(
         """() => {
@@ -294,10 +444,34 @@ def wait_until_settled(page, element) -> None:
     )
 
 
+#: true once the element's box has not moved for ``quiet`` ms and the notebook's kernel is idle (state on the element)
+_STILL_JS = """([el, quiet]) => {
+    const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const kernel = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+    const idle = !kernel || kernel.status === 'idle';
+    const r = el.getBoundingClientRect();
+    const key = [r.left, r.top, r.width, r.height].map(Math.round).join(',') + '|' + idle;
+    const now = performance.now();
+    if (el.__stillKey !== key) { el.__stillKey = key; el.__stillAt = now; return false; }
+    return idle && r.width > 0 && now - el.__stillAt > quiet;
+}"""
+
+
+def wait_until_still(page, selector: str, quiet: float = 500) -> None:
+    """Wait until the first element under ``selector`` has kept its place and size on screen for ``quiet`` ms with the
+    kernel idle: a gesture aimed at coordinates read after that lands where they were read (a readout the kernel is
+    still computing, or a plot's transition, would otherwise reflow the page between the read and the press)."""
+    element = page.locator(selector).first
+    element.wait_for(state="visible")
+    page.wait_for_function(_STILL_JS, arg=[element.element_handle(), quiet], polling=100, timeout=30_000)
+
+
 def drag(page, selector: str, dx: float) -> None:
-    """Drag the element under ``selector`` by ``dx`` pixels with the mouse, as a user would (sliders report on release)."""
+    """Drag the element under ``selector`` by ``dx`` pixels with the mouse, as a user would (sliders report on release);
+    the press waits until the element is still (:func:`wait_until_still`)."""
     handle = page.locator(selector)
     handle.scroll_into_view_if_needed()
+    wait_until_still(page, selector)
     box = handle.bounding_box()
     y = box["y"] + box["height"] / 2
     page.mouse.move(box["x"] + box["width"] / 2, y)

@@ -93,6 +93,7 @@ def test_clicks_land_where_the_graph_is_drawn_after_an_edit(lab, page):
     # status line above the canvas is two lines for a moment (measured: 28 → 56 px for ~250 ms, the canvas 28 px
     # lower); the test holds that moment open while the graph redraws, as a slow kernel would.
     page.click(f"{WIDGET} button.mode-add")
+    _settle(page)
     page.mouse.click(*_node(page, "c1"))
     page.wait_for_timeout(150)
     page.evaluate(f"() => {{ const r = document.querySelector('{READOUT}'); r.style.minHeight = "

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import cell_text, drag, open_notebook, run_all
+from tests.browser.conftest import cell_text, drag, open_notebook, run_all, wait_until_settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -58,6 +58,7 @@ def test_mouse_edits_on_the_canvas_reach_the_python_policy(lab, page):
 
     # drag from cell 2 to cell 12 (edgehandles' draw mode is on in the "add edge" mode)
     page.locator(CANVAS).scroll_into_view_if_needed()
+    wait_until_settled(page, page.locator(CANVAS).first.element_handle())  # drawn, still, the kernel idle
     x0, y0 = _node_point(page, CANVAS, "c2")
     x1, y1 = _node_point(page, CANVAS, "c12")
     page.mouse.move(x0, y0)
@@ -77,6 +78,7 @@ def test_mouse_edits_on_the_canvas_reach_the_python_policy(lab, page):
     assert "sensitivity = 10" in text and "tree = False" in text
 
     # a self-loop by clicking one node twice is refused in the canvas, and Python keeps its policy
+    wait_until_settled(page, page.locator(CANVAS).first.element_handle())
     x, y = _node_point(page, CANVAS, "c20")
     page.mouse.click(x, y)
     page.wait_for_timeout(300)

@@ -9,7 +9,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import pytest
 
-from tests.browser.conftest import ARTIFACTS, cell_text, open_notebook, run_all
+from tests.browser.conftest import ARTIFACTS, cell_text, open_notebook, run_all, wait_until_still
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -51,6 +51,7 @@ def _ready(page, lab) -> None:
     page.wait_for_function(f"() => document.querySelectorAll('{TRADEOFF} path.dot').length >= 10")
     page.locator(BARS_FIGURE).scroll_into_view_if_needed()
     page.wait_for_timeout(500)  # bqplot's axes transition
+    wait_until_still(page, BARS_FIGURE)  # and nothing above it (a readout) still reflows the page
 
 
 def _x_axis(page) -> dict:
@@ -149,6 +150,7 @@ def test_error_theta_plot_and_readouts_read_cleanly_at_1280x800(lab, page):
         assert not [d for d in eps01 + current if _overlap(legend, d)], (legend, current)
 
     # the tooltip shows rounded numbers
+    wait_until_still(page, TRADEOFF)
     dot = page.locator(f"{TRADEOFF} path.dot").nth(4).bounding_box()
     page.mouse.move(dot["x"] + dot["width"] / 2, dot["y"] + dot["height"] / 2)
     shown = ("() => Array.from(document.querySelectorAll('.bqplot_mark_tooltip'))"
@@ -188,6 +190,7 @@ def test_small_epsilon_keeps_the_current_point_off_the_title_and_the_histogram_n
     # drag the ε handle to the left end (ε = 0.001): the current point far above every line
     handle = page.locator(f"{EXPLORER} .blowfish-epsilon .noUi-handle")
     handle.scroll_into_view_if_needed()
+    wait_until_still(page, f"{EXPLORER} .blowfish-epsilon .noUi-handle")
     box = handle.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.down()

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from tests.browser.conftest import open_notebook, run_all, run_last_cell
+from tests.browser.conftest import open_notebook, run_all, run_last_cell, wait_until_still
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -29,6 +29,7 @@ def test_quickstart_explorer_epsilon_slider(lab, page):
 
     # drag the ε handle to the left (smaller ε, more noise); the slider reports on release
     handle = page.locator(".blowfish-epsilon .noUi-handle")
+    wait_until_still(page, ".blowfish-epsilon .noUi-handle")  # the page has stopped reflowing: the press hits it
     box = handle.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.down()
