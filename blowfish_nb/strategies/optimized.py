@@ -278,14 +278,20 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
         if X is not None:
             consider(name, X)
     K = math.prod(shape)
-    if "flat" in chosen and active and len(shape) > 1 and K <= FLAT_CELLS \
-            and policy.edge_count() <= FLAT_EDGES:
+    # the flat template: "flat-long" when named (its full stages), else the budgeted "flat" where a policy edge moves a
+    # record between cells (the only edges a flat strategy can charge less than a Kronecker one: under DP every edge
+    # goes to ⊥ and the p-Identity's unit columns are already exact) and one dense step is within FLAT_DEFAULT_COST
+    flat = "flat-long" if "flat-long" in chosen else "flat" if "flat" in chosen else None
+    cell_edges = any(p is not None for p in edges.pairs) or edges.multi
+    if flat is not None and active and len(shape) > 1 and K <= FLAT_CELLS and policy.edge_count() <= FLAT_EDGES \
+            and (flat == "flat-long" or (cell_edges and K**3 <= FLAT_DEFAULT_COST)):
         start = min((c for c in candidates if c[1] is not None and len(c[1]) == len(shape)),
                     key=lambda c: scores.get(c[0], math.inf))  # a full-rank Kronecker start (the fixed ones too)
-        X = _guard(lambda: flat_refine(problem, policy, start[1], max_iter))
+        stages = FLAT_STAGES if flat == "flat-long" else FLAT_BUDGET_STAGES
+        X = _guard(lambda: flat_refine(problem, policy, start[1], max_iter, stages))
         if X is not None:
-            candidates.append(("flat", [X]))
-            consider("flat", [X])
+            candidates.append((flat, [X]))
+            consider(flat, [X])
     # the public total: no edge to ⊥ means no neighbour changes n, so a row w·1ᵀ adds nothing to Δ (the policy's
     # edge differences confirm it) and least squares gets the total almost free. Its weight is w = TOTAL_WEIGHT·Δ,
     # in units of the strategy's own Δ (the noise scale is Δ/ε): the objective does not depend on the scale the
@@ -308,14 +314,20 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
 #: the dense smoothed-max template runs on axes up to this many cells (its steps are O(n³))
 DENSE_AXIS = 128
 #: the optimised templates :func:`optimize` tries
-TEMPLATES = ("p-identity", "edge-domain p-identity", "marginals", "dense", "total")
-#: templates tried only when named (their optimisation takes minutes, not seconds: not for "auto"'s quotes)
-OPT_IN = ("flat",)
-#: the flat template runs on grids of at most this many cells (O(K³) per step) and policies of at most this many edges
+TEMPLATES = ("p-identity", "edge-domain p-identity", "marginals", "dense", "flat", "total")
+#: templates tried only when named (their optimisation takes a minute, not seconds: not for "auto"'s quotes)
+OPT_IN = ("flat-long",)
+#: the flat templates run on grids of at most this many cells (O(K³) per step) and policies of at most this many edges
 FLAT_CELLS = 1024
 FLAT_EDGES = 200_000
-#: the flat template's stages: (η, p) of the surrogate and the most L-BFGS-B iterations (also ≤ ``max_iter``)
+#: "flat-long"'s stages: (η, p) of the surrogate and the most L-BFGS-B iterations (also ≤ ``max_iter``)
 FLAT_STAGES = (((ETA, P_NORM), 150), ((1e-5, 1024), 100))
+#: the default "flat" template's stages: 80 steps, the first 60 on a smoother max (p = 64) that a short budget
+#: descends faster (continuation, as :func:`_sharpen`), the last 20 on the sharp one; the exact objective decides
+FLAT_BUDGET_STAGES = (((ETA, 64), 60), ((1e-5, 1024), 20))
+#: the default "flat" template runs where one dense K × K step costs at most this many multiply-adds (K ≤ 645: the
+#: cubic step "auto" already accepts, mechanisms.optimized.AUTO_COST); 80 steps cost ≈ 10 CPU s at K = 625
+FLAT_DEFAULT_COST = 2**28
 #: the largest grid on which the winner is also tried with the public total (one dense K × K inverse)
 TOTAL_CELLS = 1024
 
@@ -386,7 +398,7 @@ def _sharpen(problem, policy, X, max_iter) -> list[np.ndarray]:
     return best
 
 
-def flat_refine(problem, policy, X, max_iter) -> np.ndarray:
+def flat_refine(problem, policy, X, max_iter, stages=FLAT_STAGES) -> np.ndarray:
     """One dense K × K factor over the whole grid, started from the Kronecker product of ``X``; its exact best stage.
 
     **Why.** A Kronecker product A₁ ⊗ A₂ is charged products of per-axis norms
@@ -399,9 +411,14 @@ def flat_refine(problem, policy, X, max_iter) -> np.ndarray:
     the surrogate is then the exact Δ smoothed, with no triangle-inequality
     bound for edges that move several attributes), started at the best
     Kronecker candidate, so it starts where the Kronecker templates ended.
-    Each stage of :data:`FLAT_STAGES` (sharper smoothing) is kept only when
-    the **exact** objective Δ² · tr(WᵀW (AᵀA)⁻¹) drops, Δ from the policy's
-    edge differences. O(K³) per step: grids of ≤ :data:`FLAT_CELLS` cells.
+    Each of ``stages`` (:data:`FLAT_STAGES`, :data:`FLAT_BUDGET_STAGES`:
+    sharper smoothing) is kept only when the **exact** objective
+    Δ² · tr(WᵀW (AᵀA)⁻¹) drops, Δ from the policy's edge differences.
+    O(K³) per step: grids of ≤ :data:`FLAT_CELLS` cells. The entries are
+    not bounded below (signed: Δ counts |·| either way), which spares
+    L-BFGS-B its bound handling on m·K variables, and where WᵀW is a sum
+    of Kronecker products (products of ranges, all boxes) the error's
+    gradient applies it one axis at a time (:func:`_kron_gram`).
     """
     from .marginal_weights import workload_gram  # noqa: PLC0415
 
@@ -422,20 +439,48 @@ def flat_refine(problem, policy, X, max_iter) -> np.ndarray:
     a = np.concatenate(lo) if lo else np.zeros(0, dtype=np.int64)
     b = np.concatenate(hi) if hi else np.zeros(0, dtype=np.int64)
     edges = _Edges([(a, b) if a.size else None], bottom, False)
-    flat = _Problem([_Term(1.0, [None], True, G)], edges, (K,), (A.shape[0],))
+    flat = _Problem([_Term(1.0, [None], True, G)], edges, (K,), (A.shape[0],), signed=True)
+    flat.kron_gram, flat.grid = _kron_gram(problem.terms, shape), shape  # WᵀW as Kronecker terms, when it is
 
     def exact(Y):
         factor = DenseFactor(Y)
         return float(policy.sensitivity(factor)) ** 2 * _gram_error(G, factor)
 
     best, best_f = A, exact(A)
-    for smoothing, iters in FLAT_STAGES:
+    for smoothing, iters in stages:
         flat.smoothing = smoothing
         Y = _guard(lambda: flat.optimise([best.copy()], min(max_iter, iters))[0])
         f = None if Y is None else _guard(lambda: exact(Y))
         if f is not None and math.isfinite(f) and f < best_f:
             best, best_f = Y, f
     return best
+
+
+def _kron_gram(terms, shape):
+    """WᵀW = Σ_t w_t ⊗_i G_{t,i} as [(w_t, [G_{t,i}])], or None when a term is not one Kronecker product.
+
+    Products of ranges, marginals and the grid's histogram are (``zip`` False): their
+    Gram is the Kronecker product of the per-axis range Grams. A list of boxes is a sum
+    of one product per box, so it stays dense (None).
+    """
+    out = []
+    for t in terms:
+        if t.zip or t.gram is not None:
+            return None
+        out.append((t.weight, [range_gram(lo, hi, n) for (lo, hi), n in zip(t.axes, shape)]))
+    return out
+
+
+def _kron_right(M: np.ndarray, kron_gram, shape) -> np.ndarray:
+    """M · Σ_t w_t ⊗_i G_{t,i} without the K × K product: each factor acts on its own axis (O(K·Σ n_i) a row)."""
+    rows = M.shape[0]
+    out = np.zeros_like(M)
+    for w, grams in kron_gram:
+        T = M.reshape((rows,) + tuple(shape))
+        for i, g in enumerate(grams):  # T ×_i gᵀ: the Grams are symmetric
+            T = np.moveaxis(np.tensordot(T, g, axes=([i + 1], [0])), -1, i + 1)
+        out += w * T.reshape(rows, -1)
+    return out
 
 
 def _guard(fn):
@@ -652,6 +697,8 @@ class _Problem:
         self.terms, self.edges, self.shape, self.rows = terms, edges, shape, rows
         self.signed = signed
         self.smoothing = (ETA, P_NORM)  # (η, p) of the surrogate; :func:`_sharpen` tightens them
+        self.kron_gram = None  # flat problems on a grid: WᵀW as Kronecker terms of this grid (:func:`_kron_gram`)
+        self.grid = None
         self.incidence = []
         for n, pr in zip(shape, edges.pairs):
             if pr is None:
@@ -697,8 +744,11 @@ class _Problem:
             return f, np.concatenate([g.reshape(-1) for g in grads])
 
         z0 = np.concatenate([x.reshape(-1) for x in X0])
-        bounds = None if self.signed else [(0.0, None)] * z0.size
-        from scipy.optimize import minimize  # lazy (import time)
+        from scipy.optimize import Bounds, minimize  # lazy (import time)
+
+        # one Bounds object, not a list of z0.size pairs: SciPy converts such a list pair by pair in Python
+        # (seconds per call for a flat factor of 4.6·10⁵ entries, more than the optimisation steps themselves)
+        bounds = None if self.signed else Bounds(np.zeros(z0.size), np.full(z0.size, np.inf))
 
         res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds,
                        options={"maxiter": max_iter, "maxcor": 20})
@@ -723,6 +773,8 @@ class _Problem:
         return self._error(X, grad=False)[0]
 
     def _error(self, X, grad: bool):
+        if grad and self.kron_gram is not None:
+            return self._flat_kron_error(X[0])
         d = len(self.shape)
         axes = [self._axis(x, i) for i, x in enumerate(X)]
         total = 0.0
@@ -755,6 +807,16 @@ class _Problem:
             Q = R[1:, 1:] + Qd[i]
             grads.append(-2.0 * x @ (Ginv @ Q @ Ginv))
         return total, grads
+
+    def _flat_kron_error(self, x):
+        """(tr(WᵀW G⁻¹), [−2 x G⁻¹ WᵀW G⁻¹]) for one flat factor, G = xᵀx, WᵀW a sum of Kronecker products.
+
+        The dense path's values, with G⁻¹·WᵀW applied one axis at a time
+        (O(K²·Σ n_i) instead of a 2K³ product with the dense K × K WᵀW).
+        """
+        Ginv = np.linalg.inv(x.T @ x)
+        GQ = _kron_right(Ginv, self.kron_gram, self.grid)  # G⁻¹ WᵀW
+        return float(np.trace(GQ)), [-2.0 * (x @ (GQ @ Ginv))]
 
     # sensitivity surrogate
     def _delta(self, X):
