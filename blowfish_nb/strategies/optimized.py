@@ -37,10 +37,14 @@ sums, :func:`edge_pidentity`: Δ = the longest edge's span exactly, the public
 total free), and on small grids weighted marginals (:mod:`.marginal_weights`:
 Δ linear in the weights; closed forms in the marginals algebra, weights
 may be exactly 0). The dense template's smoothing is sharpened by
-continuation (:func:`_sharpen`); the opt-in ``"flat"`` template
-(:func:`flat_refine`) drops the Kronecker restriction on grids of ≤ 1,024
-cells. Each candidate is charged its exact Δ and the lowest exact objective
-wins (the identity and the prefix sums compete too).
+continuation (:func:`_sharpen`); the ``"flat"`` template
+(:func:`flat_refine`) drops the Kronecker restriction: one dense factor over
+the grid's cells, started from the best Kronecker candidate, 80 L-BFGS-B
+steps by default where a policy edge joins two cells and one dense K × K
+step is within :data:`FLAT_DEFAULT_COST` (K ≤ 645), its full schedule when
+``"flat-long"`` is named (grids of ≤ 1,024 cells). Each candidate is charged
+its exact Δ and the lowest exact objective wins (the identity and the prefix
+sums compete too).
 
 **Privacy never rests on the surrogate.** :func:`optimize` returns the
 factors with the **exact** Δ of their Kronecker product under the policy,
@@ -200,13 +204,17 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
         The optimised templates to try (default: every one of :data:`TEMPLATES`
         that applies): ``"p-identity"`` (Kronecker p-Identity, DP-exact),
         ``"edge-domain p-identity"`` (1-D policies without ⊥), ``"marginals"``
-        (weighted marginals, grids of ≤ 1,024 cells) and ``"dense"`` (dense
-        factors on a smoothed max, axes of ≤ 128 cells), and ``"total"`` (the
-        winner again with the public total as one more row, under policies
-        without ⊥ on ≤ 1,024 cells). ``"flat"`` is tried only when named
-        (:data:`OPT_IN`, minutes rather than seconds): one dense factor over
-        a grid of ≤ 1,024 cells on the policy's own edges, started from the
-        best Kronecker candidate (:func:`flat_refine`). The identity and the
+        (weighted marginals, grids of ≤ 1,024 cells), ``"dense"`` (dense
+        factors on a smoothed max, axes of ≤ 128 cells), ``"flat"`` (one dense
+        factor over the grid on the policy's own edges, started from the best
+        Kronecker candidate, :func:`flat_refine`: :data:`FLAT_BUDGET_STAGES`,
+        80 steps, on grids where a policy edge joins two cells and
+        K³ ≤ :data:`FLAT_DEFAULT_COST`, i.e. K ≤ 645 cells; ≈ 10 CPU s at
+        25 × 25) and ``"total"`` (the winner again with the public total as
+        one more row, under policies without ⊥ on ≤ 1,024 cells).
+        ``"flat-long"`` is tried only when named (:data:`OPT_IN`, a minute
+        rather than seconds): the flat factor with its full schedule
+        :data:`FLAT_STAGES`, on grids of ≤ 1,024 cells. The identity and the
         prefix sums always compete; ``info["template"]`` names the winner,
         ``info["objectives"]`` every candidate's exact objective and
         ``info["fallback"]`` says when no optimised template beat them.
