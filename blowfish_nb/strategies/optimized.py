@@ -41,7 +41,8 @@ continuation (:func:`_sharpen`); the ``"flat"`` template
 (:func:`flat_refine`) drops the Kronecker restriction: one dense factor over
 the grid's cells, started from the best Kronecker candidate, 80 L-BFGS-B
 steps by default where a policy edge joins two cells and one dense K × K
-step is within :data:`FLAT_DEFAULT_COST` (K ≤ 645), its full schedule when
+step is within :data:`FLAT_DEFAULT_COST` (K ≤ 645; :data:`DEFAULT_TEMPLATES`,
+not auto's fit, which names :data:`TEMPLATES`), its full schedule when
 ``"flat-long"`` is named (grids of ≤ 1,024 cells). Each candidate is charged
 its exact Δ and the lowest exact objective wins (the identity and the prefix
 sums compete too).
@@ -68,7 +69,8 @@ from ..ranges import Boxes, as_ranges, axis_ranges
 from ..operators import DENSE_LIMIT, Kron, Matrix, Stack, Workload
 from .pidentity import fit_best_p, prefix_gram, range_gram, strategy_matrix
 
-__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "OPT_IN", "supports",
+__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "DEFAULT_TEMPLATES",
+           "OPT_IN", "supports",
            "flat_mean_variance"]
 
 #: the largest axis optimised (a dense n×n inverse per evaluation)
@@ -201,8 +203,9 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     rng : None, int or numpy.random.Generator
         Seeds the random starts (a given seed gives the same strategy).
     templates : None or iterable of str
-        The optimised templates to try (default: every one of :data:`TEMPLATES`
-        that applies): ``"p-identity"`` (Kronecker p-Identity, DP-exact),
+        The optimised templates to try (default: every one of
+        :data:`DEFAULT_TEMPLATES` that applies; ``mechanism="auto"``'s fit
+        names :data:`TEMPLATES`, without ``"flat"``): ``"p-identity"`` (Kronecker p-Identity, DP-exact),
         ``"edge-domain p-identity"`` (1-D policies without ⊥), ``"marginals"``
         (weighted marginals, grids of ≤ 1,024 cells), ``"dense"`` (dense
         factors on a smoothed max, axes of ≤ 128 cells), ``"flat"`` (one dense
@@ -246,10 +249,11 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
             raise InvalidParameterError(f"{name} must be an integer >= {low}, got {value!r}")
     if not (isinstance(rows, (int, float)) and math.isfinite(rows) and rows >= 1):
         raise InvalidParameterError(f"rows must be a number >= 1, got {rows!r}")
-    chosen = TEMPLATES if templates is None else tuple(templates) if not isinstance(templates, str) else (templates,)
-    unknown = [t for t in chosen if t not in TEMPLATES + OPT_IN]
+    chosen = DEFAULT_TEMPLATES if templates is None else \
+        tuple(templates) if not isinstance(templates, str) else (templates,)
+    unknown = [t for t in chosen if t not in DEFAULT_TEMPLATES + OPT_IN]
     if unknown or not chosen:
-        raise InvalidParameterError(f"templates must be names among {TEMPLATES + OPT_IN}, got {templates!r}")
+        raise InvalidParameterError(f"templates must be names among {DEFAULT_TEMPLATES + OPT_IN}, got {templates!r}")
     reason = supports(workload, policy)
     if reason is not None:
         raise InvalidParameterError(f"cannot optimise a strategy here: {reason}")
@@ -322,7 +326,10 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
 #: the dense smoothed-max template runs on axes up to this many cells (its steps are O(n³))
 DENSE_AXIS = 128
 #: the optimised templates :func:`optimize` tries
-TEMPLATES = ("p-identity", "edge-domain p-identity", "marginals", "dense", "flat", "total")
+TEMPLATES = ("p-identity", "edge-domain p-identity", "marginals", "dense", "total")
+#: what :func:`optimize` tries when not told (``Optimized.fit`` without ``templates``): :data:`TEMPLATES` and the
+#: budgeted flat template, ≈ 10 CPU s at 25 × 25 (auto's fit names its templates from :data:`TEMPLATES`, seconds)
+DEFAULT_TEMPLATES = TEMPLATES + ("flat",)
 #: templates tried only when named (their optimisation takes a minute, not seconds: not for "auto"'s quotes)
 OPT_IN = ("flat-long",)
 #: the flat templates run on grids of at most this many cells (O(K³) per step) and policies of at most this many edges
