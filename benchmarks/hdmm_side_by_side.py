@@ -16,9 +16,11 @@ variances for both (the mechanism's lattice noise adds a factor ≤ 1 + 2⁻¹¹
 
 **Plain DP:** HDMM's strategy and ours, both optimised for unbounded DP.
 **Policies:** ours optimised under the policy at ε (the default templates,
-:data:`OURS_POLICY`; on :data:`FLAT_CASES` also auto's fit and the opt-in
-``"flat"`` template at several iteration budgets), against HDMM's DP
-strategy at ε/2 (the Blowfish papers' comparison: 4× its DP error).
+:data:`OURS_POLICY`, which include the budgeted ``"flat"`` template on grids
+of ≤ 645 cells; on :data:`FLAT_CASES` also ``TEMPLATES`` without it (the
+default before it joined; auto's fit names these), auto's fit and the
+opt-in ``"flat-long"`` template), against HDMM's DP strategy at ε/2 (the Blowfish
+papers' comparison: 4× its DP error).
 
 HDMM's side: 1-D, best of ``RESTARTS`` seeded ``PIdentity(k//16, k)``
 optimisations (its ``mechanism.HDMM.optimize`` loop, seeded); several
@@ -50,12 +52,12 @@ RESTARTS = 5
 OURS = {"restarts": RESTARTS, "rng": 0}
 #: ours under the policies with the default templates (what ``optimize`` and ``Optimized.fit`` try unless told)
 OURS_POLICY = {"restarts": 2, "rng": 0}
-#: the cases also run with the opt-in flat template (one dense factor over the grid's cells, started from the best
-#: Kronecker candidate), at these budgets of L-BFGS-B iterations per smoothing stage ((η, p) as
-#: ``strategies.optimized.FLAT_STAGES``; the last budget is its default): what the flat template buys per second
+#: the cases also run without the flat template (the Kronecker templates alone: the default before it joined) and with
+#: the opt-in "flat-long" (the full schedule ``strategies.optimized.FLAT_STAGES``): what the flat template buys per second
+KRON = {"restarts": 2, "rng": 0, "templates": TEMPLATES}
 FLAT = {"restarts": 2, "rng": 0, "templates": TEMPLATES + OPT_IN}
 FLAT_CASES = {("all boxes, 25×25", "grid G¹")}
-FLAT_BUDGETS = ((40,), (80,), None)
+FLAT_BUDGETS = (None,)
 
 
 def load_hdmm():
@@ -266,8 +268,9 @@ WHY_FLAT = (
     "multiplying the per-axis errors; the grid is not a tree, so there is no edge domain in which the DP "
     "normalisation applies (the 1-D trick). The flat template optimises one dense matrix over the K cells on the "
     "policy's own edges; the lines below show what it changes. Its cost is O(K³) per L-BFGS-B step over m·K "
-    "parameters (m ≈ K), and it gains only after tens of steps: the opt-in rows above give its error per CPU "
-    "second.")
+    "parameters (m ≈ K), and it gains only after tens of steps: by default it takes 80 (60 on a smoother max, "
+    "p = 64, then 20 on the sharp one) on grids where one dense step is ≤ 2²⁸ (K ≤ 645); the opt-in flat-long "
+    "takes the full schedule.")
 
 
 def main() -> None:
@@ -291,8 +294,9 @@ def main() -> None:
             ref = trace_error(grams, m, hf, charged(dp, hf), eps=EPS / 2)
             runs = [("default", lambda: run_ours(W, pol, OURS_POLICY))]
             if (label, pname) in FLAT_CASES:
+                runs.insert(0, ("without the flat template", lambda: run_ours(W, pol, KRON)))
                 runs.append(("auto's fit", lambda: run_auto(W, pol)))
-                runs += [(f"opt-in flat, {'default stages' if b is None else f'{b[0]} iterations'}",
+                runs += [(f"opt-in flat-long, {'default stages' if b is None else f'{b[0]} iterations'}",
                           lambda b=b: run_flat(W, pol, b)) for b in FLAT_BUDGETS]
             for how, run in runs:
                 pf, ps_, pn = run()
@@ -314,10 +318,11 @@ def main() -> None:
         "HDMM: best of "
         f"{RESTARTS} seeded restarts of its templates (PIdentity p = k/16 in 1-D; KronPIdentity and Marginals "
         f"on grids, chosen by HDMM's loss). Ours: `strategies.optimized.optimize(W, policy, **{OURS})` under DP, "
-        f"`**{OURS_POLICY}` (the default templates) under the policies; on {', '.join(f'{a} under {b}' for a, b in sorted(FLAT_CASES))} "
-        "also the strategy `mechanism=\"auto\"` fits (`Optimized().for_workload`, with the public-total strategies) and "
-        f"`**{FLAT}` (the opt-in flat template) with its L-BFGS-B stages cut to 40 and 80 iterations and at its "
-        "default stages. "
+        f"`**{OURS_POLICY}` (the default templates, with the budgeted flat template on grids of ≤ 645 cells where a "
+        f"policy edge joins two cells) under the policies; on {', '.join(f'{a} under {b}' for a, b in sorted(FLAT_CASES))} "
+        f"also `**{KRON}` (without the flat template: the default before it joined, and what auto's fit names), "
+        "the strategy `mechanism=\"auto\"` fits (`Optimized().for_workload`, with the public-total strategies) and "
+        f"`**{FLAT}` (the opt-in flat-long template, its full schedule). "
         f"Times are CPU seconds of this process in this one run (`time.process_time`, one BLAS thread: the "
         f"machine, {platform.machine()}, has 2 cores shared with other work, so wall seconds measure the load; "
         "ratios, not absolute figures).",

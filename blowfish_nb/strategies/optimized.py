@@ -37,10 +37,15 @@ sums, :func:`edge_pidentity`: Δ = the longest edge's span exactly, the public
 total free), and on small grids weighted marginals (:mod:`.marginal_weights`:
 Δ linear in the weights; closed forms in the marginals algebra, weights
 may be exactly 0). The dense template's smoothing is sharpened by
-continuation (:func:`_sharpen`); the opt-in ``"flat"`` template
-(:func:`flat_refine`) drops the Kronecker restriction on grids of ≤ 1,024
-cells. Each candidate is charged its exact Δ and the lowest exact objective
-wins (the identity and the prefix sums compete too).
+continuation (:func:`_sharpen`); the ``"flat"`` template
+(:func:`flat_refine`) drops the Kronecker restriction: one dense factor over
+the grid's cells, started from the best Kronecker candidate, 80 L-BFGS-B
+steps by default where a policy edge joins two cells and one dense K × K
+step is within :data:`FLAT_DEFAULT_COST` (K ≤ 645; :data:`DEFAULT_TEMPLATES`,
+not auto's fit, which names :data:`TEMPLATES`), its full schedule when
+``"flat-long"`` is named (grids of ≤ 1,024 cells). Each candidate is charged
+its exact Δ and the lowest exact objective wins (the identity and the prefix
+sums compete too).
 
 **Privacy never rests on the surrogate.** :func:`optimize` returns the
 factors with the **exact** Δ of their Kronecker product under the policy,
@@ -64,7 +69,8 @@ from ..ranges import Boxes, as_ranges, axis_ranges
 from ..operators import DENSE_LIMIT, Kron, Matrix, Stack, Workload
 from .pidentity import fit_best_p, prefix_gram, range_gram, strategy_matrix
 
-__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "OPT_IN", "supports",
+__all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "DEFAULT_TEMPLATES",
+           "OPT_IN", "supports",
            "flat_mean_variance"]
 
 #: the largest axis optimised (a dense n×n inverse per evaluation)
@@ -197,16 +203,21 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     rng : None, int or numpy.random.Generator
         Seeds the random starts (a given seed gives the same strategy).
     templates : None or iterable of str
-        The optimised templates to try (default: every one of :data:`TEMPLATES`
-        that applies): ``"p-identity"`` (Kronecker p-Identity, DP-exact),
+        The optimised templates to try (default: every one of
+        :data:`DEFAULT_TEMPLATES` that applies; ``mechanism="auto"``'s fit
+        names :data:`TEMPLATES`, without ``"flat"``): ``"p-identity"`` (Kronecker p-Identity, DP-exact),
         ``"edge-domain p-identity"`` (1-D policies without ⊥), ``"marginals"``
-        (weighted marginals, grids of ≤ 1,024 cells) and ``"dense"`` (dense
-        factors on a smoothed max, axes of ≤ 128 cells), and ``"total"`` (the
-        winner again with the public total as one more row, under policies
-        without ⊥ on ≤ 1,024 cells). ``"flat"`` is tried only when named
-        (:data:`OPT_IN`, minutes rather than seconds): one dense factor over
-        a grid of ≤ 1,024 cells on the policy's own edges, started from the
-        best Kronecker candidate (:func:`flat_refine`). The identity and the
+        (weighted marginals, grids of ≤ 1,024 cells), ``"dense"`` (dense
+        factors on a smoothed max, axes of ≤ 128 cells), ``"flat"`` (one dense
+        factor over the grid on the policy's own edges, started from the best
+        Kronecker candidate, :func:`flat_refine`: :data:`FLAT_BUDGET_STAGES`,
+        80 steps, on grids where a policy edge joins two cells and
+        K³ ≤ :data:`FLAT_DEFAULT_COST`, i.e. K ≤ 645 cells; ≈ 10 CPU s at
+        25 × 25) and ``"total"`` (the winner again with the public total as
+        one more row, under policies without ⊥ on ≤ 1,024 cells).
+        ``"flat-long"`` is tried only when named (:data:`OPT_IN`, a minute
+        rather than seconds): the flat factor with its full schedule
+        :data:`FLAT_STAGES`, on grids of ≤ 1,024 cells. The identity and the
         prefix sums always compete; ``info["template"]`` names the winner,
         ``info["objectives"]`` every candidate's exact objective and
         ``info["fallback"]`` says when no optimised template beat them.
@@ -238,10 +249,11 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
             raise InvalidParameterError(f"{name} must be an integer >= {low}, got {value!r}")
     if not (isinstance(rows, (int, float)) and math.isfinite(rows) and rows >= 1):
         raise InvalidParameterError(f"rows must be a number >= 1, got {rows!r}")
-    chosen = TEMPLATES if templates is None else tuple(templates) if not isinstance(templates, str) else (templates,)
-    unknown = [t for t in chosen if t not in TEMPLATES + OPT_IN]
+    chosen = DEFAULT_TEMPLATES if templates is None else \
+        tuple(templates) if not isinstance(templates, str) else (templates,)
+    unknown = [t for t in chosen if t not in DEFAULT_TEMPLATES + OPT_IN]
     if unknown or not chosen:
-        raise InvalidParameterError(f"templates must be names among {TEMPLATES + OPT_IN}, got {templates!r}")
+        raise InvalidParameterError(f"templates must be names among {DEFAULT_TEMPLATES + OPT_IN}, got {templates!r}")
     reason = supports(workload, policy)
     if reason is not None:
         raise InvalidParameterError(f"cannot optimise a strategy here: {reason}")
@@ -278,14 +290,20 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
         if X is not None:
             consider(name, X)
     K = math.prod(shape)
-    if "flat" in chosen and active and len(shape) > 1 and K <= FLAT_CELLS \
-            and policy.edge_count() <= FLAT_EDGES:
+    # the flat template: "flat-long" when named (its full stages), else the budgeted "flat" where a policy edge moves a
+    # record between cells (the only edges a flat strategy can charge less than a Kronecker one: under DP every edge
+    # goes to ⊥ and the p-Identity's unit columns are already exact) and one dense step is within FLAT_DEFAULT_COST
+    flat = "flat-long" if "flat-long" in chosen else "flat" if "flat" in chosen else None
+    cell_edges = any(p is not None for p in edges.pairs) or edges.multi
+    if flat is not None and active and len(shape) > 1 and K <= FLAT_CELLS and policy.edge_count() <= FLAT_EDGES \
+            and (flat == "flat-long" or (cell_edges and K**3 <= FLAT_DEFAULT_COST)):
         start = min((c for c in candidates if c[1] is not None and len(c[1]) == len(shape)),
                     key=lambda c: scores.get(c[0], math.inf))  # a full-rank Kronecker start (the fixed ones too)
-        X = _guard(lambda: flat_refine(problem, policy, start[1], max_iter))
+        stages = FLAT_STAGES if flat == "flat-long" else FLAT_BUDGET_STAGES
+        X = _guard(lambda: flat_refine(problem, policy, start[1], max_iter, stages))
         if X is not None:
-            candidates.append(("flat", [X]))
-            consider("flat", [X])
+            candidates.append((flat, [X]))
+            consider(flat, [X])
     # the public total: no edge to ⊥ means no neighbour changes n, so a row w·1ᵀ adds nothing to Δ (the policy's
     # edge differences confirm it) and least squares gets the total almost free. Its weight is w = TOTAL_WEIGHT·Δ,
     # in units of the strategy's own Δ (the noise scale is Δ/ε): the objective does not depend on the scale the
@@ -309,13 +327,22 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
 DENSE_AXIS = 128
 #: the optimised templates :func:`optimize` tries
 TEMPLATES = ("p-identity", "edge-domain p-identity", "marginals", "dense", "total")
-#: templates tried only when named (their optimisation takes minutes, not seconds: not for "auto"'s quotes)
-OPT_IN = ("flat",)
-#: the flat template runs on grids of at most this many cells (O(K³) per step) and policies of at most this many edges
+#: what :func:`optimize` tries when not told (``Optimized.fit`` without ``templates``): :data:`TEMPLATES` and the
+#: budgeted flat template, ≈ 10 CPU s at 25 × 25 (auto's fit names its templates from :data:`TEMPLATES`, seconds)
+DEFAULT_TEMPLATES = TEMPLATES + ("flat",)
+#: templates tried only when named (their optimisation takes a minute, not seconds: not for "auto"'s quotes)
+OPT_IN = ("flat-long",)
+#: the flat templates run on grids of at most this many cells (O(K³) per step) and policies of at most this many edges
 FLAT_CELLS = 1024
 FLAT_EDGES = 200_000
-#: the flat template's stages: (η, p) of the surrogate and the most L-BFGS-B iterations (also ≤ ``max_iter``)
+#: "flat-long"'s stages: (η, p) of the surrogate and the most L-BFGS-B iterations (also ≤ ``max_iter``)
 FLAT_STAGES = (((ETA, P_NORM), 150), ((1e-5, 1024), 100))
+#: the default "flat" template's stages: 80 steps, the first 60 on a smoother max (p = 64) that a short budget
+#: descends faster (continuation, as :func:`_sharpen`), the last 20 on the sharp one; the exact objective decides
+FLAT_BUDGET_STAGES = (((ETA, 64), 60), ((1e-5, 1024), 20))
+#: the default "flat" template runs where one dense K × K step costs at most this many multiply-adds (K ≤ 645: the
+#: cubic step "auto" already accepts, mechanisms.optimized.AUTO_COST); 80 steps cost ≈ 10 CPU s at K = 625
+FLAT_DEFAULT_COST = 2**28
 #: the largest grid on which the winner is also tried with the public total (one dense K × K inverse)
 TOTAL_CELLS = 1024
 
@@ -386,7 +413,7 @@ def _sharpen(problem, policy, X, max_iter) -> list[np.ndarray]:
     return best
 
 
-def flat_refine(problem, policy, X, max_iter) -> np.ndarray:
+def flat_refine(problem, policy, X, max_iter, stages=FLAT_STAGES) -> np.ndarray:
     """One dense K × K factor over the whole grid, started from the Kronecker product of ``X``; its exact best stage.
 
     **Why.** A Kronecker product A₁ ⊗ A₂ is charged products of per-axis norms
@@ -399,9 +426,14 @@ def flat_refine(problem, policy, X, max_iter) -> np.ndarray:
     the surrogate is then the exact Δ smoothed, with no triangle-inequality
     bound for edges that move several attributes), started at the best
     Kronecker candidate, so it starts where the Kronecker templates ended.
-    Each stage of :data:`FLAT_STAGES` (sharper smoothing) is kept only when
-    the **exact** objective Δ² · tr(WᵀW (AᵀA)⁻¹) drops, Δ from the policy's
-    edge differences. O(K³) per step: grids of ≤ :data:`FLAT_CELLS` cells.
+    Each of ``stages`` (:data:`FLAT_STAGES`, :data:`FLAT_BUDGET_STAGES`:
+    sharper smoothing) is kept only when the **exact** objective
+    Δ² · tr(WᵀW (AᵀA)⁻¹) drops, Δ from the policy's edge differences.
+    O(K³) per step: grids of ≤ :data:`FLAT_CELLS` cells. The entries are
+    not bounded below (signed: Δ counts |·| either way), which spares
+    L-BFGS-B its bound handling on m·K variables, and where WᵀW is a sum
+    of Kronecker products (products of ranges, all boxes) the error's
+    gradient applies it one axis at a time (:func:`_kron_gram`).
     """
     from .marginal_weights import workload_gram  # noqa: PLC0415
 
@@ -422,20 +454,48 @@ def flat_refine(problem, policy, X, max_iter) -> np.ndarray:
     a = np.concatenate(lo) if lo else np.zeros(0, dtype=np.int64)
     b = np.concatenate(hi) if hi else np.zeros(0, dtype=np.int64)
     edges = _Edges([(a, b) if a.size else None], bottom, False)
-    flat = _Problem([_Term(1.0, [None], True, G)], edges, (K,), (A.shape[0],))
+    flat = _Problem([_Term(1.0, [None], True, G)], edges, (K,), (A.shape[0],), signed=True)
+    flat.kron_gram, flat.grid = _kron_gram(problem.terms, shape), shape  # WᵀW as Kronecker terms, when it is
 
     def exact(Y):
         factor = DenseFactor(Y)
         return float(policy.sensitivity(factor)) ** 2 * _gram_error(G, factor)
 
     best, best_f = A, exact(A)
-    for smoothing, iters in FLAT_STAGES:
+    for smoothing, iters in stages:
         flat.smoothing = smoothing
         Y = _guard(lambda: flat.optimise([best.copy()], min(max_iter, iters))[0])
         f = None if Y is None else _guard(lambda: exact(Y))
         if f is not None and math.isfinite(f) and f < best_f:
             best, best_f = Y, f
     return best
+
+
+def _kron_gram(terms, shape):
+    """WᵀW = Σ_t w_t ⊗_i G_{t,i} as [(w_t, [G_{t,i}])], or None when a term is not one Kronecker product.
+
+    Products of ranges, marginals and the grid's histogram are (``zip`` False): their
+    Gram is the Kronecker product of the per-axis range Grams. A list of boxes is a sum
+    of one product per box, so it stays dense (None).
+    """
+    out = []
+    for t in terms:
+        if t.zip or t.gram is not None:
+            return None
+        out.append((t.weight, [range_gram(lo, hi, n) for (lo, hi), n in zip(t.axes, shape)]))
+    return out
+
+
+def _kron_right(M: np.ndarray, kron_gram, shape) -> np.ndarray:
+    """M · Σ_t w_t ⊗_i G_{t,i} without the K × K product: each factor acts on its own axis (O(K·Σ n_i) a row)."""
+    rows = M.shape[0]
+    out = np.zeros_like(M)
+    for w, grams in kron_gram:
+        T = M.reshape((rows,) + tuple(shape))
+        for i, g in enumerate(grams):  # T ×_i gᵀ: the Grams are symmetric
+            T = np.moveaxis(np.tensordot(T, g, axes=([i + 1], [0])), -1, i + 1)
+        out += w * T.reshape(rows, -1)
+    return out
 
 
 def _guard(fn):
@@ -652,6 +712,8 @@ class _Problem:
         self.terms, self.edges, self.shape, self.rows = terms, edges, shape, rows
         self.signed = signed
         self.smoothing = (ETA, P_NORM)  # (η, p) of the surrogate; :func:`_sharpen` tightens them
+        self.kron_gram = None  # flat problems on a grid: WᵀW as Kronecker terms of this grid (:func:`_kron_gram`)
+        self.grid = None
         self.incidence = []
         for n, pr in zip(shape, edges.pairs):
             if pr is None:
@@ -697,8 +759,11 @@ class _Problem:
             return f, np.concatenate([g.reshape(-1) for g in grads])
 
         z0 = np.concatenate([x.reshape(-1) for x in X0])
-        bounds = None if self.signed else [(0.0, None)] * z0.size
-        from scipy.optimize import minimize  # lazy (import time)
+        from scipy.optimize import Bounds, minimize  # lazy (import time)
+
+        # one Bounds object, not a list of z0.size pairs: SciPy converts such a list pair by pair in Python
+        # (seconds per call for a flat factor of 4.6·10⁵ entries, more than the optimisation steps themselves)
+        bounds = None if self.signed else Bounds(np.zeros(z0.size), np.full(z0.size, np.inf))
 
         res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds,
                        options={"maxiter": max_iter, "maxcor": 20})
@@ -723,6 +788,8 @@ class _Problem:
         return self._error(X, grad=False)[0]
 
     def _error(self, X, grad: bool):
+        if grad and self.kron_gram is not None:
+            return self._flat_kron_error(X[0])
         d = len(self.shape)
         axes = [self._axis(x, i) for i, x in enumerate(X)]
         total = 0.0
@@ -755,6 +822,16 @@ class _Problem:
             Q = R[1:, 1:] + Qd[i]
             grads.append(-2.0 * x @ (Ginv @ Q @ Ginv))
         return total, grads
+
+    def _flat_kron_error(self, x):
+        """(tr(WᵀW G⁻¹), [−2 x G⁻¹ WᵀW G⁻¹]) for one flat factor, G = xᵀx, WᵀW a sum of Kronecker products.
+
+        The dense path's values, with G⁻¹·WᵀW applied one axis at a time
+        (O(K²·Σ n_i) instead of a 2K³ product with the dense K × K WᵀW).
+        """
+        Ginv = np.linalg.inv(x.T @ x)
+        GQ = _kron_right(Ginv, self.kron_gram, self.grid)  # G⁻¹ WᵀW
+        return float(np.trace(GQ)), [-2.0 * (x @ (GQ @ Ginv))]
 
     # sensitivity surrogate
     def _delta(self, X):
