@@ -420,17 +420,23 @@ def run_cell(page, marker: str) -> None:
     )
 
 
+#: the explorer's readout says this while its full mechanism choice for a new graph is still pending (deferred in the
+#: kernel's event loop, so the kernel reads "idle" meanwhile); when it ends, the readout shrinks and the canvas moves
+CHOOSING = "choosing the best mechanism"  # in widgets.curator.PROVISIONAL; test_curator.py reads it too
+
+
 def wait_until_settled(page, element) -> None:
-    """Wait until the canvas ``element`` (an element handle) is drawn, the kernel is idle, and neither the canvas's
-    box nor cytoscape's view (pan, zoom, edge count) has changed for 600 ms, so clicks land where cytoscape drew the
-    graph. The kernel must be idle too: a readout it is still computing can reflow the page after the canvas looked
-    still (a drag then starts above its node and pans the view instead)."""
+    """Wait until the canvas ``element`` (an element handle) is drawn, the kernel is idle, no explorer is still
+    choosing a mechanism (:data:`CHOOSING`), and neither the canvas's box nor cytoscape's view (pan, zoom, edge count)
+    has changed for 600 ms, so clicks land where cytoscape drew the graph. A readout the kernel is still computing can
+    reflow the page after the canvas looked still (a drag then starts above its node and pans the view instead)."""
     page.wait_for_function(
-        """(box) => {
+        """([box, choosing]) => {
             if (!box || box.dataset.ready !== '1') return false;
             const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
             const kernel = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
-            const idle = !kernel || kernel.status === 'idle';
+            const idle = (!kernel || kernel.status === 'idle')
+                && ![...document.querySelectorAll('.blowfish-readout')].some(e => e.innerText.includes(choosing));
             const r = box.getBoundingClientRect();
             const cy = box.__cy;
             const view = cy ? [cy.pan().x, cy.pan().y, cy.zoom() * 1000] : [];
@@ -440,15 +446,16 @@ def wait_until_settled(page, element) -> None:
             if (box.__settleKey !== key) { box.__settleKey = key; box.__settleAt = now; return false; }
             return idle && now - box.__settleAt > 600;
         }""",
-        arg=element, polling=100, timeout=30_000,
+        arg=[element, CHOOSING], polling=100, timeout=60_000,
     )
 
 
 #: true once the element's box has not moved for ``quiet`` ms and the notebook's kernel is idle (state on the element)
-_STILL_JS = """([el, quiet]) => {
+_STILL_JS = """([el, quiet, choosing]) => {
     const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
     const kernel = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
-    const idle = !kernel || kernel.status === 'idle';
+    const idle = (!kernel || kernel.status === 'idle')
+        && ![...document.querySelectorAll('.blowfish-readout')].some(e => e.innerText.includes(choosing));
     const r = el.getBoundingClientRect();
     const key = [r.left, r.top, r.width, r.height].map(Math.round).join(',') + '|' + idle;
     const now = performance.now();
@@ -463,7 +470,7 @@ def wait_until_still(page, selector: str, quiet: float = 500) -> None:
     still computing, or a plot's transition, would otherwise reflow the page between the read and the press)."""
     element = page.locator(selector).first
     element.wait_for(state="visible")
-    page.wait_for_function(_STILL_JS, arg=[element.element_handle(), quiet], polling=100, timeout=30_000)
+    page.wait_for_function(_STILL_JS, arg=[element.element_handle(), quiet, CHOOSING], polling=100, timeout=60_000)
 
 
 def drag(page, selector: str, dx: float) -> None:
