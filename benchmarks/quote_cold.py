@@ -46,13 +46,16 @@ for _ in range(5):
 t = time.perf_counter()
 b = plan_budget(plan, accuracy=(50, 0.05))
 cold = time.perf_counter() - t
-print(json.dumps({"cold": cold, "bincount": min(base), "mechanism": b.mechanism.name, "epsilon": b.epsilon}))
+import blowfish_nb
+print(json.dumps({"cold": cold, "bincount": min(base), "mechanism": b.mechanism.name, "epsilon": b.epsilon,
+                  "package": blowfish_nb.__file__}))
 """
 
 
 def _child(query: str, pol: str, env: dict) -> dict:
+    # run from the tree being timed: ``python -c`` puts the working folder before PYTHONPATH on sys.path
     out = subprocess.run([sys.executable, "-c", CHILD, query, pol], capture_output=True, text=True, check=True,
-                         env=env)
+                         env=env, cwd=env["PYTHONPATH"])
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -64,6 +67,7 @@ def compare(against: str, repeats: int = COMPARE_REPEATS) -> str:
     fresh folder per child: the first quote ever of its (workload, policy)) and with a warm one (a folder filled
     by one earlier child: a later process, e.g. a restarted notebook).
     """
+    import shutil  # noqa: PLC0415
     import tempfile  # noqa: PLC0415
 
     here = str(Path(__file__).resolve().parent.parent)
@@ -77,16 +81,19 @@ def compare(against: str, repeats: int = COMPARE_REPEATS) -> str:
             got = {"before": [], "empty": [], "warm": []}
             for r in range(repeats):  # alternately: baseline, this tree (empty cache), this tree (warm cache)
                 empty = str(Path(scratch) / f"{query}-{pol}-{r}")
-                got["before"].append(_child(query, pol, {**base, "PYTHONPATH": str(Path(against).resolve())}))
+                got["before"].append(_child(query, pol, {**base, "PYTHONPATH": str(Path(against).resolve()),
+                                                          "BLOWFISH_NB_CACHE": "off"}))
                 got["empty"].append(_child(query, pol, {**base, "PYTHONPATH": here, "BLOWFISH_NB_CACHE": empty}))
                 got["warm"].append(_child(query, pol, {**base, "PYTHONPATH": here, "BLOWFISH_NB_CACHE": warm}))
             med = {k: statistics.median(1000 * x["cold"] for x in v) for k, v in got.items()}
             name = f"{query}, {'threshold θ=4' if pol == 'threshold' else pol}" + (
                 " (64 ranges)" if query == "range" else "")
             b, e = got["before"][0], got["empty"][0]
+            assert b["package"].startswith(str(Path(against).resolve())) and e["package"].startswith(here), (b, e)
             rows.append([name, f"{b['mechanism']} ({b['epsilon']:.4g})", f"{med['before']:.0f}",
                          f"{e['mechanism']} ({e['epsilon']:.4g})", f"{med['empty']:.0f}", f"{med['warm']:.0f}",
                          f"{med['before'] / med['empty']:.1f}×", f"{med['before'] / med['warm']:.1f}×"])
+    shutil.rmtree(warm, ignore_errors=True)
     return markdown_table(["quote", "before: mechanism (ε)", "before ms", "after: mechanism (ε)",
                            "after ms, empty cache", "after ms, warm cache", "before ÷ after (empty)",
                            "before ÷ after (warm)"], rows)
