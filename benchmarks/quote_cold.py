@@ -23,6 +23,9 @@ RESULTS = Path(__file__).parent / "results" / "quote_cold.md"
 REPEATS = 5
 CASES = [("cumulative", "dp"), ("cumulative", "line"), ("cumulative", "threshold"), ("range", "dp"),
          ("range", "line"), ("range", "threshold")]
+#: the cases of ``--against`` (issue 28's regression: "auto" fitting Optimized inside a cold quote), histograms too
+COMPARE_CASES = [(q, p) for q in ("range", "cumulative", "histogram") for p in ("dp", "line", "threshold")]
+COMPARE_REPEATS = 3
 
 CHILD = r"""
 import json, sys, time
@@ -43,11 +46,77 @@ for _ in range(5):
 t = time.perf_counter()
 b = plan_budget(plan, accuracy=(50, 0.05))
 cold = time.perf_counter() - t
-print(json.dumps({"cold": cold, "bincount": min(base), "mechanism": b.mechanism.name, "epsilon": b.epsilon}))
+import blowfish_nb
+print(json.dumps({"cold": cold, "bincount": min(base), "mechanism": b.mechanism.name, "epsilon": b.epsilon,
+                  "package": blowfish_nb.__file__}))
 """
 
 
+def _child(query: str, pol: str, env: dict) -> dict:
+    # run from the tree being timed: ``python -c`` puts the working folder before PYTHONPATH on sys.path
+    out = subprocess.run([sys.executable, "-c", CHILD, query, pol], capture_output=True, text=True, check=True,
+                         env=env, cwd=env["PYTHONPATH"])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def compare(against: str, repeats: int = COMPARE_REPEATS) -> str:
+    """Cold quotes of ``against`` (a checkout of the baseline) and of this tree, alternately, in one run.
+
+    Every child runs with one BLAS thread (on a loaded 2-core machine OpenBLAS's threads spin: the quotes that fit
+    Optimized took 22–39 s with the default threads). This tree is timed twice: with an empty strategy cache (a
+    fresh folder per child: the first quote ever of its (workload, policy)) and with a warm one (a folder filled
+    by one earlier child: a later process, e.g. a restarted notebook).
+    """
+    import shutil  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+
+    here = str(Path(__file__).resolve().parent.parent)
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BLOWFISH_NB_CACHE")}
+    base["OPENBLAS_NUM_THREADS"] = "1"
+    warm = tempfile.mkdtemp(prefix="quote_cold_warm_")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="quote_cold_") as scratch:
+        for query, pol in COMPARE_CASES:
+            _child(query, pol, {**base, "PYTHONPATH": here, "BLOWFISH_NB_CACHE": warm})  # fills the warm folder
+            got = {"before": [], "empty": [], "warm": []}
+            for r in range(repeats):  # alternately: baseline, this tree (empty cache), this tree (warm cache)
+                empty = str(Path(scratch) / f"{query}-{pol}-{r}")
+                got["before"].append(_child(query, pol, {**base, "PYTHONPATH": str(Path(against).resolve()),
+                                                          "BLOWFISH_NB_CACHE": "off"}))
+                got["empty"].append(_child(query, pol, {**base, "PYTHONPATH": here, "BLOWFISH_NB_CACHE": empty}))
+                got["warm"].append(_child(query, pol, {**base, "PYTHONPATH": here, "BLOWFISH_NB_CACHE": warm}))
+            med = {k: statistics.median(1000 * x["cold"] for x in v) for k, v in got.items()}
+            name = f"{query}, {'threshold θ=4' if pol == 'threshold' else pol}" + (
+                " (64 ranges)" if query == "range" else "")
+            b, e = got["before"][0], got["empty"][0]
+            assert b["package"].startswith(str(Path(against).resolve())) and e["package"].startswith(here), (b, e)
+            rows.append([name, f"{b['mechanism']} ({b['epsilon']:.4g})", f"{med['before']:.0f}",
+                         f"{e['mechanism']} ({e['epsilon']:.4g})", f"{med['empty']:.0f}", f"{med['warm']:.0f}",
+                         f"{med['before'] / med['empty']:.1f}×", f"{med['before'] / med['warm']:.1f}×"])
+    shutil.rmtree(warm, ignore_errors=True)
+    return markdown_table(["quote", "before: mechanism (ε)", "before ms", "after: mechanism (ε)",
+                           "after ms, empty cache", "after ms, warm cache", "before ÷ after (empty)",
+                           "before ÷ after (warm)"], rows)
+
+
 def main() -> None:
+    if "--against" in sys.argv:
+        against = sys.argv[sys.argv.index("--against") + 1]
+        table = compare(against)
+        text = "\n".join([
+            "# Cold (α, β) → ε quotes at k = 4,096 (α = 50, β = 0.05): before and after, one run",
+            "",
+            f"Command: `nice -n 10 .venv/bin/python -m benchmarks.quote_cold --against {against}`. Medians of "
+            f"{COMPARE_REPEATS} fresh interpreters per column, run alternately (before, after with an empty cache, "
+            "after with a warm cache), one BLAS thread each; load average when run: "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores. *Empty cache*: the first quote ever of its "
+            "(workload, policy) (a fresh `BLOWFISH_NB_CACHE` folder per child); *warm*: a later process, the "
+            "strategy fitted by an earlier one read back from disk and re-verified.",
+            "",
+            table,
+        ])
+        print(text)
+        return
     rows = []
     one_thread = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     for query, pol in CASES:

@@ -5,6 +5,9 @@ import os
 #: the analyst service's ledger key for tests that do not name a key file (blowfish_nb.service.chain reads it;
 #: subprocesses such as ``blowfish-nb serve`` inherit it). Tests of key files and of a missing key unset it.
 os.environ.setdefault("BLOWFISH_LEDGER_KEY", "test-ledger-key-" + "0123456789abcdef" * 3)
+#: no fitted strategy read from or written to the user's cache folder (tests that count fits expect them run;
+#: tests/analysis/test_strategy_cache.py points it at a temporary folder)
+os.environ.setdefault("BLOWFISH_NB_CACHE", "off")
 
 
 def pytest_collection_modifyitems(items):

@@ -46,6 +46,13 @@ def reference_choice(W, pol, epsilon, candidates):
             errors.append(mech.expected_error(W, pol, epsilon))
         except selection.BlowfishError:
             errors.append(np.inf)
+    # issue 28: Optimized is not fitted (no error) where the SVD bound leaves it no room to win (fit_can_win)
+    fitted = [i for i, m in enumerate(candidates) if isinstance(m, selection.Optimized)]
+    if fitted and pol.domain.size <= selection.LOWER_BOUND_LIMIT // 4:
+        best_fixed = min((e for i, e in enumerate(errors) if i not in fitted), default=np.inf)
+        if selection.fit_can_win(selection.lower_bound(W, pol, epsilon), best_fixed) is not None:
+            for i in fitted:
+                errors[i] = np.inf
     return candidates[int(np.argmin(errors))], errors
 
 

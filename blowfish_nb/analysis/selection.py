@@ -41,6 +41,7 @@ from ..policy import Attribute, Bounded, Categorical, Composed, Custom, Partitio
 from ..policy.unbounded import UnboundedDP
 from ..ranges import Boxes, Ranges
 from ..workload import Identity, Kron, Matrix, Prefix, Total, Workload
+from . import strategy_cache
 from .lower_bound import LOWER_BOUND_LIMIT, lower_bound
 
 __all__ = ["choose_mechanism", "expected_error", "default_candidates", "public_key", "Memo", "memo_scope", "CHOICES",
@@ -88,7 +89,9 @@ def optimized_for(workload: Workload, policy: Policy) -> Optimized:
     parameters *read at each call* (a policy changed in place, or another θ,
     is another key; never an ``id()``), in the caller's :func:`memo_scope`;
     at most :data:`OPTIMIZED` per scope. Inputs without an exact key are
-    fitted every time. Threads asking for the same key wait for one fit.
+    fitted every time. Threads asking for the same key wait for one fit. In
+    the default scope a fit is also kept on disk and read back by later
+    processes (:mod:`.strategy_cache`: exact key, Δ re-verified on reading).
     Bad inputs are refused before any fit (:meth:`Optimized.check_fit`).
 
     Examples
@@ -106,7 +109,12 @@ def optimized_for(workload: Workload, policy: Policy) -> Optimized:
     with _fit_lock(key):  # one fit per key: the others wait for it and then find it remembered
         hit = _OPTIMIZED.get(key)
         if hit is None:
-            hit = Optimized().for_workload(workload, policy)
+            disk = key is not None and _SCOPE.get() is None  # the service's per-analyst scopes never touch disk
+            hit = strategy_cache.load(key, policy) if disk else None
+            if hit is None:
+                hit = Optimized().for_workload(workload, policy)
+                if disk:
+                    strategy_cache.store(key, hit)
             _OPTIMIZED.put(key, hit)
     return hit
 
@@ -196,8 +204,7 @@ def choose_mechanism(
     if hit is not None:
         chosen, table = hit
         return chosen, table.copy()
-    candidates = tuple(_fitted(m, workload, policy) for m in candidates)
-    best, table = _choose(workload, policy, epsilon, candidates)
+    best, table, candidates = _choose(workload, policy, epsilon, candidates)
     _CHOICES.put(key, (candidates[best], table.copy()))
     return candidates[best], table
 
@@ -227,27 +234,77 @@ def _fitted(mech, workload: Workload, policy: Policy):
 
 
 def _choose(workload: Workload, policy: Policy, epsilon: float,
-            candidates: tuple[MatrixMechanism, ...]) -> tuple[int, pd.DataFrame]:
-    """The index of the best candidate and the comparison table (computed, never remembered)."""
+            candidates: tuple[MatrixMechanism, ...]) -> tuple[int, pd.DataFrame, tuple]:
+    """The index of the best candidate, the comparison table and the candidates as quoted (computed, never
+    remembered): ``Optimized()`` is fitted only when :func:`fit_can_win` says its fit could win."""
     try:
         bound = lower_bound(workload, policy, epsilon) if policy.domain.size <= LOWER_BOUND_LIMIT // 4 else np.nan
     except BlowfishError:
         bound = np.nan
-    rows = []
+    fixed = [m for m in candidates if not _unfitted(m)]
+    errors = {id(m): _error_row(m, workload, policy, epsilon, bound, candidates) for m in fixed}
+    best_fixed = min((r["expected_error"] for r in errors.values()), default=np.inf)
+    quoted = []
     for mech in candidates:
-        label = repr(mech) if sum(type(m) is type(mech) for m in candidates) > 1 else mech.name
-        try:
-            err = mech.expected_error(workload, policy, epsilon)
-            rows.append({"mechanism": label, "sensitivity": mech.sensitivity(policy), "expected_error": err,
-                         "ratio_to_lower_bound": err / bound if bound and bound > 0 else np.nan, "note": ""})
-        except BlowfishError as exc:
-            rows.append({"mechanism": label, "sensitivity": np.nan, "expected_error": np.inf,
-                         "ratio_to_lower_bound": np.nan, "note": str(exc)})
+        if _unfitted(mech):
+            reason = fit_can_win(bound, best_fixed)
+            mech = _fitted(mech, workload, policy) if reason is None else _NotOffered(reason)
+            errors[id(mech)] = _error_row(mech, workload, policy, epsilon, bound, candidates)
+        quoted.append(mech)
+    rows = [errors[id(m)] for m in quoted]
     table = pd.DataFrame(rows).set_index("mechanism")
     best = int(np.argmin(table["expected_error"].to_numpy()))
     if not np.isfinite(table["expected_error"].iloc[best]):
         raise InvalidParameterError(f"no candidate mechanism can answer this workload: {rows[0]['note']}")
-    return best, table
+    return best, table, tuple(quoted)
+
+
+#: a fit is skipped when even the lower bound on its error is within this fraction of the best fixed error (it could
+#: improve on it by less than one part in 10⁶); 100× the bound's own rounding (√(machine ε) per null eigenvalue)
+GAIN = 1e-6
+
+
+def fit_can_win(bound: float, best_fixed: float) -> str | None:
+    """None when fitting ``Optimized()`` could lower the best error, else why it cannot (the fit is skipped).
+
+    ``bound`` is the SVD lower bound (:func:`~blowfish_nb.analysis.lower_bound.lower_bound`) on the expected
+    error of *any* matrix-mechanism strategy under the policy, and it bounds the fitted ``Optimized`` too: its
+    lattice noise has variance γ²·v((Δ/γ + m)/ε) per measurement (v(b) = 1/(2 sinh²(1/(2b))), the discrete
+    Laplace variance), and since v(b)/b² grows with b and Δ/γ + m ≥ 1, that is at least v(1/ε)·Δ² with
+    Δ = Δ₁ ≥ Δ₂ — the factor the bound uses; a strategy with the public total is covered as well (the bound is
+    on W P_G, which the total does not reach). So whatever the optimiser would find, its error is at least
+    ``bound``: when ``bound`` is at least the best fixed candidate's exact error (less a relative :data:`GAIN`
+    for rounding), the fit cannot win — a tie would not win either (ties go to the earlier candidate) — and is
+    not run. The test is conservative, reads public inputs only and does not depend on timing. No bound (NaN:
+    large domains): always fit.
+
+    Examples
+    --------
+    >>> fit_can_win(float("nan"), 3.0) is None, fit_can_win(2.0, 3.0) is None
+    (True, True)
+    >>> fit_can_win(3.0, 3.0)[:38]
+    'not fitted: no strategy can beat 3 her'
+    """
+    if not (np.isfinite(bound) and np.isfinite(best_fixed)) or bound < best_fixed * (1 - GAIN):
+        return None
+    return (f"not fitted: no strategy can beat {best_fixed:.4g} here (the SVD lower bound on any strategy's error "
+            f"is {bound:.4g})")
+
+
+def _unfitted(mech) -> bool:
+    return isinstance(mech, Optimized) and mech.optimized is None
+
+
+def _error_row(mech, workload, policy, epsilon, bound, candidates) -> dict:
+    """One row of the comparison table (an error that cannot be computed: infinite, with the reason)."""
+    label = repr(mech) if sum(type(m) is type(mech) for m in candidates) > 1 else mech.name
+    try:
+        err = mech.expected_error(workload, policy, epsilon)
+        return {"mechanism": label, "sensitivity": mech.sensitivity(policy), "expected_error": err,
+                "ratio_to_lower_bound": err / bound if bound and bound > 0 else np.nan, "note": ""}
+    except BlowfishError as exc:
+        return {"mechanism": label, "sensitivity": np.nan, "expected_error": np.inf,
+                "ratio_to_lower_bound": np.nan, "note": str(exc)}
 
 
 @contextmanager

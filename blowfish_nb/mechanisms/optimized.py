@@ -67,8 +67,9 @@ AUTO = {"restarts": 1, "max_iter": 100, "rng": 0}
 #: random ranges or boxes (Optimized.fit(W, p, **AUTO) timed once per case, one BLAS thread, shared machine, issue
 #: 24 session; ``benchmarks/optimized_cache.py`` times the fits of its cases): 1-D k = 512 fits in 1.1–1.3 s,
 #: 64 × 64 in 0.9–2.4 s, 32 × 32 with the flat templates (1024³ ≈ 2³⁰) in 3.7–4.5 s, which is why they are left
-#: out there; a fit is paid once per (workload, policy) and remembered
-#: (:func:`blowfish_nb.analysis.selection.optimized_for`).
+#: out there; a fit is paid once per (workload, policy) and remembered, on disk too
+#: (:func:`blowfish_nb.analysis.selection.optimized_for`), and only where the SVD bound leaves room for it to win
+#: (:func:`blowfish_nb.analysis.selection.fit_can_win`).
 AUTO_COST = 2**28
 #: ... and the domain has at most this many cells: the exact Δ of the fitted dense strategy is read edge by edge
 #: over columns of K entries (64 × 64 measured above; a 200 × 200 grid's 80,000 edges × 40,000 would not be)
