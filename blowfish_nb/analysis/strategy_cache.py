@@ -110,6 +110,8 @@ def load(key, policy: Policy) -> Optimized | None:
         return None
     if kind not in _KINDS or shape != tuple(policy.domain.shape) or not factors:
         return None
+    if kind == "known total" and policy.has_bottom:  # the total is not public here: a miss, refitted and overwritten
+        return None
     op = factors[0] if len(factors) == 1 else Kron(factors)
     if float(policy.sensitivity(op)) != sensitivity:  # the edge-difference code decides, never the file
         return None

@@ -97,6 +97,24 @@ def test_garbage_is_a_miss(disk):
     assert optimized_for(W, LINE).optimized is not None
 
 
+
+def test_a_known_total_strategy_stored_for_a_policy_with_bottom_is_a_miss(disk):
+    """attack33: a file whose kind says "known total" under dp (the total is not public there) was read back, then
+    refused by Optimized, so every later process lost the candidate until the file was deleted; now it is a miss,
+    refitted and overwritten."""
+    optimized_for(W, DP)
+    (path,) = disk.glob("*.npz")
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["kind"] = np.array("known total")
+    with open(path, "wb") as fh:
+        np.savez(fh, **arrays)
+    key = public_key(W, DP, "optimized", AUTO)
+    assert strategy_cache.load(key, DP) is None
+    accuracy.clear_memory()
+    assert optimized_for(W, DP).optimized is not None
+    assert strategy_cache.load(key, DP) is not None  # rewritten by the fit
+
 def test_analyst_scopes_never_touch_the_disk(disk, monkeypatch):
     with memo_scope("ana"):
         optimized_for(W, LINE)
