@@ -29,6 +29,11 @@ def edge_sensitivity(strategy, edge_chunks: Iterable[tuple[np.ndarray, np.ndarra
     k : int
         Number of cells (columns the strategy must have).
 
+    Raises
+    ------
+    InvalidParameterError
+        When the strategy has the wrong number of columns, or a column an edge touches holds NaN or ±inf.
+
     Examples
     --------
     >>> A = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]])
@@ -55,7 +60,12 @@ def edge_sensitivity(strategy, edge_chunks: Iterable[tuple[np.ndarray, np.ndarra
             values[~to_bottom] = strategy.column_differences(u[~to_bottom], v[~to_bottom])
         else:
             values = _sparse_column_l1(strategy, u, v, to_bottom)
-        best = max(best, float(values.max()))
+        top = float(values.max())
+        if not np.isfinite(top):  # max(0.0, nan) is 0.0: a NaN entry would otherwise be charged Δ = 0 (attack33b)
+            raise InvalidParameterError(
+                f"strategy must have finite entries: an edge's column difference is {top!r}"
+            )
+        best = max(best, top)
     return best
 
 
