@@ -228,3 +228,25 @@ def test_every_labs_reveal_cell_loses_its_withheld_branch_and_keeps_its_actions(
 
 def test_the_master_notebooks_have_reveal_cells():
     assert len(list(_reveal_cells())) >= 10 and SOURCE.is_dir()
+
+
+#: phrases of the lab 7/8 markdown that answer a predict question (gamer33 typed lab 8's q3 and q6 from them)
+GIVEAWAYS = {
+    "07": ["DAWA wins", "5,000 it loses", "data-independent mechanism wins", "several times less error",
+           "error drops several-fold"],
+    "08": ["Only Laplace has the same", "floor rises", "lose to plain Laplace", "beats every fixed one",
+           "Laplace meets it", "lower bound rise", "raises the floor"],
+}
+
+
+@pytest.mark.parametrize("lab", sorted(GIVEAWAYS))
+def test_no_student_markdown_explains_a_predict_answer(lab):
+    """Labs 7 and 8: the explanations that give a predict question's answer are solution-only (as labs 6 and 9)."""
+    (src,) = [p for p in lab_sources() if p.name.startswith(f"{lab}-")]
+    nb = nbformat.read(src, as_version=4)
+    student = " ".join(" ".join(c.source.split()) for c in nb.cells
+                       if c.cell_type == "markdown" and "solution-only" not in c.metadata.get("tags", []))
+    solution = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    for phrase in GIVEAWAYS[lab]:
+        assert phrase not in student, phrase
+    assert sum(phrase in solution for phrase in GIVEAWAYS[lab]) >= 3  # the solution still explains
