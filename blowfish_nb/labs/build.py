@@ -379,7 +379,7 @@ def _finish(path: Path, lab: str, *, student: bool) -> None:
             cell = {**cell, "metadata": {**cell.get("metadata", {}), "otter": {"tests": [checked.group(1)]}}}
         if student and ANSWER_REVEAL in cell.get("metadata", {}).get("tags", []):
             text = _ANSWER_FIRST.sub(r'"(question \1: the result is withheld in the student version; the hidden tests '
-                                     r'grade your answer)"', _UNANSWERED.sub("True", _src(cell)))
+                                     r'grade your answer)"', withhold_reveals(_src(cell)))
             text = text.replace('"(the message, once you have answered)"', '"(the message is withheld here)"')
             cell = {**cell, "source": text}
         cells.append(cell)
@@ -388,6 +388,72 @@ def _finish(path: Path, lab: str, *, student: bool) -> None:
         nb.get("metadata", {}).pop("otter", None)  # otter's copy of the public tests: the grader does not need it
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
+
+
+_PLACEHOLDER = "# (the solution notebook shows the result here, after grading)"
+
+
+def _unanswered_test(node: ast.AST) -> bool | None:
+    """What ``node`` reads in the student version: ``check.unanswered(x)`` is True there (``not …`` False);
+    ``None`` when ``node`` is no such test."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _unanswered_test(node.operand)
+        return None if inner is None else not inner
+    if isinstance(node, ast.Call) and _UNANSWERED.fullmatch(ast.unparse(node)):
+        return True
+    return None
+
+
+def withhold_reveals(source: str) -> str:
+    """A reveal cell's code as the student version gets it: the branches that run only "once you have answered"
+    are gone, not switched off (``if True:`` would hand the student the library call that computes the answer:
+    flipping one line shows the value). Each ``if check.unanswered(x)`` keeps the branch the student would see and
+    the withheld one becomes a one-line placeholder; ``a if not check.unanswered(x) else b`` becomes ``b``; every
+    other statement (the cell's actions) is kept as written.
+
+    Examples
+    --------
+    >>> print(withhold_reveals('r = f()\\nif check.unanswered(a):\\n    print("answer first")\\nelse:\\n    print(r.x)'))
+    r = f()
+    print("answer first")
+    # (the solution notebook shows the result here, after grading)
+    """
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    edits: list[tuple[int, int, int, int, str]] = []  # (line, col, end line, end col, text), 1-based lines
+
+    def block(stmts, indent: str) -> list[str]:
+        first, last = stmts[0].lineno, stmts[-1].end_lineno
+        body = lines[first - 1:last]
+        cut = len(body[0]) - len(body[0].lstrip())
+        return [indent + line[cut:] if line.strip() else "" for line in body]
+
+    def visit(stmts) -> None:
+        for node in stmts:
+            shown = _unanswered_test(node.test) if isinstance(node, ast.If) else None
+            if shown is None:
+                for field in ("body", "orelse", "handlers", "finalbody"):
+                    visit(getattr(node, field, None) or [])
+                continue
+            indent = lines[node.lineno - 1][:node.col_offset]
+            kept = node.body if shown else node.orelse
+            new = (block(kept, indent) if kept else []) + [indent + _PLACEHOLDER]
+            end = len(lines[node.end_lineno - 1].encode())
+            edits.append((node.lineno, 0, node.end_lineno, end, "\n".join(new)))
+
+    visit(tree.body)
+    for sub in ast.walk(tree):
+        if isinstance(sub, ast.IfExp) and _unanswered_test(sub.test) is not None:
+            keep = sub.body if _unanswered_test(sub.test) else sub.orelse
+            edits.append((sub.lineno, sub.col_offset, sub.end_lineno, sub.end_col_offset,
+                          ast.get_source_segment(source, keep)))
+    for line, col, end, end_col, text in sorted(set(edits), reverse=True):  # columns count UTF-8 bytes
+        head = lines[line - 1].encode()[:col].decode()
+        tail = lines[end - 1].encode()[end_col:].decode()
+        lines[line - 1:end] = (head + text + tail).split("\n")
+    out = "\n".join(lines)
+    ast.parse(out)  # still a cell that runs
+    return out
 
 
 def _otter_assign():

@@ -50,7 +50,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Flag", "scan_source", "scan_notebook", "main"]
+__all__ = ["Flag", "scan_source", "scan_notebook", "compare_notebook", "find_reference", "main"]
 
 _MODULES = {"os", "sys", "io", "pathlib", "glob", "shutil", "importlib", "builtins", "inspect", "ctypes",
             "subprocess", "gc", "tempfile", "runpy", "otter"}
@@ -189,15 +189,159 @@ def scan_notebook(path: str | Path) -> list[Flag]:
     return flags
 
 
+#: the tag otter gives a built notebook's answer cells; the tag of the lab's reveal cells (see build.ANSWER_REVEAL)
+_ANSWER_TAG = "otter_answer_cell"
+_REVEAL_TAG = "answer-reveal"
+_ANY_CHECK = re.compile(r"""grader\s*\.\s*check\s*\(\s*["'](\w+)["']""")
+_LAB = re.compile(r"""Grader\(\s*["']lab(\d+)["']\s*\)""")
+
+
+def _cells(path: str | Path) -> list[dict]:
+    return json.loads(Path(path).read_text(encoding="utf-8")).get("cells", [])
+
+
+def _key(cell: dict) -> tuple[str, str]:
+    return cell.get("cell_type", ""), "".join(cell.get("source", "")).strip()
+
+
+def find_reference(submission: str | Path, build: str | Path) -> tuple[Path, Path | None]:
+    """The built student notebook (and solution, when present) of the lab ``submission`` belongs to, in the lab
+    build folder ``build`` (``build/labs``): the lab is read from the set-up cell's ``Grader("labNN")``."""
+    from blowfish_nb.exceptions import InvalidParameterError
+
+    for cell in _cells(submission):
+        m = _LAB.search("".join(cell.get("source", "")))
+        if m:
+            for folder in sorted(Path(build).glob(f"{int(m.group(1)):02d}-*")):
+                student = folder / "student" / f"{folder.name}.ipynb"
+                solution = folder / "solution" / f"{folder.name}.ipynb"
+                if student.is_file():
+                    return student, solution if solution.is_file() else None
+            raise InvalidParameterError(f"build: no built lab {int(m.group(1)):02d} in {build}")
+    raise InvalidParameterError(f"submission: {submission} has no lab set-up cell (Grader(\"labNN\"))")
+
+
+def _bound(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | {
+        n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+
+
+def compare_notebook(submission: str | Path, student: str | Path, solution: str | Path | None = None) -> list[Flag]:
+    """The structural deviations of ``submission`` from the built student notebook ``student`` it came from.
+
+    Checked (issue 26, gamer33: a "predict" question is beaten by editing the notebook, not the code):
+
+    * every lab-authored cell (all but the answer cells) is present with unchanged source, in order (a cell of the
+      built ``solution``, matched by cell id, counts as the same cell: the solution notebook scans clean);
+    * each check cell ``grader.check("qN")`` is there exactly once, as a code cell, with its grading mark
+      ``{"otter": {"tests": ["qN"]}}``, right after its question's answer cell; no other cell carries a mark;
+    * no cell has the ``otter_ignore`` tag or an ``ignore`` key in its metadata;
+    * no cell the student wrote deletes (``del``) or assigns a name the lab's reveal cells bind (the objects the
+      hidden tests of a predict question look for).
+
+    Each deviation is a :class:`Flag` whose ``cell`` is the submission's cell index (where a lab cell is missing:
+    where it was expected).
+    """
+    import difflib
+
+    ref, sub = _cells(student), _cells(submission)
+    alt: dict[tuple[str, str], tuple[str, str]] = {}
+    if solution is not None:
+        by_id = {c.get("id"): c for c in ref if c.get("id")}
+        for c in _cells(solution):
+            if c.get("id") in by_id:
+                alt[_key(c)] = _key(by_id[c["id"]])
+    lab = [i for i, c in enumerate(ref) if _ANSWER_TAG not in c.get("metadata", {}).get("tags", [])]
+    ref_keys = [_key(ref[i]) for i in lab]
+    sub_keys = [alt.get(_key(c), _key(c)) for c in sub]
+    flags: list[Flag] = []
+    matched: dict[int, int] = {}  # reference cell index -> submission cell index
+    blocks = difflib.SequenceMatcher(None, ref_keys, sub_keys, autojunk=False).get_matching_blocks()
+    for a, b, n in blocks:
+        for k in range(n):
+            matched[lab[a + k]] = b + k
+    pos = 0
+    for i in lab:
+        if i in matched:
+            pos = matched[i] + 1
+            continue
+        kind, text = _key(ref[i])
+        flags.append(Flag(pos, 0, f"the lab's {kind} cell {i} of the student version is missing, changed or moved",
+                          (text.splitlines() or [""])[0][:80]))
+    lab_at = set(matched.values())
+    questions = {}
+    for i, c in enumerate(ref):
+        m = _CHECK_CELL.fullmatch(_key(c)[1]) if c.get("cell_type") == "code" else None
+        if m:
+            questions[m.group(1)] = i
+    for q, i in questions.items():
+        where = [j for j, c in enumerate(sub) if (_ANY_CHECK.search(_key(c)[1]) or [None, None])[1] == q]
+        if not where:
+            flags.append(Flag(matched.get(i - 1, pos), 0, f"the check cell of {q} is missing", ""))
+        for j in where if len(where) > 1 else ():
+            flags.append(Flag(j, 1, f"the check cell of {q} appears {len(where)} times", _key(sub[j])[1][:80]))
+        for j in where:
+            c = sub[j]
+            if c.get("cell_type") != "code":
+                flags.append(Flag(j, 1, f"the check cell of {q} is a {c.get('cell_type')} cell (it never runs)",
+                                  _key(c)[1][:80]))
+            if (c.get("metadata", {}).get("otter") or {}) != {"tests": [q]}:
+                flags.append(Flag(j, 1, f"the check cell of {q} lost or changed its grading mark", _key(c)[1][:80]))
+            before = i - 2  # the lab cell before the answer cell, then the answer cell, then the check cell
+            if not (j >= 2 and j - 1 not in lab_at and matched.get(before) == j - 2):
+                flags.append(Flag(j, 1, f"the check cell of {q} is not right after its answer cell", _key(c)[1][:80]))
+    checks = set(j for j, c in enumerate(sub) if _ANY_CHECK.search(_key(c)[1]))
+    for j, c in enumerate(sub):
+        meta = c.get("metadata", {})
+        if "otter_ignore" in meta.get("tags", []) or '"ignore"' in json.dumps(meta):
+            flags.append(Flag(j, 0, "the cell is marked for otter to ignore", _key(c)[1][:80]))
+        if (meta.get("otter") or {}).get("tests") and j not in checks:
+            flags.append(Flag(j, 0, "a cell other than a check cell carries a grading mark", _key(c)[1][:80]))
+    reveal = set().union(*[_bound(_key(c)[1]) for c in ref if _REVEAL_TAG in c.get("metadata", {}).get("tags", [])
+                           and c.get("cell_type") == "code"])
+    for j, c in enumerate(sub):
+        if j in lab_at or c.get("cell_type") != "code":
+            continue
+        try:
+            tree = ast.parse("\n".join(x for x in _key(c)[1].splitlines() if not x.lstrip().startswith(("%", "!"))))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in reveal and isinstance(node.ctx, (ast.Del, ast.Store)):
+                verb = "deletes" if isinstance(node.ctx, ast.Del) else "assigns"
+                flags.append(Flag(j, node.lineno, f"{verb} {node.id}, an object of the lab's reveal cells",
+                                  _key(c)[1].splitlines()[node.lineno - 1].strip()))
+    return sorted(set(flags), key=lambda f: (f.cell, f.line, f.why))
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m blowfish_nb.labs.scan NOTEBOOK...``: print every flag; exit status 1 when any."""
-    paths = list(sys.argv[1:] if argv is None else argv)
+    """``python -m blowfish_nb.labs.scan [--build build/labs | --reference STUDENT.ipynb] NOTEBOOK...``: print every
+    flag (with ``--build`` or ``--reference`` also the structural comparison, :func:`compare_notebook`); exit status
+    1 when any."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    build = reference = None
+    while args and args[0] in ("--build", "--reference") and len(args) > 1:
+        if args[0] == "--build":
+            build = args[1]
+        else:
+            reference = args[1]
+        args = args[2:]
+    paths = args
     if not paths:
-        print("usage: python -m blowfish_nb.labs.scan SUBMISSION.ipynb ...", file=sys.stderr)
+        print("usage: python -m blowfish_nb.labs.scan [--build BUILD | --reference STUDENT.ipynb] "
+              "SUBMISSION.ipynb ...", file=sys.stderr)
         return 2
     flagged = 0
     for p in paths:
         flags = scan_notebook(p)
+        if build is not None:
+            flags += compare_notebook(p, *find_reference(p, build))
+        elif reference is not None:
+            flags += compare_notebook(p, reference)
         flagged += bool(flags)
         for f in flags:
             print(f"{p}: cell {f.cell}, line {f.line}: {f.why} | {f.code}")

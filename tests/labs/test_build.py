@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from blowfish_nb.exceptions import InvalidParameterError
-from blowfish_nb.labs.build import LabBuildError, build, lab_sources, main
+from blowfish_nb.labs.build import ANSWER_REVEAL, SOURCE, LabBuildError, build, lab_sources, main, withhold_reveals
 
 CONFIG = "# ASSIGNMENT CONFIG\ninit_cell: true\ncheck_all_cell: false\nexport_cell: false\nsolutions_pdf: false\n" \
     "generate: true\nrun_tests: true\n"
@@ -21,6 +21,11 @@ def questions():
     return {"q1": Question("q1 (the answer)", [Part("answer", 42, mistakes=[Wrong(41, "one more")],
                                                     otherwise="an even number")])}
 """
+
+#: a reveal cell: an action, then the library's value "once you have answered"
+REVEAL = ("r = math.sqrt(4)\nif check.unanswered(answer):\n    print('answer question 1 first')\nelse:\n"
+          "    print('the library says', math.factorial(4) + 18)")
+WITHHELD = "math.factorial(4) + 18"
 
 
 def _lab(path, *, config=CONFIG):
@@ -37,6 +42,7 @@ def _lab(path, *, config=CONFIG):
         nbformat.v4.new_code_cell(TEST),
         nbformat.v4.new_raw_cell("# END TESTS"),
         nbformat.v4.new_raw_cell("# END QUESTION"),
+        nbformat.v4.new_code_cell(REVEAL, metadata={"tags": [ANSWER_REVEAL]}),
     ]
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -163,3 +169,84 @@ def test_a_predict_questions_hidden_test_fails_once_the_result_exists():
         env["test_q1_0"](42, object())  # answered below that cell (or graded after the last one)
     with pytest.raises(AssertionError):
         env["test_q1_0"](41, None)
+
+
+def test_the_student_version_carries_no_withheld_reveal_code(built):
+    """Issue 26 (gamer33): the reveal branch is gone from the student notebook, not switched off (``if True:``);
+    the cell's action stays; the solution keeps the branch."""
+    _, dest, _ = built
+    student = _text(dest / "99-tiny" / "student" / "99-tiny.ipynb")
+    assert WITHHELD not in student and "check.unanswered" not in student and "if True" not in student
+    assert "r = math.sqrt(4)" in student and "shows the result here, after grading" in student
+    assert WITHHELD in _text(dest / "99-tiny" / "solution" / "99-tiny.ipynb")
+
+
+def _withheld_lines(source: str) -> list[str]:
+    """The code lines of a reveal cell that run only once answered: the branch the student version must drop."""
+    import ast
+
+    from blowfish_nb.labs.build import _unanswered_test
+
+    tree, lines, out = ast.parse(source), source.splitlines(), []
+    for node in ast.walk(tree):
+        shown = _unanswered_test(node.test) if isinstance(node, (ast.If, ast.IfExp)) else None
+        if shown is None:
+            continue
+        if isinstance(node, ast.IfExp):
+            out.append(ast.get_source_segment(source, node.orelse if shown else node.body))
+            continue
+        for stmt in node.orelse if shown else node.body:
+            out += [line.strip() for line in lines[stmt.lineno - 1:stmt.end_lineno]]
+    return [line for line in out if line]
+
+
+def _reveal_cells():
+    for src in lab_sources():
+        nb = nbformat.read(src, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            if ANSWER_REVEAL in cell.metadata.get("tags", []):
+                yield pytest.param(cell.source, id=f"{src.stem}-cell{i}")
+
+
+@pytest.mark.parametrize("source", list(_reveal_cells()))
+def test_every_labs_reveal_cell_loses_its_withheld_branch_and_keeps_its_actions(source):
+    """Every real lab's reveal cell as the student version gets it: none of the withheld branch's code lines (the
+    library call that computes an answer), no ``check.unanswered``, and every other line of the cell kept."""
+    withheld = _withheld_lines(source)
+    assert withheld, "a reveal cell withholds something"
+    out = withhold_reveals(source)
+    compile(out, "<cell>", "exec")
+    assert "check.unanswered" not in out
+    for line in withheld:
+        assert len(line) <= 12 or line not in out, line  # (a short line such as `db.close()` may recur)
+    kept = [line.strip() for line in source.splitlines()
+            if line.strip() and "check.unanswered" not in line and line.strip() != "else:"
+            and not any(line.strip() == w or w in line for w in withheld)]
+    for line in kept:
+        assert line in out, line
+
+
+def test_the_master_notebooks_have_reveal_cells():
+    assert len(list(_reveal_cells())) >= 10 and SOURCE.is_dir()
+
+
+#: phrases of the lab 7/8 markdown that answer a predict question (gamer33 typed lab 8's q3 and q6 from them)
+GIVEAWAYS = {
+    "07": ["DAWA wins", "5,000 it loses", "data-independent mechanism wins", "several times less error",
+           "error drops several-fold"],
+    "08": ["Only Laplace has the same", "floor rises", "lose to plain Laplace", "beats every fixed one",
+           "Laplace meets it", "lower bound rise", "raises the floor"],
+}
+
+
+@pytest.mark.parametrize("lab", sorted(GIVEAWAYS))
+def test_no_student_markdown_explains_a_predict_answer(lab):
+    """Labs 7 and 8: the explanations that give a predict question's answer are solution-only (as labs 6 and 9)."""
+    (src,) = [p for p in lab_sources() if p.name.startswith(f"{lab}-")]
+    nb = nbformat.read(src, as_version=4)
+    student = " ".join(" ".join(c.source.split()) for c in nb.cells
+                       if c.cell_type == "markdown" and "solution-only" not in c.metadata.get("tags", []))
+    solution = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    for phrase in GIVEAWAYS[lab]:
+        assert phrase not in student, phrase
+    assert sum(phrase in solution for phrase in GIVEAWAYS[lab]) >= 3  # the solution still explains
