@@ -7,7 +7,7 @@ measured DAWA/Laplace ratios from ``dawa_reference.md`` (the 7 DPBench sets, his
 Both statistics are compared with τ = k·2(g/ε′)², Laplace's error at the ε′ = (1 − ρ)ε it would get, by
 S + Lap(Δ/(ρε)) < τ (ρ = ``choice_share(k, ε)``); the column "noise b/τ" is the comparison's noise scale against τ.
 
-* **S** (Adaptive's): Σ_i min(x_i², c²), c = g/ε₁, Δ = 2c − 1 under every policy (issue 33; g(2c + 1) before). A cell above c is charged c² (what a cell at the
+* **S** (Adaptive's): Σ_i min(x_i², c²), c = g/ε₁, Δ = 2c − 1 under every policy (issue 25, stop 33; g(2c + 1) before). A cell above c is charged c² (what a cell at the
   edge of the partition's visibility costs), one below pays x_i² (merged with empty neighbours).
 * **T** (tried here, not in the mechanism): the bias PrivTree's noise-free partition would leave. The within-bucket
   squared deviation of a bucket that is a tree node u is Σ over u's internal descendants v of (n_a − n_b)²/|v|

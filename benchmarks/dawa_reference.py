@@ -7,7 +7,7 @@ scored dev + 1/ε₂ + Lap((2 − 1/L − 1/n)/ε₁), no noise on single cells,
 see :mod:`blowfish_nb.mechanisms.dawa`) followed by GreedyH. Its partition comes from:
 
 * the C++ extension of a checkout at ``$DPCOMP_SRC`` when that checkout has it built
-  (``dpcomp_core/algorithm/dawa/cutils/_cutil*.so``; build it with the checkout's own ``setup.sh`` or, as issue 33
+  (``dpcomp_core/algorithm/dawa/cutils/_cutil*.so``; build it with the checkout's own ``setup.sh`` or, as stop 33
   did on Python 3.11 with swig 4.2.1 from PyPI, ``CFLAGS="-DPyString_Check=PyUnicode_Check -DPyInt_Check=PyLong_Check
   -DPyInt_AsLong=PyLong_AsLong" python setup.py build_ext -b ./cutils/ --swig-cpp`` in ``dpcomp_core/algorithm/dawa``
   of master; ``--compare-port`` then prints the built partition's bucket counts next to the port's), else
@@ -168,7 +168,7 @@ def main(argv=None) -> None:
                 best, _ = choose_mechanism(W, pol, eps, candidates=independent)
                 best_err = best.expected_error(W, pol, eps)
                 # one stream per method (common random numbers): a change to one method leaves the others' draws,
-                # and so their columns, exactly as they were (issue 33: Adaptive's draws used to shift DAWA's)
+                # and so their columns, exactly as they were (stop 33: Adaptive's draws used to shift DAWA's)
                 r_ref, r_ours, r_part, r_old, r_ad = np.random.default_rng(
                     [EPSILONS.index(eps), DATASETS.index(name), len(wname)]).spawn(5)
                 err = {k: [] for k in ("ref", "ours", "old", "adaptive")}

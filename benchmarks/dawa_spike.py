@@ -4,7 +4,7 @@ Run: ``BLOWFISH_DATA=/work/shared/data .venv/bin/python -m benchmarks.dawa_spike
 benchmarks/results/dawa_spike.md; seconds: every figure is in closed form, no noise is drawn). It reads the
 reference DAWA's measured histogram error from ``dawa_reference.md`` (run that first).
 
-Issue 33 asks whether DAWA's worst cell (MEDCOST at ε = 0.01, identity: cell 0 holds 2,782 of 9,415 records and
+Issue 25 asks whether DAWA's worst cell (MEDCOST at ε = 0.01, identity: cell 0 holds 2,782 of 9,415 records and
 the private partition rarely isolates it) can reach 3× the non-private reference at all at DAWA's budget split
 (ε₁ = Rε on the partition, ε₂ = (1 − R)ε on the buckets, R = 0.25), or whether a lower bound forbids it.
 
@@ -170,7 +170,7 @@ def main(argv=None) -> None:
                          f"{lb:.4g}", f"{r:.4g}", f"{3 * r:.4g}",
                          f"{ours:.4g}", "**yes**" if lb > 3 * r else "no"])
     publish(RESULTS / "dawa_spike.md", "\n\n".join([
-        "# The largest spike: PrivTree's isolation against a lower bound for any private partition (issue 33)",
+        "# The largest spike: PrivTree's isolation against a lower bound for any private partition (issue 25, stop 33)",
         f"Command: `BLOWFISH_DATA=/work/shared/data python -m benchmarks.dawa_spike"
         f"{' --reference-runs ' + str(args.reference_runs) if args.reference_runs else ''}` (closed form; reads the "
         "reference's and our DAWA's measured identity errors from `dawa_reference.md`). Definitions and the "

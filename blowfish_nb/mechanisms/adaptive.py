@@ -29,7 +29,7 @@ depends on the data, so the choice is made privately, with a small share
   failed on the same sets, the first on dense ones, the second on flat
   runs: the choice of principle was checked on data we have, and the
   held-out sets should judge it.)
-* **Why it is private: Δ_S = c² − (c − 1)₊², under every policy (issue 33).**
+* **Why it is private: Δ_S = c² − (c − 1)₊², under every policy (issue 25, stop 33).**
   Write f(t) = min(t₊, c)², so S = Σ_i f(x_i) (t₊ = max(t, 0): on a
   histogram of records the clip changes nothing). f is non-decreasing, and
   one record more in a cell raises it by at most
@@ -49,7 +49,7 @@ depends on the data, so the choice is made privately, with a small share
 
   So Δ_S = Δ₁ under every policy, whatever its group size g (the number of
   counts a neighbour changes, which the partition step and so the cap
-  c = g/ε₁ still use). Until issue 33 the module charged g(2c + 1) — the
+  c = g/ε₁ still use). Until stop 33 the module charged g(2c + 1) — the
   slope bound 2c + 1 (one more than the largest step 2c − 1), and twice
   over for g = 2 —, so under a policy with cell edges half of ρε bought
   nothing (an attacker measured the exact worst loss at 0.4994ρε). Δ₁ is
@@ -86,7 +86,7 @@ depends on the data, so the choice is made privately, with a small share
   c doubles and τ quadruples, so b/τ is half that (ρ is kept one function
   of k for every policy: ``budget_split`` states it from the workload
   alone). Asking b ≤ τ/(2 ln k) gives ρ/(1 − ρ) ≥ a = 2 ln k/(Rk),
-  ρ = a/(1 + a). (Before issue 33, with Δ_S = 2c + 1, the rule read
+  ρ = a/(1 + a). (Before stop 33, with Δ_S = 2c + 1, the rule read
   a = ln k·(2/R + ε)/k: ρ = 0.018 at k = 4,096 and ε = 1.) Why 2 ln k:
   an empty histogram (S = 0) then goes to the fallback with probability
   ½e^{−τ/b} ≤ ½k⁻², which adds e_F/(2k²) a cell in expectation — at most
@@ -127,11 +127,11 @@ depends on the data, so the choice is made privately, with a small share
   is then C/(ρε) against τ: with the Haar bias of the noise-free PrivTree
   partition (``benchmarks/dawa_choice.py``: T = Σ over nodes below their
   split level of min(|n_a − n_b|, (C_d − n)₊)²/|v|, Δ_T ≈ gC) that is
-  0.26τ at ρ = 0.016, 4–5× S's under DP and 9× under G¹ (with issue 33's
+  0.26τ at ρ = 0.016, 4–5× S's under DP and 9× under G¹ (with stop 33's
   Δ_S), and the tweets at ε = 0.1 sit at T = 1.01τ: a coin toss, paid for
   by a 1% chance of Laplace on every empty or sparse histogram (which
   alone doubles DAWA's error at ε = 0.01). max(S, T) is right in 23 of the
-  24 cells where S is in 22 (``dawa_choice.md``, issue 33's run), not
+  24 cells where S is in 22 (``dawa_choice.md``, stop 33's run), not
   enough for that price. Estimating the partitioned release's own error
   instead (draw the partition, then a noisy bias given it) has two costs
   that fail the 1.1 × Laplace target by construction: a fallback chosen
@@ -361,7 +361,7 @@ def choice_share(k: int, epsilon: float | None = None) -> float:
 
     R is DAWA's ratio; a public function of the domain size. ``epsilon`` is
     accepted and unused: with Δ_S ≤ 2c the bound on the noise no longer
-    depends on ε (issue 33).
+    depends on ε (issue 25, stop 33).
 
     Examples
     --------

@@ -22,7 +22,7 @@ Two steps, ε = ε₁ + ε₂ (``ratio`` = ε₁/ε):
    error by 0.21–2.7× (median 0.78×) in a one-off comparison of two runs
    (issue 25), range workloads keep the bias from the root.
 
-   **The worst cell, and what no private partition avoids (issue 33).**
+   **The worst cell, and what no private partition avoids (issue 25, stop 33).**
    MEDCOST's histogram at ε = 0.01: cell 0 holds h = 2,782 of 9,415
    records, ε₁h = 6.96 < ln k = 8.32. In closed form
    (``benchmarks/dawa_spike.py``, ``dawa_spike.md``): PrivTree makes

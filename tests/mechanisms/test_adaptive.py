@@ -23,7 +23,7 @@ CHOICE = dict(bases=8, pairs=16, pilot=6_000, confirm=40_000, candidates=3)
 
 
 def test_statistic_moves_by_at_most_its_sensitivity_along_every_kind_of_edge():
-    """Issue 33: Δ_S = c² − (c − 1)₊² bounds a record added or removed (an edge to ⊥) *and* a record moved between
+    """Stop 33: Δ_S = c² − (c − 1)₊² bounds a record added or removed (an edge to ⊥) *and* a record moved between
     two cells (its two steps cancel: f is non-decreasing); brute force over every pair of counts up to 5c + 3, and
     the bound is reached when c is a whole count."""
     for cap in (0.6, 0.9, 1.0, 3.0, 3.5, 21.0):
@@ -189,7 +189,7 @@ def _comparison_probe(cap, tau, factor):
 @pytest.mark.parametrize("pol_name", ["dp", "line"])
 @pytest.mark.parametrize("factor, flagged", [(1.0, False), (0.5, True)])
 def test_the_comparison_passes_and_with_half_noise_is_flagged(factor, flagged, pol_name):
-    """Issue 33: Δ_S = 2c − 1 under DP *and* under the line (g = 2), where g(2c + 1) was twice what is needed; noise
+    """Stop 33: Δ_S = 2c − 1 under DP *and* under the line (g = 2), where g(2c + 1) was twice what is needed; noise
     of half the new Δ_S is flagged under both. Cap 6, Δ_S = 11: (5, 8, 0, …) → (6, 8, …) adds a record (dp) or
     moves one from the 8 (line), and S moves from 61 to 72, the threshold."""
     pol = POLICIES[pol_name]
