@@ -61,7 +61,7 @@ def _spanning_tree(policy: Policy, method: str) -> Custom:
     if method == "htheta":
         if not one_d or policy.metric != "l1":
             raise PolicyError(f"method='htheta' is for G^θ on one ordered attribute, got {policy.summary()}")
-        return htheta_tree(policy.domain, policy.theta)  # = Custom(domain, _htheta_edges(k, θ)), written out
+        return htheta_tree(policy.domain, policy.theta)  # H^θ written out in normal order
     if method == "red":
         if not isinstance(policy, Threshold):
             raise PolicyError(f"method='red' is for distance-threshold grids, got {policy.summary()}")
@@ -183,18 +183,6 @@ def _htheta_stretch(policy: Policy, tree: Policy) -> int | None:
     if m >= 3 or (m == 2 and k - theta >= 2):
         return 3
     return 2
-
-
-def _htheta_edges(k: int, theta: int) -> np.ndarray:
-    """H^θ's edges as the paper draws them (stars into the red cells, then the red path): the reference that
-    :func:`~.htheta_tree.htheta_edges` writes out in normal order (compared in the tests)."""
-    cells = np.arange(k)
-    red_of = np.minimum((cells // theta) * theta + theta - 1, k - 1)
-    is_red = red_of == cells
-    reds = cells[is_red]
-    star = np.column_stack([cells[~is_red], red_of[~is_red]])
-    path = np.column_stack([reds[:-1], reds[1:]])
-    return np.vstack([star, path])
 
 
 def _red_star_edges(policy: Threshold) -> tuple[np.ndarray, np.ndarray]:

@@ -156,13 +156,13 @@ def test_written_out_tree_equals_the_generic_constructions():
     from blowfish_nb.mechanisms.htheta import _HThetaPaths, _Plan, _TreePaths
     from blowfish_nb.policy import Transform, spanning_tree
     from blowfish_nb.policy.htheta_tree import htheta_edges
-    from blowfish_nb.policy.spanning import _htheta_edges
+    from tests.policy.htheta_reference import paper_htheta_edges
     from blowfish_nb.policy.transform import HThetaTransform
 
     for k in range(3, 27):
         for theta in sorted({1, 2, 3, 4, 5, 7, k - 1, k, k + 3}):
             g = policy.threshold(Domain.grid(k), theta)
-            generic = Transform(policy.custom(Domain.grid(k), _htheta_edges(k, theta)))
+            generic = Transform(policy.custom(Domain.grid(k), paper_htheta_edges(k, theta)))
             plan = _Plan(g)
             assert isinstance(plan.t, HThetaTransform)
             assert plan.tree == spanning_tree(g, "htheta") and np.array_equal(plan.t.edges, generic.edges)

@@ -7,13 +7,13 @@ from blowfish_nb import Domain, InvalidParameterError, policy, workload
 from blowfish_nb.exceptions import PrivacyLeakWarning
 from blowfish_nb.policy import Transform, transform
 from blowfish_nb.policy.htheta_tree import htheta_edges, htheta_theta, htheta_tree, is_htheta
-from blowfish_nb.policy.spanning import _htheta_edges
+from tests.policy.htheta_reference import paper_htheta_edges
 from blowfish_nb.policy.transform import HThetaTransform
 
 
 def reference(k, theta):
     """H^θ through the checked path: the paper's edge list, normalised by Custom."""
-    return policy.custom(Domain.grid(k), _htheta_edges(k, theta))
+    return policy.custom(Domain.grid(k), paper_htheta_edges(k, theta))
 
 
 def test_edges_and_tree_equal_the_checked_construction():
