@@ -97,6 +97,8 @@ class DenseFactor(Matrix):
 
     def __init__(self, X, pinv=None, inverse_gram=None):
         X = np.array(X, dtype=float)
+        if not np.isfinite(X).all():  # LAPACK's SVD does not return on inf (a hang, not an error)
+            raise InvalidParameterError(f"X: a factor's entries must be finite, got {X[~np.isfinite(X)][0]!r}")
         super().__init__(X)  # self.A, the one copy every sensitivity and every measurement reads
         # the pseudo-inverse from the SVD, not from (XᵀX)⁻¹Xᵀ: the normal equations square the condition number
         # (weighted marginals reached 1e6, so the old form lost ~12 digits and biased noise-free answers by 0.1);
