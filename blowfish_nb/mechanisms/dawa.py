@@ -351,8 +351,8 @@ def histogram_offset(workload, k: int) -> int:
     spike, the worst ratio is max_h C₀(h, j): 271 at j = 6 against 160 at
     j* = 8, and j* = ⌊D/2⌋ + 2 for every k from 256 to 65,536 and ε from
     0.01 to 1 (the costs scale as 1/ε²). The fanout's part, β = e^{δ/λ},
-    moves the trade curve (empty space against worst spike) hardly at all
-    for β from 1.25 to 3. Measured at j* (``python -m
+    does not improve the trade (empty space against worst spike) for β
+    from 1.25 to 3: none beats β = 2's curve, 1.25 is worse. Measured at j* (``python -m
     benchmarks.dawa_reference --runs 3 [--histogram-offset 8]``, dpcomp_core's
     own partition, same seeds): DAWA/reference on the histogram falls where
     mid-density structure was left unsplit (INCOME 4.61 → 2.47 at ε = 0.1,
