@@ -198,6 +198,10 @@ def main(argv=None) -> None:
                             f"{r[:, 0].max():.2f} → {r[:, 1].max():.2f}",
                             f"{np.median(r[:, 2]):.2f} → {np.median(r[:, 3]):.2f}",
                             f"{r[:, 2].max():.2f} → {r[:, 3].max():.2f}", f"{r[:, 4].max():.3f} → {r[:, 5].max():.3f}"])
+        ident = np.array(ratio.get("identity", [[np.nan] * 6]))
+        best = np.minimum(ident[:, 0], ident[:, 1])
+        summary.append(["identity, the better level per cell (a perfect, free choice)", f"{np.median(best):.2f}",
+                        f"{best.max():.2f} (next {np.sort(best)[-2]:.2f})", "", "", ""])
         sections += [f"## Measured: the bias from ⌊D/2⌋ = 6 (now) against j = {args.offset}, k = 4,096",
                      f"From `{before.name}` (`python -m benchmarks.dawa_reference --runs 3`) and `{after.name}` (the "
                      f"same with `--histogram-offset {args.offset}`): same seeds, same reference draws; range cells "

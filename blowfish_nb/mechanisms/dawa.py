@@ -369,7 +369,7 @@ def histogram_offset(workload, k: int) -> int:
     compromise, not as a derived level. A free and always-right choice
     between ⌊D/2⌋ and j* per cell would give DAWA/reference a median of
     1.21 and a worst of 2.47 but for MEDCOST at ε = 0.01 (54): the most a
-    private choice of the level could buy here.
+    private choice of the level could buy here (``dawa_offset.md``).
 
     Examples
     --------
