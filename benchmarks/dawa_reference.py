@@ -20,6 +20,12 @@ objective), which issue 25 measured at 0.99–1.15× the reference's own. Both D
 partition. Workloads: the histogram and 2,000 random ranges (seed 7); mean squared error per query over
 ``--runs`` runs (seeded per cell, one stream per method); Laplace and the best data-independent mechanism (``choose_mechanism`` over
 the default candidates) by their exact expected error. Policy: unbounded DP (every edge to ⊥).
+
+``--histogram-offset J`` is a what-if (issue 25, stop 34): every histogram release in the run (our DAWA, Adaptive's
+DAWA, and the partitions drawn for the buckets column) starts PrivTree's depth bias at level J instead of
+:func:`~blowfish_nb.mechanisms.dawa.histogram_offset`'s ⌊D/2⌋; range workloads keep level 0. Its table goes to
+``dawa_reference_offsetJ.md`` unless ``--out`` says otherwise; ``benchmarks/dawa_offset.py`` compares it with
+``dawa_reference.md`` cell by cell.
 """
 
 from __future__ import annotations
@@ -137,14 +143,28 @@ def bucket_bias(x, W, labels, truth) -> float:
     return float(np.mean((W @ spread - truth) ** 2))
 
 
+def _force_histogram_offset(level: int) -> None:
+    """The what-if of ``--histogram-offset``: DAWA's histogram bias level becomes ``level`` (ranges keep 0)."""
+    from blowfish_nb.mechanisms import dawa
+
+    rule = dawa.histogram_offset
+    dawa.histogram_offset = lambda workload, k: level if rule(workload, k) else 0
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sets", nargs="*", default=list(DATASETS))
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the table goes (a subset run elsewhere)")
+    parser.add_argument("--histogram-offset", type=int, default=None,
+                        help="what-if: start the histogram's PrivTree bias at this level (default: histogram_offset)")
     parser.add_argument("--compare-port", action="store_true",
                         help="print the built reference's bucket counts next to the port's (needs $DPCOMP_SRC built)")
     args = parser.parse_args(argv)
+    if args.histogram_offset is not None:
+        _force_histogram_offset(args.histogram_offset)
+        if args.out == RESULTS:
+            args.out = RESULTS.with_name(f"dawa_reference_offset{args.histogram_offset}.md")
     partition, source = built_reference()
     print(source)
     if args.compare_port:
@@ -207,7 +227,8 @@ def main(argv=None) -> None:
     text = "\n\n".join([
         "# Our DAWA against dpcomp_core's DAWA (issue 25)",
         f"Command: `BLOWFISH_DATA=/work/shared/data python -m benchmarks.dawa_reference --runs {args.runs}"
-        f"{'' if list(args.sets) == list(DATASETS) else ' --sets ' + ' '.join(args.sets)}` "
+        f"{'' if list(args.sets) == list(DATASETS) else ' --sets ' + ' '.join(args.sets)}"
+        f"{'' if args.histogram_offset is None else f' --histogram-offset {args.histogram_offset}'}` "
         f"({time.perf_counter() - started:.0f} s). Reference partition: {source}.",
         "Mean squared error per query, mean of the runs. *ours: DAWA (PrivTree)* is `mechanisms.DAWA()` (ε-DP, "
         "PrivTree partition at ε₁ = 0.25ε); *ours: Adaptive* is `mechanisms.Adaptive()` (a share ρ = choice_share(k, ε) of ε, 0.016 at k = 4,096, chooses between "

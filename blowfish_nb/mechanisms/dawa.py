@@ -41,9 +41,12 @@ Two steps, ε = ε₁ + ε₂ (``ratio`` = ε₁/ε):
    between such a test and PrivTree reaches 3× here, and Laplace (20,000)
    is 13× worse than DAWA, so the private choice rightly keeps DAWA. The
    cell stays a known miss: closing it needs a partition whose lone-cell
-   level is near ln(k)/ε₁ without losing PrivTree's adaptivity elsewhere
-   (a wider fanout lowers the level, at the price of more buckets per
-   split; not measured).
+   level is near ln(k)/ε₁ without losing PrivTree's adaptivity elsewhere.
+   Neither where the bias starts nor β = e^{δ/λ} (the fanout's part in it)
+   does: modelled and measured in :func:`histogram_offset` (stop 34), the
+   best public level for a lone spike cuts MEDCOST's error at ε = 0.01 by
+   39% (1,473 → 905 a cell, still 54× the reference) and costs the sparse
+   sets elsewhere up to 8×.
 
    **The noisy least-cost partition** (``partition="l1"``). The cost of a bucket B is its L1 deviation
    dev(B) = Σ_{i∈B} |x_i − mean_B(x)| plus the expected absolute noise of its
@@ -336,6 +339,37 @@ def histogram_offset(workload, k: int) -> int:
     28.8), so ⌊D/2⌋ stays, with this
     as its known price: the trade is between isolating sparse cells and
     splitting dense ones, which the data decide.
+
+    **The minimax level of a public cost model (issue 25, stop 34).** In
+    closed form (``benchmarks/dawa_offset.py``, ``dawa_offset.md``), in
+    bucket noises σ₂² = 2/ε₂²: empty space costs E₀(j) (the branching sum
+    above, 4.97 at j = 6, 55.9 at j = 8 for k = 4,096), and a lone spike of h
+    records C₀(h, j), the bias h²(1 − 1/|B|) of the bucket it ends in plus
+    the buckets' noise (the model is within 2.2 standard errors of 40 DAWA
+    releases in each of six cases there). Over the family "empty space and
+    s ≥ 1 spikes of any height at unknown cells", whose oracle pays σ₂² a
+    spike, the worst ratio is max_h C₀(h, j): 271 at j = 6 against 160 at
+    j* = 8, and j* = ⌊D/2⌋ + 2 for every k from 256 to 65,536 and ε from
+    0.01 to 1 (the costs scale as 1/ε²). The fanout's part, β = e^{δ/λ},
+    does not improve the trade (empty space against worst spike) for β
+    from 1.25 to 3: none beats β = 2's curve, 1.25 is worse. Measured at j* (``python -m
+    benchmarks.dawa_reference --runs 3 [--histogram-offset 8]``, dpcomp_core's
+    own partition, same seeds): DAWA/reference on the histogram falls where
+    mid-density structure was left unsplit (INCOME 4.61 → 2.47 at ε = 0.1,
+    4.12 → 2.33 at 1; HEPTH 2.87 → 1.63, 3.01 → 1.69; MEDCOST at ε = 0.01
+    88 → 54) and rises where empty space dominates (ADULTFRANK at ε = 0.01
+    0.97 → 8.0, NETTRACE 1.65 → 6.7, MEDCOST at ε = 0.1 1.21 → 2.50); the
+    median goes 1.21 → 1.63, the worst cell other than MEDCOST at ε = 0.01
+    4.61 → 8.02, Adaptive's median 1.00 → 1.07 (its worst against Laplace
+    1.074 either way). The minimax level serves the spike family and the
+    dense sets at the sparse sets' expense, so ⌊D/2⌋ stays: no public level
+    does both, and choosing one per data set is a private choice, not a
+    constant. ⌊D/2⌋ is not this model's optimum either (its worst spike is
+    1.7× j*'s, its empty space 11× cheaper): it is kept as the measured
+    compromise, not as a derived level. A free and always-right choice
+    between ⌊D/2⌋ and j* per cell would give DAWA/reference a median of
+    1.21 and a worst of 2.47 but for MEDCOST at ε = 0.01 (54): the most a
+    private choice of the level could buy here (``dawa_offset.md``).
 
     Examples
     --------

@@ -66,11 +66,14 @@ those starts above θ − δ − 2 + rδ, and the leaf adds 1/λ:
 bias, only that the unclamped scores fall by at least δ a level and the
 clamp at θ − δ: the bias may start at any public level j₀ (``offset``;
 b(v) = max(g(v) − (depth − j₀)δ, θ − δ), a bonus above j₀) with the same
-bound. j₀ trades the coarsest bucket over empty space (nodes above j₀ are
+bound. (Equivalently: b(v) > θ − η iff max(g(v) − depth·δ, θ − δ − j₀δ) >
+θ − j₀δ − η, so j₀ is PrivTree from the root with its threshold and clamp
+lowered by j₀δ, and the bound never depended on θ.) j₀ trades the coarsest bucket over empty space (nodes above j₀ are
 split almost surely, so buckets are at most k/2^{j₀} cells) against the
 level a lone cell must reach to be isolated (about θ + (D − 1 − j₀)δ for a
-tree of depth D). Checked exactly at k = 8 for j₀ = 0, 1, 2 and by the
-hunter.
+tree of depth D). Checked exactly at k = 8 for j₀ = 0, 1, 2, 3 (= D, every
+split node biased upward) and by the hunter. Where it should start is a
+utility question (:func:`~.dawa.histogram_offset`, ``benchmarks/dawa_offset.py``).
 
 :func:`privtree_scale` solves these bounds for λ given ε (bisection; the
 bound is decreasing in λ) with δ = λ ln 2. Checked exactly on small domains
