@@ -16,20 +16,29 @@ to find the least ε:
 * **Monte Carlo** otherwise: draws of max |error| come from the mechanism's
   own vectorised ``sample`` on a zero histogram (public noise only, no data),
   and instead of the empirical quantile an upper confidence bound for it
-  (the order statistic that exceeds the true (1 − β)-quantile with
-  probability ≥ 1 − γ). Discrete noise does not scale with ε, so a first
-  batch at ε = 1 gives a guess ε₀ = q/α, and fresh batches at the candidate
-  ε confirm it (or raise it by the ratio q/α) until the bound is ≤ α: the ε
-  returned is one at which the bound was checked with the noise actually
-  drawn.
+  (the order statistic Z_(j) of n draws that exceeds the true
+  (1 − β)-quantile with probability ≥ 1 − γ). A first guess ε₀, then fresh
+  batches at the candidate ε confirm it (or raise it by the ratio q/α, at
+  least 1 %) until the bound is ≤ α: the ε returned is one at which the
+  bound was checked with the noise actually drawn, whatever the guess.
+
+  The guess aims where the certifying order statistic sits: the ε at which
+  the (j/n)-quantile of max |error| is α. A mechanism that knows its
+  answers' exact error variances σ_i² (``answer_variances``; answers that
+  sum many noise terms, e.g. OrderedHierarchical's prefixes) gets it
+  analytically, from the union of Gaussian tails Σ_i 2Φ̄(α/σ_i(ε)) = 1 − j/n
+  solved by bisection (a CLT guess, not a bound: the draws certify it; issue
+  28, it saves the guessing round). Otherwise a batch at ε = 1 gives
+  ε₀ = Z_(j)/α (discrete noise scales about as 1/ε).
 
 The draws touch no data: they are noise pushed through the mechanism's
 public linear map, with their own generator. Everything here is a function
 of public inputs (mechanism, workload, policy, α, β), so it is remembered
 (:class:`~blowfish_nb.analysis.selection.Memo`, per
 :func:`~blowfish_nb.analysis.selection.memo_scope`): the ε of each request,
-the closed form's terms, and each round's sorted draws by round and ε (the
-first round, at ε = 1, serves every (α, β) of a query). A remembered result
+the closed form's terms, the answers' variances at ε = 1, and each round's
+sorted draws by round and ε (the guessing round at ε = 1 serves every
+(α, β) of a query). A remembered result
 is the one the computation returns, to the last bit: the draws of a round
 depend on its seed and ε only.
 """
@@ -137,11 +146,13 @@ def _epsilon(mechanism, workload, policy, alpha, beta, draws, seed, query) -> fl
             return 1e-12  # nothing random to bound: any ε meets the target (kept positive)
         return _single_term_epsilon(count, delta, alpha, beta)
     seeds = np.random.SeedSequence(seed).spawn(ROUNDS + 1)
-    z = upper_quantile(_round(mechanism, workload, policy, 1.0, draws, seeds, 0, query), 1 - beta)
-    if z == 0:
-        return 1e-12
-    epsilon = z / alpha
-    for r in range(1, ROUNDS + 1):
+    epsilon = _analytic_guess(mechanism, workload, policy, alpha, beta, draws, query)
+    if epsilon is None:  # no variances: the guessing round at ε = 1 (round 0)
+        z = upper_quantile(_round(mechanism, workload, policy, 1.0, draws, seeds, 0, query), 1 - beta)
+        epsilon = z / alpha
+    if epsilon == 0:
+        return 1e-12  # no noise reaches the answers: any ε meets the target (kept positive)
+    for r in range(1, ROUNDS + 1):  # the certifying rounds: only an ε checked here is returned
         q = upper_quantile(_round(mechanism, workload, policy, epsilon, draws, seeds, r, query), 1 - beta)
         if q <= alpha:
             return float(epsilon)
@@ -179,6 +190,63 @@ def _round(mechanism, workload, policy, epsilon, draws, seeds, r, query) -> np.n
     z.setflags(write=False)
     _LAWS.put(key, z)
     return z
+
+
+def _analytic_guess(mechanism, workload, policy, alpha, beta, draws, query) -> float | None:
+    """ε where a union of Gaussian tails puts the certifying order statistic Z_(j) at α (None: no variances).
+
+    The target coverage is j/n, the place of the order statistic :func:`upper_quantile` checks, so the
+    guess is what the round at ε = 1 estimates (Z_(j)/α), from the answers' exact variances instead of
+    draws. Variances at ε = 1 (remembered per query) scaled as 1/ε² give a first solution; the variances
+    at it (the discrete law's is not exactly ∝ 1/ε²) give the guess. 0 when no answer carries noise.
+    """
+    key = None if query is None else (query, "variances")
+    remembered = _LAWS.get(key)
+    if remembered is None:
+        remembered = (mechanism.answer_variances(workload, policy, 1.0),)
+        _LAWS.put(key, remembered)
+    unit = remembered[0]
+    j = binomial_quantile(CONFIDENCE, draws, 1 - beta) + 1
+    if unit is None or j > draws:  # (j > n: the round raises upper_quantile's error, as without a guess)
+        return None
+    if not np.any(unit > 0):
+        return 0.0
+    room = 1 - j / draws
+    epsilon = _gaussian_union_epsilon(unit, alpha, room)
+    return _gaussian_union_epsilon(mechanism.answer_variances(workload, policy, epsilon) * epsilon**2, alpha, room)
+
+
+def _gaussian_union_epsilon(unit: np.ndarray, alpha: float, room: float) -> float:
+    """The ε solving Σ_i 2Φ̄(α ε/√u_i) = ``room`` (bisection on log ε; u_i: the variances times ε²)."""
+    sd = np.sqrt(2.0 * unit[unit > 0]) / alpha  # erfc(ε/sd) = 2Φ̄(α ε/√u)
+
+    def excess(log_e):  # Σ 2Φ̄(α ε/σ) = Σ erfc(α ε/(σ√2)), minus the room: decreasing in ε
+        return float(np.sum(_erfc(math.exp(log_e) / sd))) - room
+
+    lo = hi = 0.0
+    while excess(lo) <= 0 and lo > -700:
+        lo -= 1.0
+    while excess(hi) > 0 and hi < 700:
+        hi += 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
+    return math.exp(hi)
+
+
+def _erfc(x: np.ndarray) -> np.ndarray:
+    """erfc for x ≥ 0, vectorised, relative error < 1.2e-7 (Numerical Recipes' Chebyshev fit; no scipy.special).
+
+    Examples
+    --------
+    >>> [round(float(_erfc(np.array([v]))[0] / math.erfc(v)), 6) for v in (0.0, 1.0, 5.0, 20.0)]
+    [1.0, 1.0, 1.0, 1.0]
+    """
+    t = 1.0 / (1.0 + 0.5 * x)
+    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
+        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    with np.errstate(under="ignore"):
+        return t * np.exp(-x * x + poly)
 
 
 def _single_term_epsilon(count: int, delta: float, alpha: float, beta: float) -> float:
