@@ -26,10 +26,13 @@ to find the least ε:
   the (j/n)-quantile of max |error| is α. A mechanism that knows its
   answers' exact error variances σ_i² (``answer_variances``; answers that
   sum many noise terms, e.g. OrderedHierarchical's prefixes) gets it
-  analytically, from the union of Gaussian tails Σ_i 2Φ̄(α/σ_i(ε)) = 1 − j/n
-  solved by bisection (a CLT guess, not a bound: the draws certify it; issue
-  28, it saves the guessing round). Otherwise a batch at ε = 1 gives
-  ε₀ = Z_(j)/α (discrete noise scales about as 1/ε).
+  analytically (issue 28: it saves the guessing round): Gaussian tails with
+  those variances, P(max |error| > α) ≈ the union Σ_i 2Φ̄(α/σ_i(ε)), for
+  prefix sums tightened by Hunter's chain bound over consecutive prefixes,
+  set equal to 1 − j/n and solved for ε, then one 1 % step up
+  (:data:`GUESS_STEP`). It is a CLT guess, not a bound: the draws certify
+  it. Otherwise a batch at ε = 1 gives ε₀ = Z_(j)/α (discrete noise scales
+  about as 1/ε).
 
 The draws touch no data: they are noise pushed through the mechanism's
 public linear map, with their own generator. Everything here is a function
@@ -203,7 +206,8 @@ def _analytic_guess(mechanism, workload, policy, alpha, beta, draws, query) -> f
     The target coverage is j/n, the place of the order statistic :func:`upper_quantile` checks, so the
     guess is what the round at ε = 1 estimates (Z_(j)/α), from the answers' exact variances instead of
     draws. P(some |error_i| > α) is bounded by the union Σ_i 2Φ̄(α/σ_i), and for a chain of answers whose
-    consecutive differences are ranges too (prefix sums: E_i − E_{i−1} is cell hi_{i−1}+1..hi_i's error)
+    consecutive differences are ranges too (prefix sums: E_i − E_{i−1} is the error of cells hi_{i−1}+1..hi_i
+    when, as OrderedHierarchical's, the mechanism reads every range from one estimate)
     by Hunter's chain bound, which subtracts 2 P(E_i > α, E_{i−1} > α) for each link: a run of
     neighbouring prefixes beyond α, one event, counts about once rather than once per prefix (the union
     alone asked 3.4 % more ε than the round at ε = 1, on average over 8 seeds, at α = 30, β = 0.1,

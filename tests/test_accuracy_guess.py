@@ -37,7 +37,7 @@ def _spy_rounds(monkeypatch):
     return seen, spy
 
 
-@pytest.mark.parametrize("k", [64, 512])
+@pytest.mark.parametrize("k", [64, 256])
 @pytest.mark.parametrize("pol_name", ["dp", "line", "theta2"])
 def test_guessed_quote_meets_alpha_beta_on_fresh_draws(monkeypatch, pol_name, k):
     """Cumulative counts with OrderedHierarchical: the quote is certified by its own rounds (none at ε = 1) and
@@ -132,3 +132,29 @@ def test_gaussian_union_solves_its_equation():
         e = accuracy._gaussian_union_epsilon(u, alpha, room)
         total = sum(math.erfc(alpha * e / math.sqrt(2 * ui)) for ui in u)
         assert total == pytest.approx(room, rel=1e-6)
+
+
+def test_chain_bound_solves_its_equation_by_an_independent_integration():
+    """At the chain guess's ε, Hunter's bound Σ 2Φ̄(a_i) − Σ 2 P(X_i > a_i, X_{i−1} > a_{i−1}) equals the room, with
+    each bivariate tail integrated independently (trapezoid on a fine grid of x, math.erfc), and the root lies
+    below the union bound's (the chain bound is the smaller)."""
+    rng = np.random.default_rng(1)
+    q = 40
+    unit = rng.uniform(5, 30, q)
+    s = np.sqrt(unit)
+    links = (s[1:] - s[:-1]) ** 2 + rng.uniform(0.5, 4, q - 1)  # Var(E_i − E_{i−1}), a valid covariance
+    alpha, room = 20.0, 0.03
+    union = accuracy._gaussian_union_epsilon(unit, alpha, room)
+    e = accuracy._gaussian_chain_epsilon(unit, links, alpha, room, union)
+    assert e < union
+    sig = np.sqrt(unit)
+    a = alpha * e / sig
+    tail = lambda y: 0.5 * math.erfc(y / math.sqrt(2))  # noqa: E731
+    total = sum(2 * tail(v) for v in a)
+    for i in range(1, q):
+        rho = (unit[i] + unit[i - 1] - links[i - 1]) / (2 * sig[i] * sig[i - 1])
+        x = np.linspace(a[i], a[i] + 12, 20001)
+        f = np.exp(-x**2 / 2) / math.sqrt(2 * math.pi) * np.array(
+            [tail((a[i - 1] - rho * v) / math.sqrt(1 - rho**2)) for v in x])
+        total -= 2 * float(np.sum((f[1:] + f[:-1]) / 2 * np.diff(x)))
+    assert total == pytest.approx(room, rel=1e-3)
