@@ -1,15 +1,16 @@
 """Could an analytic tail bound replace the Monte Carlo behind the cold cumulative-under-dp quote? (issue 28)
 
 Run: ``nice -n 10 /work/main/.venv/bin/python -m benchmarks.oh_tail_bound`` (writes
-benchmarks/results/oh_tail_bound.md). The quote: (α, β) = (50, 0.05) for all 4,096 prefix counts under dp, the
-mechanism ``auto`` picks there (OrderedHierarchical: one 16-ary tree over the block, read by least squares, so
+benchmarks/results/oh_tail_bound.md; ``--trace`` prints the seed-0 quote's rounds by both routes instead).
+The quote: (α, β) = (50, 0.05) for all 4,096 prefix counts under dp, the mechanism ``auto`` picks there (OrderedHierarchical: one 16-ary tree over the block, read by least squares, so
 every prefix error is a weighted sum of all 4,369 nodes' discrete-Laplace noise).
 
 * *Monte Carlo*: :func:`~blowfish_nb.accuracy.epsilon_for_accuracy` — 800 draws a round, a 99 % upper
   confidence bound on the 0.95-quantile of max |error|, rounds until it is ≤ α; started from a guessing round at
   ε = 1 (main before issue 28's route (A)) or from the analytic guess (Hunter's chain bound on Gaussian tails
   with the exact variances, one 1 % step up: ``accuracy._analytic_guess``). Both certify the ε they return with
-  the draws of a round at it. A second table runs both routes on 8 seeds and 3 targets (mean ε, rounds drawn).
+  the draws of a round at it. A second table runs the routes on 8 seeds and 3 targets (mean ε, rounds drawn),
+  the adopted guess and variants of it (its step, without the chain).
 * *ε\\**: the least ε whose coverage P(max |error| ≤ α) is 0.95, by bisection on a large Monte Carlo
   (``BIG`` draws, one seed for every ε; ± its standard error). The target's own slack is ε_MC ÷ ε\\* − 1.
 * *Union + Gaussian*: Σ_j 2Φ̄(α/σ_j) = β with the exact per-prefix σ_j (not a bound: a CLT guess).
@@ -24,13 +25,14 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from blowfish_nb import Domain, accuracy, mechanisms, policy, workload
-from blowfish_nb.accuracy import epsilon_for_accuracy, max_abs_errors
+from blowfish_nb.accuracy import epsilon_for_accuracy, max_abs_errors, upper_quantile
 from blowfish_nb.mechanisms.factors import TreeFactor
 from benchmarks._timing import markdown_table, publish
 
@@ -133,9 +135,11 @@ def main() -> None:
         "",
         "## The two Monte-Carlo routes over seeds (8 seeds per target, k = 4,096)",
         "",
-        "Same command. Each quote from a cleared memory; *rounds*: rounds of 800 draws drawn in all (the ε = 1 "
-        "route always draws its guessing round, then confirmations; the guess route draws confirmations only). "
-        "*ratio*: the guess route's ε over the ε = 1 route's, seed by seed (mean ± standard deviation).",
+        "Same command. Each quote from a cleared memory, seeds 0–7; *rounds drawn*: rounds of 800 draws in all "
+        "(the ε = 1 route always draws its guessing round, then confirmations; a guess route draws confirmations "
+        "only, so 8 means every first confirmation passed). *ratio*: the route's ε over the ε = 1 route's, seed "
+        "by seed. *step*: `accuracy.GUESS_STEP`, the factor above the Gaussian model's root; *union only*: the "
+        "guess without Hunter's chain.",
         "",
         seeds_table,
     ])
@@ -143,39 +147,79 @@ def main() -> None:
 
 
 @contextlib.contextmanager
-def _route(route):
-    """Quotes by one route ("round": the guessing round at ε = 1; "guess": the analytic guess), counting rounds."""
-    real_guess, real_round = accuracy._analytic_guess, accuracy._round
+def _route(route, step=None, chain=True):
+    """Quotes by one route ("round": the guessing round at ε = 1; "guess": the analytic guess with ``step`` for
+    GUESS_STEP and, unless ``chain`` is False, Hunter's chain), counting the rounds drawn."""
+    saved = accuracy._analytic_guess, accuracy._round, accuracy.GUESS_STEP, accuracy._chain
     rounds = []
     accuracy.clear_memory()
-    accuracy._analytic_guess = real_guess if route == "guess" else (lambda *a: None)
+    if route == "round":
+        accuracy._analytic_guess = lambda *a: None
+    if step is not None:
+        accuracy.GUESS_STEP = step
+    if not chain:
+        accuracy._chain = lambda w: None
+    real_round = saved[1]
     accuracy._round = lambda *a: rounds.append(a[6]) or real_round(*a)
     try:
         yield rounds
     finally:
-        accuracy._analytic_guess, accuracy._round = real_guess, real_round
+        accuracy._analytic_guess, accuracy._round, accuracy.GUESS_STEP, accuracy._chain = saved
         accuracy.clear_memory()
 
 
+#: the guess routes compared with the ε = 1 round: (label, GUESS_STEP, Hunter's chain)
+VARIANTS = [("chain, step 1.01 (adopted)", 1.01, True), ("chain, step 1.00", 1.0, True),
+            ("chain, step 1.03", 1.03, True), ("union only, step 1.00", 1.0, False)]
+
+
 def _seeds_table(m, W, pol) -> str:
+    def quotes(alpha, beta, *route):
+        eps = []
+        with _route(*route) as drawn:
+            for seed in range(SEEDS):
+                accuracy.clear_memory()
+                eps.append(epsilon_for_accuracy(m, W, pol, alpha, beta, seed=seed))
+        return np.array(eps), len(drawn)
+
     rows = []
     for alpha, beta in TARGETS:
-        eps, rounds = {}, {}
-        for route in ("round", "guess"):
-            eps[route] = []
-            with _route(route) as drawn:
-                for seed in range(SEEDS):
-                    accuracy.clear_memory()
-                    eps[route].append(epsilon_for_accuracy(m, W, pol, alpha, beta, seed=seed))
-                rounds[route] = len(drawn)
-        ratio = np.array(eps["guess"]) / np.array(eps["round"])
-        rows.append([f"({alpha:g}, {beta:g})", f"{np.mean(eps['round']):.4f}", f"{np.mean(eps['guess']):.4f}",
-                     f"{ratio.mean():.4f} ± {ratio.std():.4f}", f"{ratio.min():.3f}–{ratio.max():.3f}",
-                     str(rounds["round"]), str(rounds["guess"])])
-    return markdown_table(["(α, β)", "mean ε, ε = 1 route", "mean ε, guess route", "ratio (guess ÷ ε = 1 route)",
-                           "ratio range", f"rounds, ε = 1 route ({SEEDS} quotes)",
-                           f"rounds, guess route ({SEEDS} quotes)"], rows)
+        base, base_rounds = quotes(alpha, beta, "round")
+        rows.append([f"({alpha:g}, {beta:g})", "ε = 1 round (main)", f"{base.mean():.4f}", "1", "—",
+                     str(base_rounds)])
+        for label, step, chain in VARIANTS:
+            eps, drawn = quotes(alpha, beta, "guess", step, chain)
+            ratio = eps / base
+            rows.append(["", f"guess: {label}", f"{eps.mean():.4f}", f"{ratio.mean():.4f} ± {ratio.std():.4f}",
+                         f"{ratio.min():.3f}–{ratio.max():.3f}", str(drawn)])
+    return markdown_table(["(α, β)", "route", "mean ε", "ratio to the ε = 1 route (mean ± sd over seeds)",
+                           "ratio range", f"rounds drawn ({SEEDS} quotes)"], rows)
+
+
+def trace() -> None:
+    """``--trace``: each round (round, ε, upper quantile) of the seed-0 quote by both routes (prints only)."""
+    pol, W, m = policy.dp(Domain.grid(K)), workload.prefix(K), mechanisms.OrderedHierarchical()
+    for route in ("round", "guess"):
+        seen = []
+        with _route(route):
+            counting = accuracy._round
+
+            def spy(*a):
+                z = counting(*a)
+                seen.append((a[6], round(float(a[3]), 4), round(upper_quantile(z, 1 - BETA), 2)))
+                return z
+
+            accuracy._round = spy
+            eps = epsilon_for_accuracy(m, W, pol, ALPHA, BETA)
+        print(f"{route}: ε = {eps:.4f}; rounds (round, ε, upper quantile vs α = {ALPHA:g}): {seen}")
+    cost = []
+    for _ in range(3):  # the guess alone, from a cleared memory (its variances at ε = 1 recomputed)
+        accuracy.clear_memory()
+        t = time.process_time()
+        accuracy._analytic_guess(m, W, pol, ALPHA, BETA, accuracy.DRAWS, None)
+        cost.append(1e3 * (time.process_time() - t))
+    print("the analytic guess alone: " + ", ".join(f"{c:.0f}" for c in cost) + " ms CPU")
 
 
 if __name__ == "__main__":
-    main()
+    trace() if "--trace" in sys.argv else main()
