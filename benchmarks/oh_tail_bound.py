@@ -133,6 +133,8 @@ def main() -> None:
         "4,096 prefixes in well under 50 ms; building the 4,096 × 4,369 least-squares weights densely alone "
         "costs about a second of CPU.",
         "",
+        _route_b(eps_gauss / eps_star - 1, eps_mc / eps_star - 1),
+        "",
         "## The two Monte-Carlo routes over seeds (8 seeds per target, k = 4,096)",
         "",
         "Same command. Each quote from a cleared memory, seeds 0–7; *rounds drawn*: rounds of 800 draws in all "
@@ -144,6 +146,23 @@ def main() -> None:
         seeds_table,
     ])
     publish(RESULTS, text)
+
+
+def _route_b(gauss_over: float, slack: float) -> str:
+    """The reading of the figures for route (B) (issue 28): over-ε of the union + Gaussian row, and the MC slack."""
+    return (
+        "## Route (B), a rigorous per-prefix tail: not built (issue 28, branch `tail34`)\n\n"
+        "A rigorous union route can do no better than the union of the exact per-prefix tails, and for these sums "
+        "of discrete-Laplace terms (positive excess kurtosis) those lie above the Gaussian tails of the same "
+        f"variances at α/σ ≈ 4.5: the union + Gaussian row above ({100 * gauss_over:.1f} % over ε\\* at β = 0.05) "
+        f"is the floor it would have to approach, inside the {100 * slack:.1f} % slack at this target; at β = 0.1 "
+        "the union alone asks more ε than the ε = 1 route on average (second table, *union only*). The cost is "
+        "what rules it out here: rounding each of up to 4,369 weighted terms to a grid h widens α by up to "
+        "4,369·h/2, so a 1 % widening (0.5 at α = 50) needs h ≤ 2.3·10⁻⁴, about 4·10⁵ lattice points per prefix "
+        "and one convolution per distinct weight group, for each of 4,096 prefixes (or a bound on the rounding "
+        "sum that holds with high probability, about 3·10⁴ points) — orders of magnitude beyond 50 ms in NumPy, "
+        "before the weights themselves (about a second to build densely) are formed."
+    )
 
 
 @contextlib.contextmanager
