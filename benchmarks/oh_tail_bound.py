@@ -2,8 +2,9 @@
 
 Run: ``nice -n 10 /work/main/.venv/bin/python -m benchmarks.oh_tail_bound`` (writes
 benchmarks/results/oh_tail_bound.md; ``--trace`` prints the seed-0 quote's rounds by both routes instead).
-The quote: (α, β) = (50, 0.05) for all 4,096 prefix counts under dp, the mechanism ``auto`` picks there (OrderedHierarchical: one 16-ary tree over the block, read by least squares, so
-every prefix error is a weighted sum of all 4,369 nodes' discrete-Laplace noise).
+The quote: (α, β) = (50, 0.05) for all 4,096 prefix counts under dp, the mechanism ``auto`` picks there
+(OrderedHierarchical: one 16-ary tree over the block, read by least squares, so every prefix error is a weighted
+sum of all 4,369 nodes' discrete-Laplace noise).
 
 * *Monte Carlo*: :func:`~blowfish_nb.accuracy.epsilon_for_accuracy` — 800 draws a round, a 99 % upper
   confidence bound on the 0.95-quantile of max |error|, rounds until it is ≤ α; started from a guessing round at
