@@ -217,7 +217,6 @@ def _analytic_guess(mechanism, workload, policy, alpha, beta, draws, query) -> f
     """
     key = None if query is None else (query, "variances")
     remembered = _LAWS.get(key)
-    chain = _chain(workload)
     if remembered is None:
         remembered = (mechanism.answer_variances(workload, policy, 1.0),)
         _LAWS.put(key, remembered)
@@ -231,6 +230,7 @@ def _analytic_guess(mechanism, workload, policy, alpha, beta, draws, query) -> f
     epsilon = _gaussian_union_epsilon(unit, alpha, room)
     unit = mechanism.answer_variances(workload, policy, epsilon) * epsilon**2
     epsilon = _gaussian_union_epsilon(unit, alpha, room)
+    chain = _chain(workload)
     links = None if chain is None else mechanism.answer_variances(chain, policy, epsilon)
     if links is not None:
         epsilon = _gaussian_chain_epsilon(unit, links * epsilon**2, alpha, room, epsilon)
@@ -265,6 +265,8 @@ def _gaussian_union_epsilon(unit: np.ndarray, alpha: float, room: float) -> floa
 
 #: Gauss–Laguerre nodes and weights for the bivariate Gaussian tails of :func:`_gaussian_chain_epsilon`
 _LAGUERRE = np.polynomial.laguerre.laggauss(12)
+#: links of the chain bound evaluated together (bounds the temporaries: links × nodes values each)
+CHAIN_CHUNK = 1 << 16
 #: a standard Gaussian level whose two-sided tail (2Φ̄(7.4) ≈ 1.4e-13) no sum of the guess needs
 NEGLIGIBLE_Z = 7.4
 
@@ -288,15 +290,18 @@ def _gaussian_chain_epsilon(unit: np.ndarray, links: np.ndarray, alpha: float, r
     nodes, weights = _LAGUERRE
     sd = np.sqrt(2.0 * unit[alive]) / alpha
 
-    def excess(log_e):
-        e = math.exp(log_e)
-        a, b = np.maximum(alpha * e / s_hi, 0.5), np.maximum(alpha * e / s_lo, 0.5)
+    def joint_tails(e, part):  # Σ over the links in ``part`` of P(X_i > a_i, X_{i−1} > a_{i−1})
+        a, b = np.maximum(alpha * e / s_hi[part], 0.5), np.maximum(alpha * e / s_lo[part], 0.5)
         x = a[:, None] + nodes / a[:, None]
         with np.errstate(under="ignore"):
             dens = np.exp(-0.5 * x * x) * (np.exp(nodes) * weights) / (math.sqrt(2 * math.pi) * a[:, None])
-        joint = np.sum(dens * _upper_tail((b[:, None] - rho[:, None] * x) / spread[:, None]), axis=1)
-        joint = np.minimum(joint, np.minimum(_upper_tail(a), _upper_tail(b)))
-        return float(np.sum(_erfc(e / sd)) - 2 * np.sum(joint)) - room
+        joint = np.sum(dens * _upper_tail((b[:, None] - rho[part, None] * x) / spread[part, None]), axis=1)
+        return float(np.sum(np.minimum(joint, np.minimum(_upper_tail(a), _upper_tail(b)))))
+
+    def excess(log_e):
+        e = math.exp(log_e)
+        joint = sum(joint_tails(e, slice(i, i + CHAIN_CHUNK)) for i in range(0, rho.size, CHAIN_CHUNK))
+        return float(np.sum(_erfc(e / sd))) - 2 * joint - room
 
     f_lo, f_hi = excess(lo), excess(hi)
     if f_lo <= 0:
