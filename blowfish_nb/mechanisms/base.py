@@ -245,6 +245,14 @@ class Mechanism(ABC):
         """(q, Δ) when each of q distinct noise terms alone decides an answer's error (None by default)."""
         return None
 
+    def answer_variances(self, workload: Workload, policy: Policy, epsilon: float) -> np.ndarray | None:
+        """Each answer's exact error variance at ``epsilon`` when every error is a sum of many noise terms (None).
+
+        :mod:`blowfish_nb.accuracy` starts its Monte Carlo from a Gaussian guess built on them (a guess only:
+        the ε it returns is still certified by draws); None keeps the guessing round of draws at ε = 1.
+        """
+        return None
+
     def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None, workload=None) -> np.ndarray:
         """``size`` draws of the released partition (data-dependent mechanisms; see :meth:`partition_epsilon`).
 

@@ -236,6 +236,29 @@ class OrderedHierarchical(Mechanism):
         _check_workload(workload, policy.domain.size)
         return self._error(workload, policy, epsilon, self.fraction(workload, policy, epsilon))
 
+    def answer_variances(self, workload: Workload, policy: Policy, epsilon: float) -> np.ndarray | None:
+        """Each range's exact error variance at ``epsilon`` (None for a workload that is not ranges).
+
+        A prefix's error is the S node's noise plus a least-squares read of the in-block tree, a weighted sum
+        of every node's noise there: the many-term sums :mod:`blowfish_nb.accuracy` guesses tails for.
+
+        Examples
+        --------
+        >>> from blowfish_nb import Domain, policy, workload
+        >>> W, pol = workload.prefix(64), policy.dp(Domain.grid(64))
+        >>> v = OrderedHierarchical().answer_variances(W, pol, 1.0)
+        >>> v.shape, bool(np.isclose(v.mean(), OrderedHierarchical().expected_error(W, pol, 1.0)))
+        ((64,), True)
+        """
+        r = as_ranges(workload)
+        if r is None:
+            return None
+        epsilon = check_epsilon(epsilon)
+        _check_workload(workload, policy.domain.size)
+        k, theta = policy.domain.size, self._theta(policy)
+        b_s, b_h = self._scales(policy, epsilon, self.fraction(workload, policy, epsilon))
+        return self._variances(r.lo, r.hi, k, theta, b_s, b_h)
+
     def _error(self, workload, policy, epsilon, fraction, sens=None) -> float:
         r = as_ranges(workload)
         if r is None:
