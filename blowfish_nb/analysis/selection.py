@@ -93,7 +93,10 @@ def optimized_for(workload: Workload, policy: Policy) -> Optimized:
     fitted every time. Threads asking for the same key wait for one fit. In
     the default scope a fit is also kept on disk and read back by later
     processes (:mod:`.strategy_cache`: exact key, Δ re-verified on reading).
-    Bad inputs are refused before any fit (:meth:`Optimized.check_fit`).
+    Bad inputs are refused before any fit (:meth:`Optimized.check_fit`). Cells
+    whose workload columns are equal are merged before the fit and the strategy
+    lifted back, charged its exact Δ under ``policy``
+    (:mod:`blowfish_nb.strategies.reduction`).
 
     Examples
     --------

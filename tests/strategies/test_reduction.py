@@ -184,3 +184,20 @@ def test_hunter_finds_no_violation_in_a_reduced_fit_under_a_graph_with_bottom():
     assert not result.violation, str(result)
     bad = hunt(_HalfDelta(lifted), pol, 1.0, workload=W, rng=21, **size)
     assert bad.violation, str(bad)
+
+
+def test_a_lifted_fit_survives_the_disk_cache_checks(tmp_path, monkeypatch):
+    """The lifted factor's closed-form pseudo-inverse passes the cache's Penrose checks; Δ is re-verified on reading."""
+    from blowfish_nb.analysis import strategy_cache
+    from blowfish_nb.analysis.selection import public_key
+
+    monkeypatch.setenv(strategy_cache.ENV, str(tmp_path))
+    pol = CASES["custom-bottom"][0]
+    W = Ranges(8, [0, 2, 5, 0], [4, 5, 7, 1])
+    r = reduce_workload(W, pol)
+    m = Optimized(lift(Optimized.fit(r.workload, r.policy, **FIT).optimized, r, pol))
+    key = public_key(W, pol, "reduction-test")
+    strategy_cache.store(key, m)
+    back = strategy_cache.load(key, pol)
+    assert back is not None and back.sensitivity(pol) == m.sensitivity(pol)
+    assert back.expected_error(W, pol, 1.0) == pytest.approx(m.expected_error(W, pol, 1.0), rel=1e-12)
