@@ -131,8 +131,8 @@ def _fit(workload: Workload, policy: Policy) -> Optimized:
         try:
             small = Optimized().for_workload(r.workload, r.policy)
         except BlowfishError:  # the reduced problem is refused: fit the full one as before
-            pass
-        else:
+            small = None
+        if small is not None and small.optimized is not None:
             return Optimized(lift(small.optimized, r, policy))
     return Optimized().for_workload(workload, policy)
 
