@@ -172,8 +172,8 @@ def lift_factor(factor: DenseFactor, reduction: Reduction) -> DenseFactor:
     eye = factor.pinv @ X
     if np.abs(eye - np.eye(eye.shape[0])).max(initial=0.0) > 1e-9:
         return DenseFactor(lifted)
-    pinv = factor.pinv[s, :] / size[s, None]
-    inverse_gram = factor.inverse_gram[np.ix_(s, s)] / np.outer(size[s], size[s])
+    pinv = (factor.pinv / size[:, None])[s, :]  # scaled on the k' classes first: one k-sized array each
+    inverse_gram = (factor.inverse_gram / np.outer(size, size))[np.ix_(s, s)]
     return DenseFactor(lifted, pinv=pinv, inverse_gram=inverse_gram)
 
 
