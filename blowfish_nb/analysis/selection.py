@@ -36,6 +36,7 @@ from ..mechanisms.htheta import AUTO_MAX_THETA
 from ..mechanisms.optimized import AUTO, AUTO_COST
 from ..strategies.known_total import KnownTotalStrategy
 from ..strategies.optimized import OptimizedStrategy
+from ..strategies.reduction import lift, reduce_workload
 from ..domain import CategoricalAttribute, OrderedAttribute
 from ..policy import Attribute, Bounded, Categorical, Composed, Custom, Partition, Policy, Threshold
 from ..policy.unbounded import UnboundedDP
@@ -92,7 +93,10 @@ def optimized_for(workload: Workload, policy: Policy) -> Optimized:
     fitted every time. Threads asking for the same key wait for one fit. In
     the default scope a fit is also kept on disk and read back by later
     processes (:mod:`.strategy_cache`: exact key, Δ re-verified on reading).
-    Bad inputs are refused before any fit (:meth:`Optimized.check_fit`).
+    Bad inputs are refused before any fit (:meth:`Optimized.check_fit`). Cells
+    whose workload columns are equal are merged before the fit and the strategy
+    lifted back, charged its exact Δ under ``policy``
+    (:mod:`blowfish_nb.strategies.reduction`).
 
     Examples
     --------
@@ -112,11 +116,25 @@ def optimized_for(workload: Workload, policy: Policy) -> Optimized:
             disk = key is not None and _SCOPE.get() is None  # the service's per-analyst scopes never touch disk
             hit = strategy_cache.load(key, policy) if disk else None
             if hit is None:
-                hit = Optimized().for_workload(workload, policy)
+                hit = _fit(workload, policy)
                 if disk:
                     strategy_cache.store(key, hit)
             _OPTIMIZED.put(key, hit)
     return hit
+
+
+def _fit(workload: Workload, policy: Policy) -> Optimized:
+    """Auto's fit, on the classes of cells with equal workload columns when some merge (:mod:`..strategies.reduction`:
+    fitted on (W', G'), lifted as A'·S and charged its exact Δ under ``policy``); else on the cells, as before."""
+    r = reduce_workload(workload, policy)
+    if r is not None and not r.policy.protects_nothing:
+        try:
+            small = Optimized().for_workload(r.workload, r.policy)
+        except BlowfishError:  # the reduced problem is refused: fit the full one as before
+            small = None
+        if small is not None and small.optimized is not None:
+            return Optimized(lift(small.optimized, r, policy))
+    return Optimized().for_workload(workload, policy)
 
 
 _FITTING: dict = {}
