@@ -377,15 +377,19 @@ def render(raw) -> None:
         "random boxes per grid; DP baselines at ε/2, Blowfish at ε. Every released noise draw is discrete Laplace "
         "(whole-number noise of variance 1/(2 sinh²(1/(2b))) for scale b, slightly below the continuous 2b²); the "
         "exact figures use that variance.",
-        "**Which DAWA this is.** Every DAWA here (DAWA (DP) and the Transformed+DAWA variants) uses our private "
-        "L1 partition (`mechanisms/dawa.py`): noise of scale (δ_B + max δ)/ε₁ on every interval's cost, single "
-        "cells included, **no floor** on the noisy costs, and a public penalty of 2 noise scales per bucket. The "
-        "reference implementation (DPComp, `cutil.cpp`) uses a smaller scale, (2 − 1/|B| − 1/n)/ε₁, no noise on "
-        "single cells and floors the noisy costs; built and run by the reviewer of issue 13 it violated ε₁-DP by a "
-        "factor of about 53 on a k = 8 case. Our partition without the floor is the version the privacy hunter "
-        "(`blowfish_nb.analysis.hunt`, issue 13) passes (`privacy_hunt.md`: lower bound 0.487 ≤ ε₁ = 1); the floored one, kept as a fixture, is flagged at 1.32. Figures from "
-        "the reference "
-        "implementation (and the DAWA figures of the papers) are therefore not a like-for-like target.",
+        "**Which DAWA this is.** Since issue 25 every DAWA here (DAWA (DP) and the Transformed+DAWA variants) "
+        "partitions with PrivTree (`mechanisms/privtree.py`: one noisy split decision per node of a binary tree, a "
+        "depth bias of λ ln 2 per level, privacy independent of the depth, derived in its docstring, checked exactly "
+        "at k = 8 and by the violation hunter); the Transformed+DAWA variants partition the cells (not x_T) at ε₁/2 "
+        "with θ = 2/ε₂, the law of DP DAWA's partition at ε/2 (`mechanisms/buckets.py`). The noisy least-cost L1 "
+        "partition it replaced (noise of scale (δ_B + max δ)/ε₁ on every interval's cost, single cells included, "
+        "**no floor** on the noisy costs, a public penalty of 2 noise scales per bucket) is still "
+        "`DAWA(partition=\"l1\")`. The section on what issue 13 changed compares this run's figures with the page "
+        "before issue 13, and its explanation (the L1 partition's several hundred buckets) describes the partition "
+        "of that time, not this run's. The reference implementation (DPComp, `cutil.cpp`) floors its noisy costs "
+        "and leaves single cells unnoised; built and run by the reviewer of issue 13 it violated ε₁-DP by a factor "
+        "of about 53 on a k = 8 case. Figures from the reference implementation (and the DAWA figures of the "
+        "papers) are therefore not a like-for-like target.",
         "## Against the paper's findings",
         f"* **Hist under G¹ — match.** Paper: Transformed+Laplace exactly 2× below DP Laplace. Exact ratio here: "
         + ", ".join(f"{v:.4f}× at ε={e}" for e, v in exact_ratio.items())
