@@ -51,7 +51,7 @@ class Part:
     arg: str
     expected: Any
     otherwise: str
-    kind: str = "number"  # number | choice | bool
+    kind: str = "number"  # number | choice | bool | code (a function the hidden test runs; no hint table entry)
     rtol: float = 1e-6
     mistakes: Sequence[Wrong] = ()
     choices: Sequence[str] = ()
