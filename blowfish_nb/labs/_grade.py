@@ -122,6 +122,9 @@ def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, r
     * bins and consecutive releases must be independent: every correlation of the deviations and of their absolute
       values, between bins and between consecutive rows, within ``ses`` standard errors (1/√n) of 0
       (``"correlated"``: one noise value shared by every bin releases the bins' differences exactly);
+    * stored noise: continuous draws never repeat a value, and whole-number rows repeat about C(n,2)·(Σ_z p(z)²)^bins
+      times (within ``ses`` standard errors): a table of stored draws, sliced or resampled with ``rng``, repeats
+      (``"repeats"``); a table of genuine draws large enough never to repeat is not told from fresh noise;
     * continuous noise (any non-whole deviation) never equals 0: a release of the true count is a point mass that
       Laplace noise does not have (``"exact release"``); whole-number noise is the library's discrete Laplace, so
       each bin's P(deviation = 0) = (1 − q)/(1 + q), q = e^(−1/scale), and the count of all-zero releases must be
@@ -175,9 +178,21 @@ def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, r
         zero_rows = int(np.count_nonzero(np.all(dev == 0, axis=1)))
         if abs(zero_rows - n * p_row) > ses * math.sqrt(n * p_row * (1 - p_row)) + 1:
             return "exact release"
+        # pairs of equal rows: C(n,2)·P2 expected, P2 = (Σ_z p(z)²)^bins; a table of stored rows repeats far more
+        c0 = (1 - q) / (1 + q)
+        p2 = (c0 * c0 * (1 + q * q) / (1 - q * q)) ** x.size
+        p3 = (c0 ** 3 * (1 + q ** 3) / (1 - q ** 3)) ** x.size
+        _, counts = np.unique(dev, axis=0, return_counts=True)
+        pairs = float((counts * (counts - 1)).sum() / 2)
+        mean = n * (n - 1) / 2 * p2
+        var = n * (n - 1) / 2 * (p2 - p2 * p2) + n * (n - 1) * (n - 2) * max(p3 - p2 * p2, 0.0)
+        if pairs > mean + ses * math.sqrt(var) + 1:
+            return "repeats"
     else:
         if np.any(dev == 0):
             return "exact release"
+        if any(np.unique(dev[:, j]).size < n for j in range(x.size)):  # continuous draws never repeat a value
+            return "repeats"
         mad, sd_abs, sd = scale, scale, math.sqrt(2) * scale
     for a in (dev, np.abs(dev)):
         c = np.corrcoef(a, rowvar=False)
