@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["expect_number", "expect_choice", "expect_bool", "expect_pair", "expect_mean", "expect_laplace_noise",
-           "expect_range_noise", "range_noise_verdict",
+           "expect_range_noise", "range_noise_verdict", "show_answer", "first_attempt_record", "expect_first_attempt",
            "laplace_noise_verdict", "expect_ledger_edited"]
 
 _INTS = (int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
@@ -419,3 +419,67 @@ def _laplace_difference_cdf(z: Any, b: float) -> np.ndarray:
     z = np.asarray(z, dtype=float)
     upper = 1.0 - 0.25 * (2.0 + np.abs(z) / b) * np.exp(-np.abs(z) / b)
     return np.where(z >= 0, upper, 1.0 - upper)
+
+
+def show_answer(answer: Any) -> str:
+    """An answer as the first-attempt record writes it (``repr``, shortened; a function by its name).
+
+    Examples
+    --------
+    >>> show_answer(0.25), show_answer("dawa"), show_answer(list(range(20)))
+    ('0.25', "'dawa'", 'list of 20 values')
+    """
+    if callable(answer):
+        return f"function {getattr(answer, '__name__', '?')}"
+    if isinstance(answer, (list, tuple, np.ndarray)) and np.size(answer) > 8:
+        return f"{type(answer).__name__} of {np.size(answer)} values"
+    text = repr(answer)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def first_attempt_record(question: str, folder: Any = ".") -> str | None:
+    """The first attempt at ``question`` that the submitted notebook carries: the ``first_attempt`` its check cell's
+    saved output holds in its metadata (``{"blowfish_nb": {"question": …, "first_attempt": …}}``, written by the
+    student's ``Grader`` of the lab). ``None`` when ``folder`` (the grading folder, where otter and
+    Gradescope put the one submitted ``.ipynb``) holds no such notebook or no such output.
+
+    The record is the student's: their kernel wrote it into their file, and they can clear or edit it.
+    """
+    import json
+    from pathlib import Path
+
+    notebooks = sorted(Path(folder).glob("*.ipynb"))
+    if len(notebooks) != 1:
+        return None
+    try:
+        cells = json.loads(notebooks[0].read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return None
+    for cell in cells if isinstance(cells, list) else []:
+        for out in cell.get("outputs", []) if isinstance(cell, dict) else []:
+            meta = out.get("metadata", {}).get("blowfish_nb") if isinstance(out, dict) else None
+            if isinstance(meta, dict) and meta.get("question") == question and meta.get("first_attempt") is not None:
+                return str(meta["first_attempt"])
+    return None
+
+
+def expect_first_attempt(question: str, answers: Sequence[Any], folder: Any = ".") -> None:
+    """Pass when the submitted notebook's first-attempt record of a "predict" question is the answer graded; else
+    fail with both, for the teacher (the build gives this test no points: it reports, it does not grade).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> try:
+    ...     expect_first_attempt("q1", [0.25], tempfile.mkdtemp())
+    ... except AssertionError as e:
+    ...     print(e)
+    no first attempt of q1 in the submitted notebook (its check cell never ran, or its outputs were cleared); graded: 0.25
+    """
+    graded = ", ".join(show_answer(a) for a in answers)
+    record = first_attempt_record(question, folder)
+    if record is None:
+        raise AssertionError(f"no first attempt of {question} in the submitted notebook (its check cell never ran, or "
+                             f"its outputs were cleared); graded: {graded}")
+    if record != graded:
+        raise AssertionError(f"first attempt of {question} (the student's own record): {record}; graded: {graded}")
