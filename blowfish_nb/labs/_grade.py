@@ -474,12 +474,12 @@ def expect_first_attempt(question: str, answers: Sequence[Any], folder: Any = ".
     ...     expect_first_attempt("q1", [0.25], tempfile.mkdtemp())
     ... except AssertionError as e:
     ...     print(e)
-    no first attempt of q1 in the submitted notebook (its check cell never ran, or its outputs were cleared); graded: 0.25
+    no first attempt of q1 in the submitted notebook (check cell not run, or outputs cleared); graded: 0.25
     """
     graded = ", ".join(show_answer(a) for a in answers)
     record = first_attempt_record(question, folder)
     if record is None:
-        raise AssertionError(f"no first attempt of {question} in the submitted notebook (its check cell never ran, or "
-                             f"its outputs were cleared); graded: {graded}")
+        raise AssertionError(f"no first attempt of {question} in the submitted notebook (check cell not run, or "
+                             f"outputs cleared); graded: {graded}")
     if record != graded:
         raise AssertionError(f"first attempt of {question} (the student's own record): {record}; graded: {graded}")

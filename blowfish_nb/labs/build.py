@@ -269,7 +269,8 @@ _PREDICT = re.compile(r"\*\*Question [^*]*\(predict|\*\*Question [^*]*\*\*\s*Pre
 
 def predict_questions(cells) -> set[str]:
     """The "predict" questions of a master notebook: those whose title (in the markdown between ``# BEGIN QUESTION``
-    and the question's tests) says so, ``**Question 1 (predict).**`` or ``**Question 2.** Predict …``. Each gets a first-attempt report test (:func:`_key.first_attempt_test`).
+    and the question's tests) says so, ``**Question 1 (predict).**`` or ``**Question 2.** Predict …``. Each gets a
+    first-attempt report test (:func:`_key.first_attempt_test`).
 
     Examples
     --------
