@@ -65,6 +65,8 @@ from typing import Any
 
 import numpy as np
 
+from ._grade import show_answer
+
 __all__ = ["LabCheckFailed", "Grader", "CheckResult", "public_check", "make_check", "unanswered", "digest",
            "canonical", "NOT_RECOGNISED"]
 
@@ -342,10 +344,5 @@ class Grader:
         return kept[question]
 
 
-def _show(answer: Any) -> str:
-    if callable(answer):
-        return f"function {getattr(answer, '__name__', '?')}"
-    if isinstance(answer, (list, tuple, np.ndarray)) and np.size(answer) > 8:
-        return f"{type(answer).__name__} of {np.size(answer)} values"
-    text = repr(answer)
-    return text if len(text) <= 80 else text[:77] + "..."
+#: one writer of the record, shared with the hidden tests that compare it with the graded answer
+_show = show_answer

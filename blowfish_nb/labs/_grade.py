@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["expect_number", "expect_choice", "expect_bool", "expect_pair", "expect_mean", "expect_laplace_noise",
+           "expect_range_noise", "range_noise_verdict", "show_answer", "first_attempt_record", "expect_first_attempt",
            "laplace_noise_verdict", "expect_ledger_edited"]
 
 _INTS = (int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
@@ -121,6 +122,9 @@ def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, r
     * bins and consecutive releases must be independent: every correlation of the deviations and of their absolute
       values, between bins and between consecutive rows, within ``ses`` standard errors (1/√n) of 0
       (``"correlated"``: one noise value shared by every bin releases the bins' differences exactly);
+    * stored noise: continuous draws never repeat a value, and whole-number rows repeat about C(n,2)·(Σ_z p(z)²)^bins
+      times (within ``ses`` standard errors): a table of stored draws, sliced or resampled with ``rng``, repeats
+      (``"repeats"``); a table of genuine draws large enough never to repeat is not told from fresh noise;
     * continuous noise (any non-whole deviation) never equals 0: a release of the true count is a point mass that
       Laplace noise does not have (``"exact release"``); whole-number noise is the library's discrete Laplace, so
       each bin's P(deviation = 0) = (1 − q)/(1 + q), q = e^(−1/scale), and the count of all-zero releases must be
@@ -174,9 +178,21 @@ def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, r
         zero_rows = int(np.count_nonzero(np.all(dev == 0, axis=1)))
         if abs(zero_rows - n * p_row) > ses * math.sqrt(n * p_row * (1 - p_row)) + 1:
             return "exact release"
+        # pairs of equal rows: C(n,2)·P2 expected, P2 = (Σ_z p(z)²)^bins; a table of stored rows repeats far more
+        c0 = (1 - q) / (1 + q)
+        p2 = (c0 * c0 * (1 + q * q) / (1 - q * q)) ** x.size
+        p3 = (c0 ** 3 * (1 + q ** 3) / (1 - q ** 3)) ** x.size
+        _, counts = np.unique(dev, axis=0, return_counts=True)
+        pairs = float((counts * (counts - 1)).sum() / 2)
+        mean = n * (n - 1) / 2 * p2
+        var = n * (n - 1) / 2 * (p2 - p2 * p2) + n * (n - 1) * (n - 2) * max(p3 - p2 * p2, 0.0)
+        if pairs > mean + ses * math.sqrt(var) + 1:
+            return "repeats"
     else:
         if np.any(dev == 0):
             return "exact release"
+        if any(np.unique(dev[:, j]).size < n for j in range(x.size)):  # continuous draws never repeat a value
+            return "repeats"
         mad, sd_abs, sd = scale, scale, math.sqrt(2) * scale
     for a in (dev, np.abs(dev)):
         c = np.corrcoef(a, rowvar=False)
@@ -253,3 +269,217 @@ def expect_ledger_edited(room: Any) -> None:
     except Exception:  # closed (the classroom stopped) with no edit found, or no file to read
         raise AssertionError("no edit of the ledger was found") from None
     raise AssertionError("no edit of the ledger was found")
+
+
+def range_noise_verdict(release: Callable, k: int, span: tuple[int, int], scale: float, *, runs: int = 3000,
+                        seed: int | None = None, ses: float = 5.0, alpha: float = 1e-4) -> str | None:
+    """Why ``release(x, rng)`` is not one noisy answer to the range ``span`` (inclusive cells) of a ``k``-cell histogram
+    ``x`` by the Ordered mechanism — the difference of two prefix sums, each with independent Laplace noise of scale
+    ``scale``, continuous or the library's whole-number law; ``None`` when it is.
+
+    The student's *code* is graded, on inputs it has never seen: ``runs`` calls on four histograms of whole counts
+    drawn at grading time (``seed=None``; an int only for the project's own tests), each block with a generator of its
+    own. The law of the noise Z = release − true count of that histogram (density (1 + |z|/b) e^(−|z|/b) / 4b for
+    continuous noise, the convolution of two discrete Laplace laws for whole-number noise) is tested, not only its
+    variance:
+
+    * ``"none"`` / ``"not a number"``: each call must return one real number (a float, or an array of one);
+    * ``"ignores rng"``: two calls with generators of one seed must agree (the noise comes from ``rng``, not from a
+      generator or a table of the student's own), the releases of a block must vary and the blocks' noises differ;
+    * ``"mean"``: the noise has mean zero within ``ses`` standard errors — a function that releases the notebook's
+      histogram, or returns stored values, is off by the difference of the true counts;
+    * ``"exact release"`` / ``"repeats"``: continuous noise never equals 0 and never repeats a value (a resampled table
+      of draws does);
+    * ``"correlated"``: consecutive releases are independent (lag-1 correlation of Z and |Z| within ``ses``/√n);
+    * ``"law"``: Kolmogorov–Smirnov (continuous) or χ² (whole numbers) against the exact law, at level ``alpha``;
+    * ``"shape"``: the mean log-likelihood ratio of the exact law against the Gaussian of the sample's own variance,
+      and against the Laplace law of the sample's own mean |Z|, lies within ``ses`` standard errors of its value
+      under the exact law (per release about 0.024 ± 0.27 and 0.010 ± 0.14; a Gaussian of the right variance
+      scores about −0.06): the omnibus test alone misses a Gaussian of the right variance three times in four at
+      2,000 releases;
+    * ``"too little"`` / ``"too much"``: the mean |Z| within ``ses`` standard errors of its value (1.5 b continuous).
+
+    False rejects of right code: ``alpha`` for the law test plus about 3·10⁻⁷ for each ``ses``-standard-error test
+    (normal tail), so at most about 10⁻⁴ per grading (0 of 2,000 seeded runs of each law in the project's tests).
+    """
+    from scipy import stats
+
+    lo, hi = int(span[0]), int(span[1])
+    seeds = np.random.SeedSequence(seed).spawn(10)
+    part = max(runs // 4, 50)
+    devs = []
+    for i in range(4):
+        x = np.random.default_rng(seeds[i]).integers(0, 100, size=k).astype(np.int64)
+        truth = float(x[lo:hi + 1].sum())
+        rng = np.random.default_rng(seeds[4 + i])
+        block = np.empty(part)
+        for j in range(part):
+            v = _one_number(release(x.copy(), rng))
+            if isinstance(v, str):
+                return v
+            block[j] = v - truth
+        devs.append(block)
+    x = np.random.default_rng(seeds[8]).integers(0, 100, size=k).astype(np.int64)
+    same = [_one_number(release(x.copy(), np.random.default_rng(seeds[9]))) for _ in range(2)]
+    if any(isinstance(v, str) for v in same):
+        return next(v for v in same if isinstance(v, str))
+    if same[0] != same[1] or any(np.array_equal(devs[0], d) for d in devs[1:]) or any(np.ptp(d) == 0 for d in devs):
+        return "ignores rng"
+    dev = np.concatenate(devs)
+    n = dev.size
+    if not np.all(np.isfinite(dev)):
+        return "not finite"
+    b = float(scale)
+    whole = bool(np.all(dev == np.round(dev)))
+    if whole:
+        q = math.exp(-1.0 / b)
+        half = np.arange(-60 * int(math.ceil(b)) - 5, 60 * int(math.ceil(b)) + 6)
+        one = (1 - q) / (1 + q) * q ** np.abs(half)
+        pmf = np.convolve(one, one)
+        support = np.arange(2 * half[0], 2 * half[-1] + 1).astype(float)
+        weights, grid = pmf / pmf.sum(), support
+    else:
+        if np.any(dev == 0):
+            return "exact release"
+        if np.unique(dev).size < n:
+            return "repeats"
+        grid = np.linspace(-60 * b, 60 * b, 240_001)
+        weights = np.exp(_log_laplace_difference(grid, b))
+        weights /= weights.sum()
+    m1 = float(weights @ np.abs(grid))
+    m2 = float(weights @ grid**2)
+    sd_abs = math.sqrt(m2 - m1 * m1)
+    for d in devs:
+        for a in (d, np.abs(d)):
+            r = np.corrcoef(a[:-1], a[1:])[0, 1]
+            if not abs(r) <= ses / math.sqrt(d.size - 1):
+                return "correlated"
+    if abs(float(dev.mean())) > ses * math.sqrt(m2 / n):
+        return "mean"
+    if whole:
+        counts = np.bincount((dev - support[0]).astype(np.int64).clip(0, support.size - 1), minlength=support.size)
+        keep = pmf * n >= 5
+        observed = np.append(counts[keep], n - counts[keep].sum())
+        expected = np.append(pmf[keep], 1.0 - pmf[keep].sum()) * n
+        p = stats.chisquare(observed, expected).pvalue
+    else:
+        p = stats.kstest(dev, lambda z: _laplace_difference_cdf(z, b)).pvalue
+    if not p >= alpha:
+        return "law"
+    own_m2, own_m1 = float(np.mean(dev**2)), float(np.mean(np.abs(dev)))
+    for llr in (lambda z, v2, v1: _log_laplace_difference(z, b) + 0.5 * z * z / v2 + 0.5 * math.log(2 * math.pi * v2),
+                lambda z, v2, v1: _log_laplace_difference(z, b) + np.abs(z) / v1 + math.log(2 * v1)):
+        h = llr(grid, m2, m1)
+        mu, sd = float(weights @ h), math.sqrt(max(float(weights @ h**2) - float(weights @ h) ** 2, 0.0))
+        if float(llr(dev, own_m2, own_m1).mean()) < mu - ses * sd / math.sqrt(n):
+            return "shape"
+    m = float(np.abs(dev).mean())
+    if m < m1 - ses * sd_abs / math.sqrt(n):
+        return "too little"
+    if m > m1 + ses * sd_abs / math.sqrt(n):
+        return "too much"
+    return None
+
+
+def expect_range_noise(release: Callable, k: int, span: tuple[int, int], scale: float, *, runs: int = 3000,
+                       seed: int | None = None) -> None:
+    """Pass when ``release(x, rng)`` answers the range ``span`` of any ``k``-cell histogram ``x`` as the Ordered
+    mechanism does: the true count plus the difference of two independent Laplace draws of scale ``scale`` (continuous
+    or whole-number), its noise drawn from ``rng``; see :func:`range_noise_verdict`.
+
+    Uniform or Gaussian noise of the right variance fails, so do a single Laplace draw of any scale, a function that
+    ignores ``x`` or ``rng``, and one that returns stored values.
+    """
+    why = range_noise_verdict(release, k, span, scale, runs=runs, seed=seed)
+    if why is not None:
+        raise AssertionError(f"not the Ordered mechanism's noise for the range ({why})")
+
+
+def _one_number(out: Any) -> float | str:
+    """A release's one real number, or why it is not one."""
+    if out is None or out is Ellipsis:
+        return "none"
+    try:
+        a = np.asarray(out, dtype=float)
+    except (TypeError, ValueError):
+        return "not a number"
+    if a.size != 1:
+        return "not a number"
+    return float(a.reshape(()))
+
+
+def _log_laplace_difference(z: Any, b: float) -> np.ndarray:
+    """log density of the difference of two independent Laplace(0, b) draws: (1 + |z|/b) e^(−|z|/b) / 4b."""
+    a = np.abs(np.asarray(z, dtype=float)) / b
+    return np.log1p(a) - a - math.log(4 * b)
+
+
+def _laplace_difference_cdf(z: Any, b: float) -> np.ndarray:
+    """Its distribution function: 1 − (2 + z/b) e^(−z/b) / 4 for z ≥ 0, symmetric."""
+    z = np.asarray(z, dtype=float)
+    upper = 1.0 - 0.25 * (2.0 + np.abs(z) / b) * np.exp(-np.abs(z) / b)
+    return np.where(z >= 0, upper, 1.0 - upper)
+
+
+def show_answer(answer: Any) -> str:
+    """An answer as the first-attempt record writes it (``repr``, shortened; a function by its name).
+
+    Examples
+    --------
+    >>> show_answer(0.25), show_answer("dawa"), show_answer(list(range(20)))
+    ('0.25', "'dawa'", 'list of 20 values')
+    """
+    if callable(answer):
+        return f"function {getattr(answer, '__name__', '?')}"
+    if isinstance(answer, (list, tuple, np.ndarray)) and np.size(answer) > 8:
+        return f"{type(answer).__name__} of {np.size(answer)} values"
+    text = repr(answer)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def first_attempt_record(question: str, folder: Any = ".") -> str | None:
+    """The first attempt at ``question`` that the submitted notebook carries: the ``first_attempt`` its check cell's
+    saved output holds in its metadata (``{"blowfish_nb": {"question": …, "first_attempt": …}}``, written by the
+    student's ``Grader`` of the lab). ``None`` when ``folder`` (the grading folder, where otter and
+    Gradescope put the one submitted ``.ipynb``) holds no such notebook or no such output.
+
+    The record is the student's: their kernel wrote it into their file, and they can clear or edit it.
+    """
+    import json
+    from pathlib import Path
+
+    notebooks = sorted(Path(folder).glob("*.ipynb"))
+    if len(notebooks) != 1:
+        return None
+    try:
+        cells = json.loads(notebooks[0].read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return None
+    for cell in cells if isinstance(cells, list) else []:
+        for out in cell.get("outputs", []) if isinstance(cell, dict) else []:
+            meta = out.get("metadata", {}).get("blowfish_nb") if isinstance(out, dict) else None
+            if isinstance(meta, dict) and meta.get("question") == question and meta.get("first_attempt") is not None:
+                return str(meta["first_attempt"])
+    return None
+
+
+def expect_first_attempt(question: str, answers: Sequence[Any], folder: Any = ".") -> None:
+    """Pass when the submitted notebook's first-attempt record of a "predict" question is the answer graded; else
+    fail with both, for the teacher (the build gives this test no points: it reports, it does not grade).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> try:
+    ...     expect_first_attempt("q1", [0.25], tempfile.mkdtemp())
+    ... except AssertionError as e:
+    ...     print(e)
+    no first attempt of q1 in the submitted notebook (check cell not run, or outputs cleared); graded: 0.25
+    """
+    graded = ", ".join(show_answer(a) for a in answers)
+    record = first_attempt_record(question, folder)
+    if record is None:
+        raise AssertionError(f"no first attempt of {question} in the submitted notebook (check cell not run, or "
+                             f"outputs cleared); graded: {graded}")
+    if record != graded:
+        raise AssertionError(f"first attempt of {question} (the student's own record): {record}; graded: {graded}")

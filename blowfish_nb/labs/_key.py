@@ -24,7 +24,8 @@ from typing import Any
 
 from ._check import canonical, digest, digits_for, matches
 
-__all__ = ["KEYS", "Wrong", "Part", "Question", "load_key", "hint_table", "hidden_test", "revealing", "transforms",
+__all__ = ["KEYS", "Wrong", "Part", "Question", "load_key", "hint_table", "hidden_test", "first_attempt_test",
+           "revealing", "transforms",
            "MIN_UNRECOGNISED_CHOICES"]
 
 #: where the answer keys live (the repository's ``notebooks/labs/key``; not part of the installed package)
@@ -51,7 +52,7 @@ class Part:
     arg: str
     expected: Any
     otherwise: str
-    kind: str = "number"  # number | choice | bool
+    kind: str = "number"  # number | choice | bool | code (a function the hidden test runs; no hint table entry)
     rtol: float = 1e-6
     mistakes: Sequence[Wrong] = ()
     choices: Sequence[str] = ()
@@ -298,6 +299,18 @@ def hidden_test(question: str, q: Question, index: int, part: Part) -> str:
             f"    exec({_grade_source()!r}, _grade)\n"
             f"    {fn} = _grade[{fn!r}]\n"
             f"    {call}\n")
+
+
+def first_attempt_test(question: str, args: Sequence[str]) -> str:
+    """The source of a "predict" question's report test (the build gives it no points): it passes when the first
+    attempt the submitted notebook records (its check cell's saved output) is the answer graded, and otherwise fails
+    with both, so that the teacher reads them in otter's results (:func:`blowfish_nb.labs._grade.expect_first_attempt`).
+    """
+    names = ", ".join(args)
+    return (f"# HIDDEN\ndef test_{question}_first_attempt({names}):\n"
+            f"    _grade = {{}}\n"
+            f"    exec({_grade_source()!r}, _grade)\n"
+            f"    _grade['expect_first_attempt']({question!r}, [{names}])\n")
 
 
 @lru_cache(maxsize=1)

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from blowfish_nb.exceptions import BlowfishError, InvalidParameterError
 
-from ._key import hidden_test, hint_table, load_key, public_test
+from ._key import first_attempt_test, hidden_test, hint_table, load_key, public_test
 
 __all__ = ["SOURCE", "HINTS", "LabBuildError", "build", "lab_sources", "lab_module", "requirements", "write_hints",
            "main"]
@@ -263,6 +263,36 @@ def _test_cells(cells) -> list[tuple[str, list[str], int]]:
     return found
 
 
+#: a question's title marks it "predict": ``**Question 1 (predict).**`` or ``**Question 2.** Predict …``
+_PREDICT = re.compile(r"\*\*Question [^*]*\(predict|\*\*Question [^*]*\*\*\s*Predict")
+
+
+def predict_questions(cells) -> set[str]:
+    """The "predict" questions of a master notebook: those whose title (in the markdown between ``# BEGIN QUESTION``
+    and the question's tests) says so, ``**Question 1 (predict).**`` or ``**Question 2.** Predict …``. Each gets a
+    first-attempt report test (:func:`_key.first_attempt_test`).
+
+    Examples
+    --------
+    >>> cells = [{"cell_type": "raw", "source": "# BEGIN QUESTION\\nname: q1"},
+    ...          {"cell_type": "markdown", "source": "**Question 1 (predict).** ..."},
+    ...          {"cell_type": "raw", "source": "# BEGIN TESTS"}]
+    >>> predict_questions(cells)
+    {'q1'}
+    """
+    found, question = set(), None
+    for cell in cells:
+        text = _src(cell).strip()
+        if cell.get("cell_type") == "raw" and text.startswith("# BEGIN QUESTION"):
+            m = re.search(r"^name:\s*(\S+)", text, re.M)
+            question = m.group(1) if m else None
+        elif cell.get("cell_type") == "raw" and text.startswith(("# BEGIN TESTS", "# END QUESTION")):
+            question = None
+        elif cell.get("cell_type") == "markdown" and question is not None and _PREDICT.search(text):
+            found.add(question)
+    return found
+
+
 def requirements(wheel: Path | None = None, extras: str = "widgets") -> list[str]:
     """The autograder's requirement of this package with ``extras`` (a lab module's ``EXTRAS``, e.g. lab 9's
     ``"widgets,service"``): an exact pin, found in the zip's ``files/`` with a wheel.
@@ -329,10 +359,13 @@ def _prepare(src: Path, dest: Path, lab: str, keys: Path | None = None) -> None:
     if missing:
         raise LabBuildError(f"lab {src.stem}: the key and the notebook disagree on the questions {missing}")
     replace = {}
+    predicts = predict_questions(cells)
     for question, names, index in tests:
         q = key[question]
         new = [public_test(lab, question, names)]
         new += [hidden_test(question, q, i, part) for i, part in enumerate(q.parts)]
+        if question in predicts:  # the first attempt, reported to the teacher in otter's results (no points)
+            new.append(first_attempt_test(question, names))
         replace[index] = [{"cell_type": "code", "id": f"test-{question}-{j}", "metadata": {}, "source": t,
                            "outputs": [], "execution_count": None} for j, t in enumerate(new)]
     out = []
@@ -348,7 +381,8 @@ def _prepare(src: Path, dest: Path, lab: str, keys: Path | None = None) -> None:
             question = config["name"]
             n = len(key[question].parts)
             total = config.get("points", 1)
-            config["points"] = [0] + [round(total / n, 6)] * n  # the public test carries no points
+            # the public test and a predict question's first-attempt report carry no points
+            config["points"] = [0] + [round(total / n, 6)] * n + [0] * (question in predicts)
             cell = {**cell, "source": "# BEGIN QUESTION\n" + yaml.safe_dump(config, sort_keys=False)}
         if i in replace:
             out.extend(replace[i])

@@ -1,7 +1,7 @@
 """Lab 3 — why ranges get orders of magnitude better: the Ordered mechanism, its error, the trade-off.
 
-Each ``qN(answer)`` is a hint check: it knows hints, not answers (question 3's Monte Carlo check asks the library
-for the reference error and never shows it).
+Each ``qN(answer)`` is a hint check: it knows hints, not answers (question 3's checks the shape of the student's
+function ``release_range``; its hidden test runs it and tests the law of its noise).
 
 The lab's setting is public and fixed here so that the notebook and its checks agree: a histogram of
 ``K`` = 4096 ordered cells, ε = ``EPSILON``, and the range query ``RANGE`` (inclusive cell indices).
@@ -33,10 +33,6 @@ RANGE = (1024, 3071)
 THETA = 4
 #: the DPBench histogram the lab uses when the reference data are present
 DPBENCH = "INCOME.n4096"
-#: question 3: the squared errors' standard deviation must be at least this times their mean, as independent
-#: releases' are (about 1.8 for this lab's range: a difference of two Laplace draws, squared; the least of 20,000
-#: samples of 200 was 1.24). A made-up list around the right mean, with a little noise of one's own, has far less.
-MIN_CV = 0.75
 
 
 def load_histogram(data_dir: str | os.PathLike | None = None) -> tuple[np.ndarray, str]:
@@ -82,37 +78,69 @@ def range_query(k: int = K, span: tuple[int, int] = RANGE) -> Ranges:
     return Ranges(k, [span[0]], [span[1]])
 
 
-def q3(squared_errors) -> None:
-    """Question 3's check: the shape of your squared errors of many releases (a hint, never a value or a verdict).
+def q3(release_range) -> None:
+    """Question 3's check: the *shape* of your function ``release_range(x, rng)``, never its noise scale.
 
-    Answer-free: it never compares with the expected error (that is question 2's answer, and a check that said
-    "too small" or "too large" would let a search find it). It asks for at least 200 finite, non-negative errors
-    that spread as independent releases' do (standard deviation at least ``MIN_CV`` times the mean) and do not
-    average to about zero; whether the mean is right the hidden tests grade.
+    Calls it 200 times on a histogram of its own (generators seeded afresh at each check) and tests what
+    needs no answer: one number per call, drawn from the generator it is given (two generators of one seed agree,
+    two of different seeds do not always), the histogram it is given released (not the notebook's ``x``), errors
+    that average to about zero and are not all equal. The law and the scale of the noise are the hidden test's
+    business (:func:`blowfish_nb.labs._grade.range_noise_verdict` runs your function a few thousand times): a check
+    that judged the scale would give it away.
     """
-    question = "q3 (Monte Carlo estimate of the squared error)"
-    if unanswered(squared_errors):
+    question = "q3 (one release of the range)"
+    if unanswered(release_range):
         raise LabCheckFailed(f"{question}: replace the `...` with your answer, then run this check again.")
+    if not callable(release_range):
+        raise LabCheckFailed(f"{question}: not yet. Hint: store a function release_range(x, rng) (write it with def).")
+    lo, hi = RANGE
+    seeds = np.random.SeedSequence(_Q3_SEED).spawn(3)
+    x = np.random.default_rng(seeds[0]).integers(0, 100, size=K).astype(np.int64)
+    truth = float(x[lo:hi + 1].sum())
     try:
-        e = np.asarray(squared_errors, dtype=float).ravel()
-    except (TypeError, ValueError):
-        raise LabCheckFailed(f"{question}: not yet. Hint: store a list or array of numbers, one squared error "
-                             "per release.") from None
-    if e.size < 200 or not np.all(np.isfinite(e)):
-        raise LabCheckFailed(f"{question}: not yet. Hint: store one finite squared error per release, and run at "
-                             "least 200 releases so that the average settles.")
-    mean, se = float(e.mean()), float(e.std(ddof=1) / math.sqrt(e.size))
-    if np.ptp(e) == 0:
-        hint = "all your errors are equal: create the generator once, outside the loop, so that every release draws " \
-               "new noise."
-    elif np.any(e < 0) or abs(mean) < 4 * se:
-        hint = "square each error: (noisy answer − true answer)². Negative or cancelling errors average to about zero."
-    elif float(e.std(ddof=1)) < MIN_CV * abs(mean):
-        hint = "your errors vary far less than the squared errors of independent releases do: store each " \
-               "release's own squared error, (noisy answer − true answer)², one per run of the mechanism."
+        first = [_one(release_range(x.copy(), np.random.default_rng(seeds[1]))) for _ in range(2)]
+        rng = np.random.default_rng(seeds[2])
+        # 200 releases: cheap (the hidden test runs thousands)
+        dev = np.array([_one(release_range(x.copy(), rng)) for _ in range(200)]) - truth
+    except _NotOne as e:
+        raise LabCheckFailed(f"{question}: not yet. Hint: {e}") from None
+    except Exception as e:  # the student's own code: say what broke, whatever it was
+        raise LabCheckFailed(f"{question}: not yet. Hint: calling release_range(x, rng) failed with "
+                             f"{type(e).__name__}: {e}") from None
+    if first[0] != first[1]:
+        hint = "draw the noise from the generator `rng` you are given (pass rng=rng to the release), nothing else."
+    elif np.ptp(dev) == 0:
+        hint = "every release must draw new noise from `rng`: all your releases came out equal."
+    elif abs(float(dev.mean())) > 5 * float(dev.std(ddof=1)) / math.sqrt(dev.size):
+        hint = "release the histogram `x` your function is given (not the notebook's): its errors, around the true " \
+               "count of that x, should average to about zero."
     else:
         return None
     raise LabCheckFailed(f"{question}: not yet. Hint: {hint}")
+
+
+#: the seed of question 3's check: ``None`` (fresh at each check); an int only in the project's tests
+_Q3_SEED: int | None = None
+
+
+class _NotOne(Exception):
+    pass
+
+
+def _one(out) -> float:
+    if out is None or out is Ellipsis:
+        raise _NotOne("replace the `...` in the function with your code (it must return the noisy count), then run "
+                      "this check again.")
+    try:
+        a = np.asarray(out, dtype=float)
+    except (TypeError, ValueError):
+        raise _NotOne("release_range must return a number, the noisy count.") from None
+    if a.size != 1:
+        raise _NotOne("release_range must return one number, the noisy count (the release is an array of one: "
+                      "take its element).")
+    if not math.isfinite(float(a.reshape(()))):
+        raise _NotOne("the noisy count must be a finite number.")
+    return float(a.reshape(()))
 
 
 q1 = make_check("lab03", "q1")

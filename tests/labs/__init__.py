@@ -168,8 +168,9 @@ def lab_and_key(lab: str) -> _LabAndKey:
 
 
 def answers(lab: str) -> list:
-    """Every expected value of lab ``lab``'s answer key (numbers, choices, bools), less those that are also a public
-    constant of the lab's setting (lab 3's ratio 1024 is also where its range starts: shown, and no leak)."""
+    """Every expected value of lab ``lab``'s answer key (numbers, choices, bools; not a function the hidden test runs),
+    less those that are also a public constant of the lab's setting (lab 3's ratio 1024 is also where its range starts:
+    shown, and no leak)."""
     from blowfish_nb.labs._key import load_key
 
     module = __import__(f"blowfish_nb.labs.{lab}", fromlist=["x"])
@@ -180,7 +181,7 @@ def answers(lab: str) -> list:
             for w in (v if isinstance(v, (tuple, list)) else (v,)):
                 if isinstance(w, (int, float)) and not isinstance(w, bool):
                     setting.add(float(w))
-    every = [part.expected for q in load_key(lab).values() for part in q.parts]
+    every = [part.expected for q in load_key(lab).values() for part in q.parts if part.kind != "code"]  # code: run
     return [a for a in every if isinstance(a, (str, bool)) or float(a) not in setting]
 
 

@@ -69,10 +69,24 @@ def shared_noise_vector(x, size, rng):  # one noise vector reused by every relea
     return x + np.tile(rng.laplace(0, SCALE, (1, len(x))), (size, 1))
 
 
+_STORED = np.asarray(X) + np.random.default_rng(1).laplace(0, SCALE, (20_000, len(X)))
+_TABLE = np.random.default_rng(2).laplace(0, SCALE, (5_000, len(X)))
+_WHOLE_TABLE = discrete_laplace(np.random.default_rng(2), SCALE, (1_000, len(X)))
+
+
+def stored_offset(x, size, rng):  # stored releases, sliced at an offset chosen with rng
+    o = rng.integers(0, len(_STORED) - size)
+    return _STORED[o:o + size]
+
+
 ATTACKS = {
+    "hard-coded array of releases": (lambda x, s, r: _STORED[:s], "ignores rng"),
+    "hard-coded array, offset drawn with rng": (stored_offset, "repeats"),
+    "stored noise rows drawn with rng": (lambda x, s, r: x + _TABLE[r.integers(0, len(_TABLE), s)], "repeats"),
+    "stored whole-number rows drawn with rng": (lambda x, s, r: x + _WHOLE_TABLE[r.integers(0, 1_000, s)], "repeats"),
     "deterministic quantiles": (deterministic, "ignores rng"),
     "common noise per release": (common_noise, "correlated"),
-    "common noise, stratified": (common_stratified, "correlated"),
+    "common noise, stratified": (common_stratified, "repeats"),  # the same quantiles in every block
     "seed-conditioned": (seed_conditioned, "ignores rng"),
     "exact w.p. 0.002": (exact_sometimes(0.002), "exact release"),
     "exact w.p. 0.01": (exact_sometimes(0.01), "exact release"),

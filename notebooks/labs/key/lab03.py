@@ -6,7 +6,7 @@ import math
 
 from blowfish_nb.domain import Domain
 from blowfish_nb.labs._key import Part, Question, Wrong
-from blowfish_nb.labs.lab03 import EPSILON, K, MIN_CV, RANGE, THETA, range_query
+from blowfish_nb.labs.lab03 import EPSILON, K, RANGE, THETA, range_query
 from blowfish_nb.mechanisms import Laplace, Ordered
 from blowfish_nb.policy import dp, line, threshold
 
@@ -36,8 +36,10 @@ def questions() -> dict[str, Question]:
                                                         "noisy prefix sums."),
         ], otherwise="the range [lo, hi] = P[hi] − P[lo − 1]; every noisy prefix sum carries Laplace noise of scale "
                      "b = Δ/ε, whose variance is 2b².")])
-    q["q3"] = Question("q3 (Monte Carlo estimate of the squared error)", [Part(
-        "squared_errors", expected, otherwise="", grade=f"expect_mean({{arg}}, {expected!r}, ses=4.0, min_size=200, min_cv={MIN_CV!r})")])
+    # graded by running the student's release_range on histograms and generators of the hidden test's own
+    q["q3"] = Question("q3 (one release of the range by the Ordered mechanism)", [Part(
+        "release_range", None, kind="code", otherwise="",
+        grade=f"expect_range_noise({{arg}}, {K!r}, {tuple(RANGE)!r}, {float(b)!r})")])
     laplace_dp = Laplace().expected_error(range_query(), gdp, EPSILON)
     ratio = laplace_dp / expected
     q["q4"] = Question("q4 (Laplace under DP against Ordered under the line policy)", [Part(
