@@ -119,6 +119,9 @@ def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, r
       the project's own tests), ``runs/4`` releases each: a mechanism that ignores ``rng``, or recognises one
       fixed generator, returns the same releases for all four (``"ignores rng"``); two size-2 calls must give two
       different rows (``"repeats"``);
+    * the noise must not depend on the data: with one generator seed (drawn at grading time), a histogram x′ of
+      whole counts drawn at grading time must move every release by exactly x′ − x (``"depends on the data"``): a
+      mechanism that behaves only on the graded histogram, or hides the counts in the digits of its noise, does not;
     * bins and consecutive releases must be independent: every correlation of the deviations and of their absolute
       values, between bins and between consecutive rows, within ``ses`` standard errors (1/√n) of 0
       (``"correlated"``: one noise value shared by every bin releases the bins' differences exactly);
@@ -140,7 +143,7 @@ def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, r
     from scipy import stats
 
     x = np.asarray(x, dtype=float)
-    seeds = np.random.SeedSequence(seed).spawn(6)
+    seeds = np.random.SeedSequence(seed).spawn(8)  # the first six as before stop 34 (spawn keys 0–5)
     part = max(runs // 4, 50)
     outs = []
     for s in seeds[:4]:
@@ -159,7 +162,9 @@ def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, r
         outs.append(out.astype(float))
     if any(np.array_equal(outs[0], o) for o in outs[1:]):
         return "ignores rng"
-    for s in seeds[4:]:
+    if not _moves_with_the_data(draw, x, seeds[6], seeds[7]):
+        return "depends on the data"
+    for s in seeds[4:6]:
         pair = np.asarray(draw(x.copy(), 2, np.random.default_rng(s)), dtype=float)
         if pair.shape != (2, x.size) or np.array_equal(pair[0], pair[1]):
             return "repeats"
@@ -228,6 +233,24 @@ def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, r
     return None
 
 
+def _moves_with_the_data(draw: Callable, x: np.ndarray, pick, seed, size: int = 8) -> bool:
+    """Whether ``draw(x′, size, rng) − draw(x, size, rng) == x′ − x`` for generators of one ``seed`` and a histogram
+    x′ of whole counts drawn from ``pick``: additive noise drawn from ``rng`` alone (continuous or whole-number, any
+    sampler whose use of ``rng`` does not depend on the counts) passes exactly, up to float rounding."""
+    other = np.random.default_rng(pick).integers(0, 50, size=x.size).astype(float)
+    try:
+        a = np.asarray(draw(x.copy(), size, np.random.default_rng(seed)), dtype=float)
+        b = np.asarray(draw(other.copy(), size, np.random.default_rng(seed)), dtype=float)
+    except (TypeError, ValueError):
+        return False
+    if a.shape != (size, x.size) or b.shape != a.shape or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return False
+    # 16 units in the last place of the largest value: honest float arithmetic (x + z, sums of noisy prefixes) rounds
+    # by a few; a code hidden in the digits must fit below that (at most ~4 bits a value, see teaching.md)
+    tol = 16 * float(np.spacing(1.0 + max(float(np.abs(a).max()), float(np.abs(b).max()))))
+    return bool(np.all(np.abs((b - a) - (other - x)[None, :]) <= tol))
+
+
 def expect_laplace_noise(draw: Callable, x: Sequence[float], scale: float, *, runs: int = 20_000,
                          seed: int | None = None, alpha: float = 1e-4) -> None:
     """Pass when ``draw(x, size, rng)`` returns ``x`` plus independent Laplace noise of scale ``scale``: continuous
@@ -286,6 +309,9 @@ def range_noise_verdict(release: Callable, k: int, span: tuple[int, int], scale:
     * ``"none"`` / ``"not a number"``: each call must return one real number (a float, or an array of one);
     * ``"ignores rng"``: two calls with generators of one seed must agree (the noise comes from ``rng``, not from a
       generator or a table of the student's own), the releases of a block must vary and the blocks' noises differ;
+    * ``"depends on the data"``: with one generator seed, a second histogram drawn at grading time moves the release
+      by exactly the change of the true count (noise drawn from ``rng`` alone does; noise that encodes the counts
+      does not);
     * ``"mean"``: the noise has mean zero within ``ses`` standard errors — a function that releases the notebook's
       histogram, or returns stored values, is off by the difference of the true counts;
     * ``"exact release"`` / ``"repeats"``: continuous noise never equals 0 and never repeats a value (a resampled table
@@ -305,7 +331,7 @@ def range_noise_verdict(release: Callable, k: int, span: tuple[int, int], scale:
     from scipy import stats
 
     lo, hi = int(span[0]), int(span[1])
-    seeds = np.random.SeedSequence(seed).spawn(10)
+    seeds = np.random.SeedSequence(seed).spawn(11)  # the first ten as before stop 34
     part = max(runs // 4, 50)
     devs = []
     for i in range(4):
@@ -325,6 +351,15 @@ def range_noise_verdict(release: Callable, k: int, span: tuple[int, int], scale:
         return next(v for v in same if isinstance(v, str))
     if same[0] != same[1] or any(np.array_equal(devs[0], d) for d in devs[1:]) or any(np.ptp(d) == 0 for d in devs):
         return "ignores rng"
+    # the noise must not depend on the data: one generator seed, another histogram x′ drawn here, and the release
+    # moves by exactly the change of the true count (a release that hides the counts in its digits does not)
+    other = np.random.default_rng(seeds[10]).integers(0, 100, size=k).astype(np.int64)
+    moved = _one_number(release(other.copy(), np.random.default_rng(seeds[9])))
+    if isinstance(moved, str):
+        return moved
+    change = float(other[lo:hi + 1].sum()) - float(x[lo:hi + 1].sum())
+    if abs((moved - same[0]) - change) > 16 * float(np.spacing(1.0 + max(abs(moved), abs(same[0])))):
+        return "depends on the data"
     dev = np.concatenate(devs)
     n = dev.size
     if not np.all(np.isfinite(dev)):

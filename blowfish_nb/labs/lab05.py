@@ -158,6 +158,8 @@ _Q2_HINTS = {
     "not finite": "the releases must be finite numbers.",
     "ignores rng": "the releases must come from the generator `rng` you are given (draw the noise with it): "
                    "a mechanism that ignores it is deterministic, and deterministic releases are not private.",
+    "depends on the data": "your noise changes with the counts: the same generator must give the same noise "
+                           "whatever the histogram (the noise is added to the counts, never computed from them).",
     "repeats": "your releases repeat values that fresh noise would not: draw fresh noise for every release, from "
                "`rng` (no stored values).",
     "exact release": "some releases are the true counts: every release needs its noise (a point mass on the "

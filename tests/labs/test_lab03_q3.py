@@ -64,8 +64,12 @@ ATTACKS = {
                                                  {"repeats"}),
     "stored noise drawn by rng (whole numbers)": (lambda x, r: x[LO:HI + 1].sum() + _WHOLE[r.integers(1000)],
                                                   {"law"}),
-    "the notebook's histogram, not x": (lambda x, r: TRUTH + r.laplace(0, B) - r.laplace(0, B), {"mean"}),
+    "the notebook's histogram, not x": (lambda x, r: TRUTH + r.laplace(0, B) - r.laplace(0, B),
+                                        {"mean", "depends on the data"}),
     "a generator of its own": (lambda x, r: continuous(x, np.random.default_rng()), {"ignores rng"}),
+    "steganographic (gamer34: the counts in the noise's digits)": (
+        lambda x, r: np.floor(continuous(x, r) * 1e6) / 1e6 + (x[LO:HI + 1].sum() % 1000 + 0.5) * 1e-9,
+        {"depends on the data"}),
 }
 
 
