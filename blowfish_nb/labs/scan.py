@@ -60,8 +60,8 @@ _INTERNALS = {"blowfish_nb.labs._grade", "blowfish_nb.labs._key", "blowfish_nb.l
 _CALLS = {"open", "exec", "eval", "compile", "__import__", "setattr", "delattr"}
 _NAMESPACES = {"globals", "vars", "locals"}
 #: file readers and writers (a call of any of these names, as a function or a method: ``np.fromregex``, ``pd.read_csv``)
-_FILE_CALLS = {"open", "fromfile", "fromregex", "loadtxt", "genfromtxt", "load", "loads", "save", "savez",
-               "savez_compressed", "savetxt", "memmap", "tofile", "to_csv", "to_pickle", "to_json", "to_parquet",
+_FILE_CALLS = {"fromregex", "loadtxt", "genfromtxt", "load", "loads", "save", "savez",
+               "savez_compressed", "savetxt", "memmap", "to_csv", "to_pickle", "to_json", "to_parquet",
                "to_excel", "to_hdf", "to_feather", "to_sql", "to_latex", "to_html", "to_markdown", "copyfile",
                "listdir", "scandir", "walk", "system", "popen", "getoutput", "getstatusoutput", "check_output",
                "run_cell", "run_line_magic", "run_cell_magic", "fromhex"}
@@ -145,6 +145,12 @@ def fold(node: ast.AST) -> str | None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         a, b = fold(node.left), fold(node.right)
         return None if a is None and b is None else (a if a is not None else "*") + (b if b is not None else "*")
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and (base := fold(node.left)) is not None:
+        parts = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        try:
+            return base % tuple(x if (x := fold(a)) is not None else "*" for a in parts)
+        except (TypeError, ValueError):
+            return base
     if isinstance(node, ast.JoinedStr):
         parts = [fold(v.value if isinstance(v, ast.FormattedValue) else v) for v in node.values]
         return "".join(x if x is not None else "*" for x in parts)
@@ -155,7 +161,11 @@ def fold(node: ast.AST) -> str | None:
         if f.attr in ("decode", "encode", "strip", "lower", "upper") and base is not None:
             return base.lower() if f.attr == "lower" else base
         if f.attr == "format" and base is not None:
-            return re.sub(r"\{[^}]*\}", "*", base)
+            args = [x if (x := fold(a)) is not None else "*" for a in node.args]
+            try:
+                return base.format(*args)
+            except (IndexError, KeyError, ValueError):
+                return re.sub(r"\{[^}]*\}", "*", base)
         if f.attr == "fromhex" and node.args and isinstance(node.args[0], ast.Constant):
             try:
                 return bytes.fromhex(str(node.args[0].value)).decode("latin-1")
