@@ -64,7 +64,11 @@ _FILE_CALLS = {"fromregex", "loadtxt", "genfromtxt", "load", "loads", "save", "s
                "savez_compressed", "savetxt", "memmap", "to_csv", "to_pickle", "to_json", "to_parquet",
                "to_excel", "to_hdf", "to_feather", "to_sql", "to_latex", "to_html", "to_markdown", "copyfile",
                "listdir", "scandir", "walk", "system", "popen", "getoutput", "getstatusoutput", "check_output",
-               "run_cell", "run_line_magic", "run_cell_magic", "fromhex"}
+               "run_cell", "run_line_magic", "run_cell_magic", "fromhex", "remove", "rmdir", "removedirs", "chdir",
+               "mkdir", "makedirs", "symlink", "link", "truncate", "execv", "execve", "execl", "execlp", "spawnl",
+               "spawnv", "fork", "kill", "putenv", "open_memmap", "getsource", "getsourcelines", "getfile",
+               "getline", "getlines", "ZipFile", "TarFile", "enable_load_extension", "load_extension", "copy2",
+               "copytree", "rmtree", "move", "Popen", "urlopen"}
 #: IPython's handles on the kernel: a name or an attribute that runs code the scan never reads
 _KERNEL = {"get_ipython", "run_cell", "run_line_magic", "run_cell_magic", "user_ns", "user_global_ns",
            "input_transformers_post", "input_transformers_cleanup", "ast_transformers", "transform_cell", "getoutput",
@@ -118,9 +122,10 @@ def ipython_lines(source: str) -> tuple[str, list[tuple[int, str]]]:
     """
     lines = source.splitlines()
     found: list[tuple[int, str]] = []
-    if lines and lines[0].lstrip().startswith("%%"):
-        found.append((1, f"is an IPython cell magic ({lines[0].strip()[:40]}): the cell is not Python"))
-        return "\n".join("pass" if i == 0 else "" for i in range(len(lines))), found
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)  # IPython drops leading blank lines
+    if first is not None and lines[first].lstrip().startswith("%%"):
+        found.append((first + 1, f"is an IPython cell magic ({lines[first].strip()[:40]}): the cell is not Python"))
+        return "\n".join("pass" if i == first else "" for i in range(len(lines))), found
     out = []
     for n, line in enumerate(lines, 1):
         bare = line.lstrip()
@@ -254,6 +259,8 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
                     flag(node, f"calls {name} with a computed or hidden name ({ast.unparse(node.args[1])[:40]})")
         elif isinstance(node, ast.Attribute) and node.attr in _ATTRS:
             flag(node, f"uses .{node.attr}")
+        elif isinstance(node, ast.Attribute) and node.attr in _MODULES:
+            flag(node, f"reaches the module {node.attr} through an attribute ({ast.unparse(node)[:40]})")
         elif isinstance(node, ast.Attribute) and node.attr in _KERNEL:
             flag(node, f"uses .{node.attr} (IPython runs code the scan does not see)")
         elif (isinstance(node, ast.Attribute) and node.attr.startswith("__") and node.attr.endswith("__")
