@@ -12,26 +12,40 @@ Each flagged line is printed as ``notebook: cell N, line L: why | code``; the ex
 flagged. Flagged means *read this cell*, not *cheated*: the lab's own cells never trip it (a test scans every
 solution notebook), so a flag is code the student added. What is flagged (by the syntax tree, not by text search):
 
+* IPython's own syntax: every ``!`` shell line, ``%`` line magic (also ``x = !ls``) and ``%%`` cell magic (no lab
+  cell has one; ``!sed -i … tests/*.py`` and ``%%writefile -a tests/q1.py`` beat labs 2, 6 and 8, gamer34), except a
+  help line (``check.variant??``, which lab 5 asks for); ``get_ipython``, ``run_cell``, ``run_line_magic`` …;
 * imports of ``os``, ``sys``, ``io``, ``pathlib``, ``glob``, ``shutil``, ``importlib``, ``builtins``, ``inspect``,
-  ``ctypes``, ``subprocess``, ``gc``, ``tempfile``, ``runpy``, ``otter`` and of the library's grading internals
-  (``blowfish_nb.labs._grade``/``_key``/``build``, and ``_check`` beyond ``Grader``);
-  and the library's lab modules themselves (``from blowfish_nb.labs import _check``);
-* calls of ``open``, ``exec``, ``eval``, ``compile``, ``__import__``, ``setattr``, ``delattr``; a method of
-  ``globals()``/``vars()``/``locals()`` (``.update`` …), ``vars`` of an object, writes into them; file methods (``open``, ``read_text``, ``write_text``, ``iterdir``, ``unlink``,
-  ``fromfile`` …); frame and closure access (``_getframe``, ``f_locals``, ``f_back``, ``stack``, ``frame``,
-  ``getargvalues``, ``__closure__`` …); the name ``__builtins__``; ``__dict__``, ``__setattr__``;
-* strings naming the ``tests`` folder or a ``.py`` file;
+  ``ctypes``, ``subprocess``, ``gc``, ``tempfile``, ``runpy``, ``otter``, ``IPython``, ``pickle``, ``types``,
+  ``codecs`` … (:data:`_MODULES`; also reached as an attribute: ``pd.io.common.os``) and of the library's grading
+  internals (``blowfish_nb.labs._grade``/``_key``/``build``, and ``_check`` beyond ``Grader``); and the library's
+  lab modules themselves (``from blowfish_nb.labs import _check``);
+* calls of ``open``, ``exec``, ``eval``, ``compile``, ``__import__``, ``setattr``, ``delattr``, ``getattr`` with a
+  computed or dunder name; ``globals()``/``vars()``/``locals()`` except to test a name (``"x" in globals()``);
+  file readers and writers by name, as a function or a method (``np.fromregex``, ``np.load``, ``np.loadtxt``,
+  ``np.genfromtxt``, ``pd.read_*``, ``to_csv``, ``read_text``, ``unlink``, ``system``, ``bytes.fromhex`` …:
+  :data:`_FILE_CALLS`, :data:`_ATTRS`); frame and closure access (``_getframe``, ``f_locals``, ``f_back``,
+  ``stack``, ``frame``, ``getargvalues``, ``__closure__`` …); every dunder name or attribute but ``__name__``,
+  ``__init__`` and a few more (``abs.__self__`` is the builtins module, ``b.__import__``, ``__builtins__``,
+  ``__dict__``, ``__subclasses__`` …);
+* strings naming the ``tests`` folder or a ``.py`` file, after folding ``+``, f-strings, ``str.join``,
+  ``.format``, ``%`` and ``bytes.fromhex`` of constants (``"te" + "sts/" + q + ".p" + "y"`` reads ``tests/*.py``);
 * monkeypatching: assigning an attribute or an item of any imported module or name (``numpy``, ``math``,
   ``otter``, ``builtins``, ``pickle`` that writes otter's results …; also through a name assigned from one: ``m = np``),
-  assigning an attribute of ``grader``, ``check`` or ``Notebook``, and rebinding those names (by assignment,
-  ``for``, ``with``, ``:=``, an import alias, a definition).
+  and assigning an attribute of *anything* but a class the cell defines, an instance of one, or ``self`` in its
+  methods (a module reached through a ``for`` target, a parameter, ``[np][0]`` or a call result is not tracked, so
+  every such store is flagged); assigning an attribute of ``grader``, ``check`` or ``Notebook``, and rebinding
+  those names (by assignment, ``for``, ``with``, ``:=``, an import alias, a definition).
 
 * a built notebook's check cell (``grader.check("q1")``) without its grading mark, otter's cell metadata
   ``{"otter": {"tests": ["q1"]}}``: otter grades each question right after its check cell, so that an answer copied
   further down from a result is not the one graded; without the mark the question is graded after the last cell.
 
-It is a syntax scan: code built at run time (``getattr`` with a computed name and the like) can still hide, so
-a clean scan is not a proof; the flags are where to read first.
+With the lab build (``--build``), :func:`compare_notebook` also reads the answer cells against the solution's.
+
+It is a syntax scan: code built at run time can still hide (a name made by ``chr`` arithmetic, a library function
+that reads a file, a kernel patched through an object the scan does not know), so a clean scan is not a proof; the
+flags are where to read first. Grading outside the student's kernel is the real fix.
 
 Examples
 --------
@@ -303,7 +317,8 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
                 for leaf in ast.walk(t):
                     root = _root(leaf)
                     if isinstance(leaf, (ast.Attribute, ast.Subscript)) and root in aliases:
-                        flag(node, f"monkeypatches {_dotted(leaf) if isinstance(leaf, ast.Attribute) else ast.unparse(leaf)}")
+                        what = _dotted(leaf) if isinstance(leaf, ast.Attribute) else ast.unparse(leaf)
+                        flag(node, f"monkeypatches {what}")
                     elif isinstance(leaf, ast.Attribute) and root in _GUARDED:
                         flag(node, f"patches {_dotted(leaf)}")
                     elif (isinstance(leaf, ast.Subscript) and isinstance(leaf.value, ast.Call)
@@ -454,7 +469,8 @@ def _blank(tree: ast.Module, handout: dict) -> bool:
         given = {ast.dump(st) for st in ast.parse(_key(handout)[1]).body}
     except SyntaxError:
         given = set()
-    return all(isinstance(st, ast.Pass) or (isinstance(st, (ast.Assign, ast.Expr)) and isinstance(st.value, ast.Constant))
+    return all(isinstance(st, ast.Pass)
+               or (isinstance(st, (ast.Assign, ast.Expr)) and isinstance(st.value, ast.Constant))
                for st in tree.body if ast.dump(st) not in given)
 
 
@@ -502,8 +518,15 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
     * each check cell ``grader.check("qN")`` is there exactly once, as a code cell, with its grading mark
       ``{"otter": {"tests": ["qN"]}}``, right after its question's answer cell; no other cell carries a mark;
     * no cell has the ``otter_ignore`` tag or an ``ignore`` key in its metadata;
-    * no cell the student wrote deletes (``del``) or assigns a name the lab's reveal cells bind (the objects the
-      hidden tests of a predict question look for).
+    * no cell the student wrote deletes (``del``) or assigns, at module level, a name the lab's reveal cells bind
+      (the objects the hidden tests of a predict question look for; a local of the student's function is not one);
+    * the answer cells (gamer34): where the solution's answer is a value worked out by hand or predicted (constants,
+      arithmetic, the lab's names, ``math``/``check`` constants, ``max``/``min``/``abs`` …), the student's must be
+      one too: a library call, a scratch session or classroom, an import or a read of another object is flagged;
+      where the solution simulates (calls ``.release``) and the answer cell, answered, does not; a function the
+      student wrote that rounds or takes remainders (a release hiding the data in its digits) or compares with a
+      public constant ``check.NAME`` (recognising the grader's input); a call of a public check ``check.qN`` in a
+      cell the student wrote (an oracle search).
 
     Each deviation is a :class:`Flag` whose ``cell`` is the submission's cell index (where a lab cell is missing:
     where it was expected).

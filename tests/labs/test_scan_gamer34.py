@@ -119,7 +119,8 @@ def test_a_predict_answer_must_be_a_value(built_labs, tmp_path):
     """Arithmetic of numbers, and the lab's names and constants, are a value worked out by hand; a read of a
     session's state is not."""
     student, solution = _versions(built_labs, SLUGS["06"])
-    fine = _with_answers(student, tmp_path / "fine.ipynb", answer=lambda s: s.replace("...", "0.1 + 0.25 + max(0.2, 0)"))
+    fine = _with_answers(student, tmp_path / "fine.ipynb",
+                         answer=lambda s: s.replace("...", "0.1 + 0.25 + max(0.2, 0)"))
     assert compare_notebook(fine, student, solution) == []
     read = _with_answers(student, tmp_path / "read.ipynb",
                          answer=lambda s: s.replace("total_spent = ...", "total_spent = s.spent"))
