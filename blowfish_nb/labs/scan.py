@@ -614,6 +614,14 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
                                                   "(an oracle search?)", text[node.lineno - 1].strip()))
         flags += [Flag(j, ln, why, text[ln - 1].strip() if 0 < ln <= len(text) else "") for ln, why in _mechanism(tree)]
     sol = {c.get("id"): c for c in (_cells(solution) if solution is not None else []) if c.get("id")}
+    # a name the student's code binds beyond an answer cell's own answers does not count as the lab's: a value computed
+    # in an added cell and passed through ``eps = scratch.spent`` is not worked out by hand
+    handout = {q: _bound(_key(ref[i - 1])[1]) for q, i in questions.items() if i >= 1}
+    tainted: set[str] = set()
+    for j, tree in trees.items():
+        after = _CHECK_CELL.fullmatch(_key(sub[j + 1])[1]) if j + 1 < len(sub) else None
+        own = handout.get(after.group(1), set()) if after else set()
+        tainted |= {n.id for n in _module_level(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - own
     for q, i in questions.items():
         answer = ref[i - 1] if i >= 1 and _ANSWER_TAG in ref[i - 1].get("metadata", {}).get("tags", []) else None
         given = [j - 1 for j, c in enumerate(sub) if j >= 1 and _CHECK_CELL.fullmatch(_key(c)[1]) and
@@ -627,7 +635,7 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
         for j in given:
             tree, text = trees[j], _key(sub[j])[1].splitlines()
             if _by_hand(model, known):
-                bad = _by_hand(tree, known, why=True)
+                bad = _by_hand(tree, known - tainted, why=True)
                 if bad:
                     flags.append(Flag(j, bad[0], f"the answer cell of {q} computes ({bad[1]}) where the lab's answer "
                                                  "is worked out by hand or predicted (library call, scratch run, "

@@ -126,6 +126,11 @@ def test_a_predict_answer_must_be_a_value(built_labs, tmp_path):
                          answer=lambda s: s.replace("total_spent = ...", "total_spent = s.spent"))
     assert [f.why.split(" (")[0] for f in compare_notebook(read, student, solution)] == [
         "the answer cell of q1 computes"]
+    at = next(i for i, c in enumerate(json.loads(student.read_text(encoding="utf-8"))["cells"])
+              if "".join(c["source"]) == "total_spent = ...")
+    passed = _with_answers(student, tmp_path / "passed.ipynb", extra=[(at, "r = s.spent")],
+                           answer=lambda s: s.replace("total_spent = ...", "total_spent = r"))
+    assert any("the answer cell of q1 computes (uses r," in f.why for f in compare_notebook(passed, student, solution))
 
 
 #: kernel patching and file reading in forms the earlier scan did not track (each one line or two)
