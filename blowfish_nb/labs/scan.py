@@ -304,6 +304,8 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
             v = fold(node)
             if v is not None and _names_a_file(v):
                 flag(node, f"names a file or the tests folder ({v[:40]!r})")
+            elif v is not None and re.fullmatch(r"__\w+__", v) and v not in _DUNDER_OK:
+                flag(node, f"spells the dunder name {v!r} (attrgetter, getattr …)")
         if isinstance(node, ast.Call):  # a call is folded too (str.join, bytes.fromhex)
             v = fold(node)
             if v is not None and _names_a_file(v) and not isinstance(parents.get(node), (ast.BinOp, ast.JoinedStr)):
@@ -607,10 +609,11 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
                 flags.append(Flag(j, node.lineno, f"declares {', '.join(sorted(reveal & set(node.names)))} global, "
                                                   "an object of the lab's reveal cells", text[node.lineno - 1].strip()))
         for node in ast.walk(tree):  # the master notebook's check cells call check.qN; a student's cell has no need
-            f = node.func if isinstance(node, ast.Call) else None
-            if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "check"
-                    and re.fullmatch(r"q\d+\w*", f.attr)):
-                flags.append(Flag(j, node.lineno, f"calls the public check check.{f.attr} in a cell the student wrote "
+            name = (node.attr if isinstance(node, ast.Attribute) and _root(node) == "check" else
+                    fold(node.args[1]) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "getattr" and len(node.args) > 1 and _root(node.args[0]) == "check" else None)
+            if name and re.fullmatch(r"q\d+\w*", name):
+                flags.append(Flag(j, node.lineno, f"calls the public check check.{name} in a cell the student wrote "
                                                   "(an oracle search?)", text[node.lineno - 1].strip()))
         flags += [Flag(j, ln, why, text[ln - 1].strip() if 0 < ln <= len(text) else "") for ln, why in _mechanism(tree)]
     sol = {c.get("id"): c for c in (_cells(solution) if solution is not None else []) if c.get("id")}

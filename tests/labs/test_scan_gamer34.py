@@ -154,6 +154,7 @@ FORMS = {
     "shell output bound": "x = !ls tests",
     "indented shell line": "if True:\n    !ls",
     "line magic": "%run -i notes",
+    "a dunder spelled as a string": "from operator import attrgetter\nb = attrgetter('__se' + 'lf__')(abs)",
 }
 
 
@@ -166,3 +167,10 @@ def test_a_students_own_objects_may_be_assigned():
     code = ("class Box:\n    def __init__(self):\n        self.x = 1\nb = Box()\nb.y = 2\nxs = [1]\nxs[0] = 3\n"
             "d = {}\nd['a'] = 1\nprint('%d%%' % 5, type(d).__name__)\nif 'd' in globals():\n    pass")
     assert scan_source(code) == []
+
+
+def test_the_public_check_taken_as_a_value_is_an_oracle_too(built_labs, tmp_path):
+    student, solution = _versions(built_labs, SLUGS["05"])
+    for code in ("f = check.q4a\n", "f = getattr(check, 'q' + '4a')\n"):
+        path = _with_answers(student, tmp_path / "oracle.ipynb", extra=[(5, code)])
+        assert any("check.q4a in a cell the student wrote" in f.why for f in compare_notebook(path, student, solution))
