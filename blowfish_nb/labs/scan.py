@@ -12,26 +12,40 @@ Each flagged line is printed as ``notebook: cell N, line L: why | code``; the ex
 flagged. Flagged means *read this cell*, not *cheated*: the lab's own cells never trip it (a test scans every
 solution notebook), so a flag is code the student added. What is flagged (by the syntax tree, not by text search):
 
+* IPython's own syntax: every ``!`` shell line, ``%`` line magic (also ``x = !ls``) and ``%%`` cell magic (no lab
+  cell has one; ``!sed -i … tests/*.py`` and ``%%writefile -a tests/q1.py`` beat labs 2, 6 and 8, gamer34), except a
+  help line (``check.variant??``, which lab 5 asks for); ``get_ipython``, ``run_cell``, ``run_line_magic`` …;
 * imports of ``os``, ``sys``, ``io``, ``pathlib``, ``glob``, ``shutil``, ``importlib``, ``builtins``, ``inspect``,
-  ``ctypes``, ``subprocess``, ``gc``, ``tempfile``, ``runpy``, ``otter`` and of the library's grading internals
-  (``blowfish_nb.labs._grade``/``_key``/``build``, and ``_check`` beyond ``Grader``);
-  and the library's lab modules themselves (``from blowfish_nb.labs import _check``);
-* calls of ``open``, ``exec``, ``eval``, ``compile``, ``__import__``, ``setattr``, ``delattr``; a method of
-  ``globals()``/``vars()``/``locals()`` (``.update`` …), ``vars`` of an object, writes into them; file methods (``open``, ``read_text``, ``write_text``, ``iterdir``, ``unlink``,
-  ``fromfile`` …); frame and closure access (``_getframe``, ``f_locals``, ``f_back``, ``stack``, ``frame``,
-  ``getargvalues``, ``__closure__`` …); the name ``__builtins__``; ``__dict__``, ``__setattr__``;
-* strings naming the ``tests`` folder or a ``.py`` file;
+  ``ctypes``, ``subprocess``, ``gc``, ``tempfile``, ``runpy``, ``otter``, ``IPython``, ``pickle``, ``types``,
+  ``codecs`` … (:data:`_MODULES`; also reached as an attribute: ``pd.io.common.os``) and of the library's grading
+  internals (``blowfish_nb.labs._grade``/``_key``/``build``, and ``_check`` beyond ``Grader``); and the library's
+  lab modules themselves (``from blowfish_nb.labs import _check``);
+* calls of ``open``, ``exec``, ``eval``, ``compile``, ``__import__``, ``setattr``, ``delattr``, ``getattr`` with a
+  computed or dunder name; ``globals()``/``vars()``/``locals()`` except to test a name (``"x" in globals()``);
+  file readers and writers by name, as a function or a method (``np.fromregex``, ``np.load``, ``np.loadtxt``,
+  ``np.genfromtxt``, ``pd.read_*``, ``to_csv``, ``read_text``, ``unlink``, ``system``, ``bytes.fromhex`` …:
+  :data:`_FILE_CALLS`, :data:`_ATTRS`); frame and closure access (``_getframe``, ``f_locals``, ``f_back``,
+  ``stack``, ``frame``, ``getargvalues``, ``__closure__`` …); every dunder name or attribute but ``__name__``,
+  ``__init__`` and a few more (``abs.__self__`` is the builtins module, ``b.__import__``, ``__builtins__``,
+  ``__dict__``, ``__subclasses__`` …);
+* strings naming the ``tests`` folder or a ``.py`` file, after folding ``+``, f-strings, ``str.join``,
+  ``.format``, ``%`` and ``bytes.fromhex`` of constants (``"te" + "sts/" + q + ".p" + "y"`` reads ``tests/*.py``);
 * monkeypatching: assigning an attribute or an item of any imported module or name (``numpy``, ``math``,
   ``otter``, ``builtins``, ``pickle`` that writes otter's results …; also through a name assigned from one: ``m = np``),
-  assigning an attribute of ``grader``, ``check`` or ``Notebook``, and rebinding those names (by assignment,
-  ``for``, ``with``, ``:=``, an import alias, a definition).
+  and assigning an attribute of *anything* but a class the cell defines, an instance of one, or ``self`` in its
+  methods (a module reached through a ``for`` target, a parameter, ``[np][0]`` or a call result is not tracked, so
+  every such store is flagged); assigning an attribute of ``grader``, ``check`` or ``Notebook``, and rebinding
+  those names (by assignment, ``for``, ``with``, ``:=``, an import alias, a definition).
 
 * a built notebook's check cell (``grader.check("q1")``) without its grading mark, otter's cell metadata
   ``{"otter": {"tests": ["q1"]}}``: otter grades each question right after its check cell, so that an answer copied
   further down from a result is not the one graded; without the mark the question is graded after the last cell.
 
-It is a syntax scan: code built at run time (``getattr`` with a computed name and the like) can still hide, so
-a clean scan is not a proof; the flags are where to read first.
+With the lab build (``--build``), :func:`compare_notebook` also reads the answer cells against the solution's.
+
+It is a syntax scan: code built at run time can still hide (a name made by ``chr`` arithmetic, a library function
+that reads a file, a kernel patched through an object the scan does not know), so a clean scan is not a proof; the
+flags are where to read first. Grading outside the student's kernel is the real fix.
 
 Examples
 --------
@@ -53,10 +67,30 @@ from pathlib import Path
 __all__ = ["Flag", "scan_source", "scan_notebook", "compare_notebook", "find_reference", "main"]
 
 _MODULES = {"os", "sys", "io", "pathlib", "glob", "shutil", "importlib", "builtins", "inspect", "ctypes",
-            "subprocess", "gc", "tempfile", "runpy", "otter"}
+            "subprocess", "gc", "tempfile", "runpy", "otter", "IPython", "ipykernel", "pickle", "marshal", "types",
+            "code", "codeop", "codecs", "base64", "zlib", "fileinput", "linecache", "mmap", "pkgutil", "site",
+            "atexit", "posix", "nt", "_io", "zipimport", "traceback"}
 _INTERNALS = {"blowfish_nb.labs._grade", "blowfish_nb.labs._key", "blowfish_nb.labs.build"}
 _CALLS = {"open", "exec", "eval", "compile", "__import__", "setattr", "delattr"}
 _NAMESPACES = {"globals", "vars", "locals"}
+#: file readers and writers (a call of any of these names, as a function or a method: ``np.fromregex``, ``pd.read_csv``)
+_FILE_CALLS = {"fromregex", "loadtxt", "genfromtxt", "load", "loads", "save", "savez",
+               "savez_compressed", "savetxt", "memmap", "to_csv", "to_pickle", "to_json", "to_parquet",
+               "to_excel", "to_hdf", "to_feather", "to_sql", "to_latex", "to_html", "to_markdown", "copyfile",
+               "listdir", "scandir", "walk", "system", "popen", "getoutput", "getstatusoutput", "check_output",
+               "run_cell", "run_line_magic", "run_cell_magic", "fromhex", "remove", "rmdir", "removedirs", "chdir",
+               "mkdir", "makedirs", "symlink", "link", "truncate", "execv", "execve", "execl", "execlp", "spawnl",
+               "spawnv", "fork", "kill", "putenv", "open_memmap", "getsource", "getsourcelines", "getfile",
+               "getline", "getlines", "ZipFile", "TarFile", "enable_load_extension", "load_extension", "copy2",
+               "copytree", "rmtree", "move", "Popen", "urlopen"}
+#: IPython's handles on the kernel: a name or an attribute that runs code the scan never reads
+_KERNEL = {"get_ipython", "run_cell", "run_line_magic", "run_cell_magic", "user_ns", "user_global_ns",
+           "input_transformers_post", "input_transformers_cleanup", "ast_transformers", "transform_cell", "getoutput",
+           "system_piped", "system_raw"}
+#: dunder names the lab's own cells use (``type(e).__name__``) or a student's class needs; any other is flagged
+_DUNDER_OK = {"__name__", "__init__", "__doc__", "__qualname__", "__version__", "__len__", "__repr__", "__str__"}
+#: an IPython help line, ``check.variant??`` (lab 5 asks for it): shows a docstring or source, runs nothing
+_HELP = re.compile(r"\s*(\?\??[\w.]+|[\w.]+\?\??)\s*")
 _ATTRS = {"read_text", "write_text", "read_bytes", "write_bytes", "unlink", "rename", "replace_file", "_getframe",
           "f_locals", "f_globals", "f_back", "f_code", "__builtins__", "__code__", "__globals__", "open", "iterdir",
           "fromfile", "tofile", "stack", "frame", "getargvalues", "currentframe", "__closure__", "cell_contents",
@@ -88,21 +122,121 @@ def _dotted(node: ast.AST) -> str:
     return ast.unparse(node) if isinstance(node, (ast.Attribute, ast.Name)) else "?"
 
 
+def ipython_lines(source: str) -> tuple[str, list[tuple[int, str]]]:
+    """``source`` as the Python the scan parses, and the IPython syntax in it as ``(line, why)`` pairs.
+
+    IPython runs a ``!`` line in the shell and a ``%`` line or a ``%%`` cell as a magic before Python sees the cell
+    (``!sed -i … tests/*.py`` rewrites the hidden tests; ``%%writefile -a tests/q1.py`` appends to one: gamer34).
+    No lab cell has one, so each is reported; it is replaced by ``pass`` (a ``%%`` cell's body by nothing: it is
+    not Python), which keeps the line numbers. A help line (``check.variant??``, which lab 5 asks for) runs nothing
+    and is neither reported nor parsed.
+
+    >>> ipython_lines("x = 1\\n!ls tests\\ncheck.variant??")
+    ('x = 1\\npass\\npass', [(2, 'runs an IPython shell command or magic (!ls tests)')])
+    """
+    lines = source.splitlines()
+    found: list[tuple[int, str]] = []
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)  # IPython drops leading blank lines
+    if first is not None and lines[first].lstrip().startswith("%%"):
+        found.append((first + 1, f"is an IPython cell magic ({lines[first].strip()[:40]}): the cell is not Python"))
+        return "\n".join("pass" if i == first else "" for i in range(len(lines))), found
+    out = []
+    for n, line in enumerate(lines, 1):
+        bare = line.lstrip()
+        indent = line[: len(line) - len(bare)]
+        if _HELP.fullmatch(line) and "?" in line:
+            out.append(indent + "pass")
+        elif bare.startswith(("!", "%")) or re.match(r"[\w.,\s]+=\s*[!%]", bare):
+            found.append((n, f"runs an IPython shell command or magic ({bare[:40]})"))
+            out.append(indent + "pass")
+        else:
+            out.append(line)
+    return "\n".join(out), found
+
+
+def fold(node: ast.AST) -> str | None:
+    """The string an expression builds from constants, with ``*`` for each part that is not constant (``"te" +
+    "sts/" + q + ".p" + "y"`` is ``tests/*.py``); also f-strings, ``str.join``, ``bytes.fromhex(…).decode()`` and
+    ``.format`` of constants. None when nothing of it is a string constant."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+        v = node.value
+        return v.decode("latin-1") if isinstance(v, bytes) else v
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        a, b = fold(node.left), fold(node.right)
+        return None if a is None and b is None else (a if a is not None else "*") + (b if b is not None else "*")
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and (base := fold(node.left)) is not None:
+        parts = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        try:
+            return base % tuple(x if (x := fold(a)) is not None else "*" for a in parts)
+        except (TypeError, ValueError):
+            return base
+    if isinstance(node, ast.JoinedStr):
+        parts = [fold(v.value if isinstance(v, ast.FormattedValue) else v) for v in node.values]
+        return "".join(x if x is not None else "*" for x in parts)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        f, base = node.func, fold(node.func.value)
+        if f.attr == "join" and base is not None and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
+            return base.join(x if (x := fold(e)) is not None else "*" for e in node.args[0].elts)
+        if f.attr in ("decode", "encode", "strip", "lower", "upper") and base is not None:
+            return base.lower() if f.attr == "lower" else base
+        if f.attr == "format" and base is not None:
+            args = [x if (x := fold(a)) is not None else "*" for a in node.args]
+            try:
+                return base.format(*args)
+            except (IndexError, KeyError, ValueError):
+                return re.sub(r"\{[^}]*\}", "*", base)
+        if f.attr == "fromhex" and node.args and isinstance(node.args[0], ast.Constant):
+            try:
+                return bytes.fromhex(str(node.args[0].value)).decode("latin-1")
+            except ValueError:
+                return None
+    return None
+
+
+def _names_a_file(v: str) -> bool:
+    v = v.replace("\\", "/")
+    return v.rstrip("/") == "tests" or "tests/" in v or v.endswith((".py", ".py*")) or ".py/" in v or ".py*" in v
+
+
+def _store_roots_ok(tree: ast.AST) -> set[str]:
+    """Names an attribute may be assigned on: classes the cell defines and names bound to an instance of one."""
+    classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    ok = set(classes)
+    for n in ast.walk(tree):
+        if (isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)
+                and n.value.func.id in classes):
+            ok.update(t.id for t in n.targets if isinstance(t, ast.Name))
+    return ok
+
+
 def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
                 defines_grader: bool = False) -> list[Flag]:
     """The flags of one cell's code. ``aliases`` collects the names bound to patchable modules (shared across a
     notebook's cells); ``defines_grader`` is True for the lab's own set-up cell (it binds ``grader``)."""
     aliases = set() if aliases is None else aliases
     lines = source.splitlines()
+    python, magics = ipython_lines(source)
+    flags: list[Flag] = [Flag(cell, n, why, lines[n - 1].strip()) for n, why in magics]
     try:
-        tree = ast.parse("\n".join(line for line in lines if not line.lstrip().startswith(("%", "!"))))
+        tree = ast.parse(python)
     except SyntaxError as e:
-        return [Flag(cell, e.lineno or 0, "does not parse as Python", "")]
-    flags: list[Flag] = []
+        return flags + [Flag(cell, e.lineno or 0, "does not parse as Python", "")]
 
     def flag(node: ast.AST, why: str) -> None:
         n = getattr(node, "lineno", 0)
         flags.append(Flag(cell, n, why, lines[n - 1].strip() if 0 < n <= len(lines) else ""))
+
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    own = _store_roots_ok(tree)
+    methods = {id(f) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
+               if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def in_method(node: ast.AST) -> bool:
+        while node in parents:
+            node = parents[node]
+            if id(node) in methods:
+                return True
+        return False
 
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -118,8 +252,8 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
                     flag(node, f"imports {full}")
                 aliases.add((a.asname or a.name).split(".")[0])  # any module: otter's results go through pickle
                 bound = (a.asname or a.name).split(".")[0]
-                own = base == "blowfish_nb.labs" and a.name.startswith("lab") and bound == "check"  # the set-up
-                if bound in _GUARDED and not own and not defines_grader:
+                own_check = base == "blowfish_nb.labs" and a.name.startswith("lab") and bound == "check"  # set-up
+                if bound in _GUARDED and not own_check and not defines_grader:
                     flag(node, f"rebinds {bound}")
         elif isinstance(node, ast.Call):
             f = node.func
@@ -131,10 +265,33 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
             elif (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call)
                   and isinstance(f.value.func, ast.Name) and f.value.func.id in _NAMESPACES):
                 flag(node, f"calls {f.value.func.id}().{f.attr}")
+            if name in _FILE_CALLS or (name or "").startswith("read_"):
+                flag(node, f"calls {name}: reads or writes a file or runs code the scan does not see")
+            if name in ("getattr", "hasattr") and len(node.args) > 1:
+                attr = fold(node.args[1])
+                if attr is None or "*" in attr or attr.startswith("__") or attr in _ATTRS | _KERNEL | _FILE_CALLS:
+                    flag(node, f"calls {name} with a computed or hidden name ({ast.unparse(node.args[1])[:40]})")
         elif isinstance(node, ast.Attribute) and node.attr in _ATTRS:
             flag(node, f"uses .{node.attr}")
+        elif isinstance(node, ast.Attribute) and node.attr in _MODULES:
+            flag(node, f"reaches the module {node.attr} through an attribute ({ast.unparse(node)[:40]})")
+        elif isinstance(node, ast.Attribute) and node.attr in _KERNEL:
+            flag(node, f"uses .{node.attr} (IPython runs code the scan does not see)")
+        elif (isinstance(node, ast.Attribute) and node.attr.startswith("__") and node.attr.endswith("__")
+              and node.attr not in _DUNDER_OK):
+            flag(node, f"uses .{node.attr}" + (" (the builtins module)" if node.attr == "__self__" else ""))
         elif isinstance(node, ast.Name) and node.id == "__builtins__":
             flag(node, "uses __builtins__")
+        elif isinstance(node, ast.Name) and node.id in _KERNEL:
+            flag(node, f"uses {node.id} (IPython runs code the scan does not see)")
+        elif (isinstance(node, ast.Name) and node.id.startswith("__") and node.id.endswith("__")
+              and node.id not in _DUNDER_OK):
+            flag(node, f"uses {node.id}")
+        elif isinstance(node, ast.Name) and node.id in _NAMESPACES and not (
+                isinstance(parents.get(node), ast.Call) and parents[node].func is node
+                and isinstance(parents.get(parents[node]), ast.Compare)
+                and all(isinstance(o, (ast.In, ast.NotIn)) for o in parents[parents[node]].ops)):
+            flag(node, f"uses {node.id}() other than to test a name (`\"x\" in {node.id}()`)")
         elif isinstance(node, ast.NamedExpr) and node.target.id in _GUARDED:
             flag(node, f"rebinds {node.target.id}")
         elif isinstance(node, (ast.For, ast.comprehension, ast.withitem)):
@@ -142,9 +299,16 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
             for leaf in ast.walk(target) if target is not None else ():
                 if isinstance(leaf, ast.Name) and leaf.id in _GUARDED:
                     flag(target, f"rebinds {leaf.id}")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            v = node.value.replace("\\", "/")
-            if v.rstrip("/") == "tests" or "tests/" in v or v.endswith(".py"):
+        elif isinstance(node, (ast.Constant, ast.BinOp, ast.JoinedStr, ast.Call)) and not isinstance(
+                parents.get(node), (ast.BinOp, ast.JoinedStr, ast.FormattedValue)):
+            v = fold(node)
+            if v is not None and _names_a_file(v):
+                flag(node, f"names a file or the tests folder ({v[:40]!r})")
+            elif v is not None and re.fullmatch(r"__\w+__", v) and v not in _DUNDER_OK:
+                flag(node, f"spells the dunder name {v!r} (attrgetter, getattr …)")
+        if isinstance(node, ast.Call):  # a call is folded too (str.join, bytes.fromhex)
+            v = fold(node)
+            if v is not None and _names_a_file(v) and not isinstance(parents.get(node), (ast.BinOp, ast.JoinedStr)):
                 flag(node, f"names a file or the tests folder ({v[:40]!r})")
         if isinstance(node, ast.Assign) and _root(node.value) in aliases | {"__builtins__"}:
             for t in node.targets:  # m = np: m's attributes are np's
@@ -153,9 +317,11 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for t in targets:
                 for leaf in ast.walk(t):
-                    if isinstance(leaf, (ast.Attribute, ast.Subscript)) and _root(leaf) in aliases:
-                        flag(node, f"monkeypatches {_dotted(leaf) if isinstance(leaf, ast.Attribute) else ast.unparse(leaf)}")
-                    elif isinstance(leaf, ast.Attribute) and _root(leaf) in _GUARDED:
+                    root = _root(leaf)
+                    if isinstance(leaf, (ast.Attribute, ast.Subscript)) and root in aliases:
+                        what = _dotted(leaf) if isinstance(leaf, ast.Attribute) else ast.unparse(leaf)
+                        flag(node, f"monkeypatches {what}")
+                    elif isinstance(leaf, ast.Attribute) and root in _GUARDED:
                         flag(node, f"patches {_dotted(leaf)}")
                     elif (isinstance(leaf, ast.Subscript) and isinstance(leaf.value, ast.Call)
                           and isinstance(leaf.value.func, ast.Name) and leaf.value.func.id in _NAMESPACES):
@@ -163,6 +329,11 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
                     elif (isinstance(leaf, ast.Name) and leaf.id in _GUARDED and not defines_grader
                           and isinstance(leaf.ctx, ast.Store)):
                         flag(node, f"rebinds {leaf.id}")
+                    elif (isinstance(leaf, ast.Attribute) and not isinstance(leaf.ctx, ast.Load)
+                          and root not in own and not (root == "self" and in_method(node))):
+                        # a module reached through a for target, a parameter, [np][0] or a call result
+                        flag(node, f"assigns an attribute of an object the cell did not create "
+                                   f"({ast.unparse(leaf)[:40]}: a module or the kernel?)")
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in _GUARDED:
             flag(node, f"rebinds {node.name}")
     return sorted(set(flags), key=lambda f: (f.line, f.why))
@@ -230,6 +401,115 @@ def _bound(source: str) -> set[str]:
         n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
 
 
+#: functions of literals a value worked out by hand may use (``math.exp(0.5 * 3)``, ``max(0.3, 0.5)``)
+_PURE = {"max", "min", "abs", "round", "float", "int", "bool", "str", "sum", "pow", "len"}
+_PURE_MODULES = {"math", "np", "numpy", "check"}
+
+
+def _module_level(tree: ast.AST):
+    """The nodes of ``tree`` outside function, lambda and class bodies and comprehensions (their names are local);
+    ``global`` statements from anywhere."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
+                                  ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                yield from (n for n in ast.walk(child) if isinstance(n, ast.Global))
+            else:
+                todo.append(child)
+
+
+def _by_hand(tree: ast.Module, known: set[str], why: bool = False):
+    """Whether the cell ``tree`` only assigns values worked out by hand: names bound to constants, arithmetic,
+    names of the lab's cells, ``check``/``math``/``np`` constants and :data:`_PURE` functions of those. With ``why``:
+    ``(line, what)`` of the first thing that is not, or None."""
+    local = set(known)
+
+    def expr_ok(e: ast.AST) -> str | None:
+        for n in ast.walk(e):
+            if isinstance(n, ast.Call):
+                f = n.func
+                if not ((isinstance(f, ast.Name) and f.id in _PURE) or
+                        (isinstance(f, ast.Attribute) and _root(f) in _PURE_MODULES - {"check"}
+                         and isinstance(f.value, ast.Name))):
+                    return f"calls {ast.unparse(f)[:40]}"
+            elif isinstance(n, ast.Attribute):
+                if not (isinstance(n.value, ast.Name) and n.value.id in _PURE_MODULES):
+                    return f"reads {ast.unparse(n)[:40]}"
+            elif isinstance(n, ast.Name):
+                if n.id not in local and n.id not in _PURE and n.id not in _PURE_MODULES:
+                    return f"uses {n.id}, a name no lab cell binds"
+            elif not isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Tuple,
+                                    ast.List, ast.Set, ast.operator, ast.unaryop, ast.boolop, ast.cmpop,
+                                    ast.expr_context, ast.keyword)):
+                return f"uses {type(n).__name__}"
+        return None
+
+    for st in tree.body:
+        if isinstance(st, ast.Pass) or (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)):
+            continue
+        if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and st.value is not None:
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            if all(isinstance(n, (ast.Name, ast.Tuple, ast.Store)) for t in targets for n in ast.walk(t)):
+                bad = expr_ok(st.value)
+                if bad is None:
+                    local.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+                    continue
+                return (st.lineno, bad) if why else False
+        if why:
+            return st.lineno, f"a {type(st).__name__} statement"
+        return False
+    return None if why else True
+
+
+def _blank(tree: ast.Module, handout: dict) -> bool:
+    """Whether the answer cell ``tree`` is its ``handout`` cell with constants for the answers (``x = ...``, ``x = 0``):
+    not answered, nothing to read."""
+    try:
+        given = {ast.dump(st) for st in ast.parse(_key(handout)[1]).body}
+    except SyntaxError:
+        given = set()
+    return all(isinstance(st, ast.Pass)
+               or (isinstance(st, (ast.Assign, ast.Expr)) and isinstance(st.value, ast.Constant))
+               for st in tree.body if ast.dump(st) not in given)
+
+
+def _calls(tree: ast.AST, attr: str) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == attr
+               for n in ast.walk(tree))
+
+
+#: what a mechanism the student writes has no need of: rounding and remainders (a release that carries the data in
+#: its digits, gamer34's steganographic Laplace)
+_ROUNDING = {"floor", "ceil", "round", "rint", "around", "trunc", "fix", "mod", "fmod", "remainder", "divmod",
+             "modf", "frexp", "ldexp", "nextafter", "tobytes", "hex", "view", "float_power"}
+
+
+def _mechanism(tree: ast.AST) -> list[tuple[int, str]]:
+    """In a function the student defines: rounding or remainders, and comparisons with the lab's public constants
+    (``np.array_equal(x, check.Q2_DATA)``: a mechanism that recognises the grader's input)."""
+    found = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        for n in ast.walk(fn):
+            f = n.func if isinstance(n, ast.Call) else None
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name in _ROUNDING or (isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Mod, ast.FloorDiv))):
+                found.append((n.lineno, f"rounds or takes a remainder inside {getattr(fn, 'name', 'a lambda')} "
+                                        "(a release that hides the data in its digits?)"))
+            constants = [a for a in ast.walk(n) if isinstance(a, ast.Attribute) and _root(a) == "check"
+                         and a.attr.isupper()] if isinstance(n, (ast.Compare, ast.Call)) else []
+            if constants and (isinstance(n, ast.Compare) or name in ("array_equal", "array_equiv", "allclose",
+                                                                     "isclose", "equal", "hash", "all", "any")):
+                found.append((n.lineno, f"compares with the lab's public data {ast.unparse(constants[0])} inside "
+                                        f"{getattr(fn, 'name', 'a lambda')} (does it recognise the grader's input?)"))
+    return found
+
+
+
 def compare_notebook(submission: str | Path, student: str | Path, solution: str | Path | None = None) -> list[Flag]:
     """The structural deviations of ``submission`` from the built student notebook ``student`` it came from.
 
@@ -240,8 +520,15 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
     * each check cell ``grader.check("qN")`` is there exactly once, as a code cell, with its grading mark
       ``{"otter": {"tests": ["qN"]}}``, right after its question's answer cell; no other cell carries a mark;
     * no cell has the ``otter_ignore`` tag or an ``ignore`` key in its metadata;
-    * no cell the student wrote deletes (``del``) or assigns a name the lab's reveal cells bind (the objects the
-      hidden tests of a predict question look for).
+    * no cell the student wrote deletes (``del``) or assigns, at module level, a name the lab's reveal cells bind
+      (the objects the hidden tests of a predict question look for; a local of the student's function is not one);
+    * the answer cells (gamer34): where the solution's answer is a value worked out by hand or predicted (constants,
+      arithmetic, the lab's names, ``math``/``check`` constants, ``max``/``min``/``abs`` …), the student's must be
+      one too: a library call, a scratch session or classroom, an import or a read of another object is flagged;
+      where the solution simulates (calls ``.release``) and the answer cell, answered, does not; a function the
+      student wrote that rounds or takes remainders (a release hiding the data in its digits) or compares with a
+      public constant ``check.NAME`` (recognising the grader's input); a call of a public check ``check.qN`` in a
+      cell the student wrote (an oracle search).
 
     Each deviation is a :class:`Flag` whose ``cell`` is the submission's cell index (where a lab cell is missing:
     where it was expected).
@@ -303,18 +590,62 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
             flags.append(Flag(j, 0, "a cell other than a check cell carries a grading mark", _key(c)[1][:80]))
     reveal = set().union(*[_bound(_key(c)[1]) for c in ref if _REVEAL_TAG in c.get("metadata", {}).get("tags", [])
                            and c.get("cell_type") == "code"])
+    known = set().union(*[_bound(_key(c)[1]) for c in ref if c.get("cell_type") == "code"])
+    trees: dict[int, ast.Module] = {}
     for j, c in enumerate(sub):
         if j in lab_at or c.get("cell_type") != "code":
             continue
         try:
-            tree = ast.parse("\n".join(x for x in _key(c)[1].splitlines() if not x.lstrip().startswith(("%", "!"))))
+            trees[j] = tree = ast.parse(ipython_lines(_key(c)[1])[0])
         except SyntaxError:
             continue
-        for node in ast.walk(tree):
+        text = _key(c)[1].splitlines()
+        for node in _module_level(tree):
             if isinstance(node, ast.Name) and node.id in reveal and isinstance(node.ctx, (ast.Del, ast.Store)):
                 verb = "deletes" if isinstance(node.ctx, ast.Del) else "assigns"
                 flags.append(Flag(j, node.lineno, f"{verb} {node.id}, an object of the lab's reveal cells",
-                                  _key(c)[1].splitlines()[node.lineno - 1].strip()))
+                                  text[node.lineno - 1].strip()))
+            elif isinstance(node, ast.Global) and reveal & set(node.names):
+                flags.append(Flag(j, node.lineno, f"declares {', '.join(sorted(reveal & set(node.names)))} global, "
+                                                  "an object of the lab's reveal cells", text[node.lineno - 1].strip()))
+        for node in ast.walk(tree):  # the master notebook's check cells call check.qN; a student's cell has no need
+            name = (node.attr if isinstance(node, ast.Attribute) and _root(node) == "check" else
+                    fold(node.args[1]) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "getattr" and len(node.args) > 1 and _root(node.args[0]) == "check" else None)
+            if name and re.fullmatch(r"q\d+\w*", name):
+                flags.append(Flag(j, node.lineno, f"calls the public check check.{name} in a cell the student wrote "
+                                                  "(an oracle search?)", text[node.lineno - 1].strip()))
+        flags += [Flag(j, ln, why, text[ln - 1].strip() if 0 < ln <= len(text) else "") for ln, why in _mechanism(tree)]
+    sol = {c.get("id"): c for c in (_cells(solution) if solution is not None else []) if c.get("id")}
+    # a name the student's code binds beyond an answer cell's own answers does not count as the lab's: a value computed
+    # in an added cell and passed through ``eps = scratch.spent`` is not worked out by hand
+    handout = {q: _bound(_key(ref[i - 1])[1]) for q, i in questions.items() if i >= 1}
+    tainted: set[str] = set()
+    for j, tree in trees.items():
+        after = _CHECK_CELL.fullmatch(_key(sub[j + 1])[1]) if j + 1 < len(sub) else None
+        own = handout.get(after.group(1), set()) if after else set()
+        tainted |= {n.id for n in _module_level(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - own
+    for q, i in questions.items():
+        answer = ref[i - 1] if i >= 1 and _ANSWER_TAG in ref[i - 1].get("metadata", {}).get("tags", []) else None
+        given = [j - 1 for j, c in enumerate(sub) if j >= 1 and _CHECK_CELL.fullmatch(_key(c)[1]) and
+                 _CHECK_CELL.fullmatch(_key(c)[1]).group(1) == q and j - 1 in trees]
+        if answer is None or answer.get("id") not in sol or not given:
+            continue
+        try:
+            model = ast.parse(_key(sol[answer["id"]])[1])
+        except SyntaxError:
+            continue
+        for j in given:
+            tree, text = trees[j], _key(sub[j])[1].splitlines()
+            if _by_hand(model, known):
+                bad = _by_hand(tree, known - tainted, why=True)
+                if bad:
+                    flags.append(Flag(j, bad[0], f"the answer cell of {q} computes ({bad[1]}) where the lab's answer "
+                                                 "is worked out by hand or predicted (library call, scratch run, "
+                                                 "copied value?)", text[bad[0] - 1].strip()))
+            if _calls(model, "release") and not _calls(tree, "release") and not _blank(tree, answer):
+                flags.append(Flag(j, 1, f"the answer cell of {q} makes no release where the lab's solution "
+                                        "simulates (a made-up simulation?)", (text or [""])[0].strip()))
     return sorted(set(flags), key=lambda f: (f.cell, f.line, f.why))
 
 
