@@ -479,9 +479,10 @@ class CuratorExplorer(w.VBox):
         if ys.min is not None and ys.max is not None and ys.min <= lo and hi <= ys.max \
                 and ys.max - ys.min <= 2 * span:
             return
-        pad = Y_PAD * span
+        # slack above, and below 0 only in proportion to how far the values reach under it (a band of ±2 standard
+        # errors dips a little below an empty bin's 0: a span-wide pad there drew a needless negative tick)
         with ys.hold_sync():
-            ys.min, ys.max = (lo - pad if lo < 0 else lo), hi + pad
+            ys.min, ys.max = lo * (1 + NEG_PAD), hi + Y_PAD * span
 
     def _readout_html(self, release: Release, b: Budgeted, pol: Policy) -> str:
         """ε, θ in data units, the two sensitivities (the query's, the measured strategy's) and the error."""
@@ -599,8 +600,9 @@ Explorer = CuratorExplorer
 
 #: how far (a factor, on log axes) the error–θ plot reaches beyond its points
 LOG_PAD = 1.3
-#: the slack (a share of the values' span) the bars' pinned y scale leaves above the values (and below negative ones)
-Y_PAD = 0.08
+#: the slack the bars' pinned y scale leaves above the values (a share of their span) and below negative ones (a share
+#: of how far under 0 they reach: two ε-slider steps, each ×10^0.05 on the standard error, fit in 30%)
+Y_PAD, NEG_PAD = 0.08, 0.3
 #: the share of its bin a bar covers, true and noisy (as the Bars' paddings 0.05 and 0.45 draw equal bins)
 TRUE_WIDTH, NOISY_WIDTH = 0.95, 0.55
 
