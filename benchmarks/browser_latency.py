@@ -3,6 +3,11 @@
 Command: ``.venv/bin/python -m benchmarks.browser_latency [--repeats N]``. Needs the dev extras and
 ``/usr/bin/chromium``; it starts its own JupyterLab on loopback (the browser tests' ``Lab``) and stops it.
 
+``--only epsilon --against PATH [--rounds R]``: the explorer's ε slider rows alone, before and after in one run — two
+JupyterLabs whose kernels import ``blowfish_nb`` from ``PATH`` (e.g. ``/work/main``) and from this checkout, one
+quickstart page each in the same Chromium, measured in alternating blocks of ``--repeats`` key steps (the order
+swapped every round), so both sides see the same load; written to ``results/browser_latency_epsilon_ab.md``.
+
 Every figure is timed inside the page. A capture-phase listener stores the ``timeStamp`` of the real input event
 (``keydown`` on a slider handle, ``mousedown`` of a click) that Playwright sends; a ``MutationObserver`` on the
 widget's root notes when the state the action leads to is reached (the readout, bars, canvas or budget label
@@ -86,7 +91,14 @@ TEXT = "() => document.querySelector({sel!r}).innerText"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7, help="measured repetitions per action (after 1 warm-up)")
+    parser.add_argument("--only", choices=["epsilon"], help="only the explorer's ε slider (quickstart page)")
+    parser.add_argument("--against", metavar="PATH", help="with --only epsilon: a checkout to compare with, in the "
+                                                          "same run (its kernels import blowfish_nb from PATH)")
+    parser.add_argument("--rounds", type=int, default=3, help="with --against: alternating blocks per side")
     args = parser.parse_args()
+    if args.only == "epsilon":
+        _epsilon_ab(args.repeats, args.rounds, args.against)
+        return
 
     rows: list[list[object]] = []
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
@@ -206,6 +218,85 @@ def _analyst(page, lab: Lab, repeats: int) -> list[list[object]]:
     runs = _measure(page, ANALYST, "mousedown", state, None, lambda: run.click(), repeats, check=released)
     rows.append(_row("analyst: click Run (budget label, history, comparison plot)", runs, base))
     return rows
+
+
+# -- the ε slider alone, before and after in one run ---------------------------------------------------------
+RESULTS_AB = Path(__file__).parent / "results" / "browser_latency_epsilon_ab.md"
+HERE = Path(__file__).resolve().parents[1]
+
+
+def _epsilon_ab(repeats: int, rounds: int, against: str | None) -> None:
+    sides = [("this checkout", str(HERE))] + ([("against " + against, str(Path(against).resolve()))] if against else [])
+    samples: dict[str, list] = {name: [] for name, _ in sides}
+    bases: dict[str, list] = {name: [] for name, _ in sides}
+    loads = [os.getloadavg()]
+    labs, pages = {}, {}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            for i, (name, path) in enumerate(sides):
+                old = os.environ.get("PYTHONPATH")
+                os.environ["PYTHONPATH"] = path  # the server's kernels inherit it: blowfish_nb from that checkout
+                try:
+                    labs[name] = lab = Lab(Path(tmp) / f"side{i}")
+                finally:
+                    os.environ.pop("PYTHONPATH") if old is None else os.environ.__setitem__("PYTHONPATH", old)
+                _append_baseline(lab.root / "quickstart.ipynb")
+                page = pages[name] = browser.new_context(viewport={"width": 1400, "height": 1100}).new_page()
+                page.set_default_timeout(60_000)
+                open_notebook(page, lab, "quickstart.ipynb")
+                run_all(page)
+                page.wait_for_function(f"() => document.querySelectorAll('{BARS}').length >= 100", timeout=180_000)
+                page.wait_for_selector(f"{BASELINE} button")
+                page.wait_for_timeout(2000)  # the deferred mechanism choice after the first draw
+            readout = TEXT.format(sel=f"{EXPLORER} .blowfish-readout")
+            state = f"() => [({readout})(), ({HEIGHTS})()]"
+            for r in range(rounds):
+                order = sides if r % 2 == 0 else sides[::-1]
+                for name, _ in order:
+                    page = pages[name]
+                    page.bring_to_front()
+                    bases[name] += _baseline(page, repeats)
+                    loc = page.locator(f"{EXPLORER} .blowfish-epsilon .noUi-handle")
+                    loc.scroll_into_view_if_needed()
+                    it = iter(["ArrowLeft", "ArrowRight"] * (repeats + 1))
+
+                    def act(loc=loc, it=it, page=page):
+                        loc.focus()
+                        page.keyboard.press(next(it))
+                    samples[name] += _measure(page, EXPLORER, "keydown", state, None, act, repeats)
+                loads.append(os.getloadavg())
+            versions = pages[sides[0][0]].evaluate("() => [window.jupyterapp.version, navigator.userAgent]")
+        finally:
+            browser.close()
+            for lab in labs.values():
+                lab.stop()
+    rows = []
+    for name, _ in sides:
+        rows.append(_row(f"baseline: Button click → Python → Label ({name})", bases[name], None))
+        rows.append(_row(f"explorer: ε slider, one key step ({name})", samples[name], _median(bases[name])))
+    lab_version, agent = versions
+    chromium = agent.split("Chrome/")[-1].split()[0] if "Chrome/" in agent else agent
+    table = markdown_table(
+        ["browser action", "reached", "state reached, median ms", "settled, median ms", "settled, max ms",
+         "settled × baseline", "issue 28 goal, settled ms", "settled median meets it"],
+        [row[:-1] for row in rows],
+    )
+    text = "\n\n".join([
+        "# The explorer's ε slider, before and after in one run (JupyterLab, Chromium)",
+        f"Command: `.venv/bin/python -m benchmarks.browser_latency --only epsilon --repeats {repeats} --rounds "
+        f"{rounds}" + (f" --against {against}`" if against else "`") + f". JupyterLab {lab_version}, headless "
+        f"Chromium {chromium}, Python {platform.python_version()}, {os.cpu_count()} cores shared with other work; "
+        f"git `{_commit()}`. Load average (1, 5, 15 min) at the start and after each round: "
+        + "; ".join(", ".join(f"{v:.2f}" for v in load) for load in loads) + ".",
+        f"One JupyterLab per side (its kernels import `blowfish_nb` from that side's checkout), one quickstart page "
+        f"each in the same Chromium; {rounds} rounds, each measuring {repeats} ε key steps (after one warm-up) on "
+        "every side, the order swapped every round. Timed in the page as in `browser_latency.md` (input event → "
+        f"readout and bars changed = *state reached*; last DOM change before {QUIET_MS} ms without one = "
+        "*settled*); the baseline is the trivial ipywidgets round trip in the same page.",
+        table,
+    ])
+    publish(RESULTS_AB, text)
 
 
 # -- measuring -----------------------------------------------------------------------------------------------

@@ -436,17 +436,20 @@ class CuratorExplorer(w.VBox):
         self.release, self._budget = release, b
         self.true_answers = pd.Series(truth, index=b.plan.query.labels, name=f"true {query}")
         se = math.sqrt(release.expected_error)
+        noisy = release.answers.to_numpy()
+        band = np.vstack([truth - 2 * se, truth + 2 * se])
+        # the y scale first (one message, and only when it must move): a marks' change then redraws that mark alone
+        self._fit_y(min(0.0, float(band[0].min()), float(noisy.min())), max(float(band[1].max()), float(noisy.max())))
         with self.figure.hold_sync():
             self.true_bars.x = self._centers
             self.true_bars.y = truth
             self.noisy_bars.x = self._centers
-            self.noisy_bars.y = release.answers.to_numpy()
+            self.noisy_bars.y = noisy
             if self._unequal:
                 self.true_areas.x, self.true_areas.y = bar_outline(self._edges, truth, TRUE_WIDTH)
-                self.noisy_areas.x, self.noisy_areas.y = bar_outline(self._edges, release.answers.to_numpy(),
-                                                                     NOISY_WIDTH)
+                self.noisy_areas.x, self.noisy_areas.y = bar_outline(self._edges, noisy, NOISY_WIDTH)
             self.band.x = self._centers
-            self.band.y = np.vstack([truth - 2 * se, truth + 2 * se])
+            self.band.y = band
             self.y_axis.label = "count" if query == "histogram" else "cumulative count"
             self.figure.title = f"{query} of {self._column}: true (grey) vs noisy (blue)"
         self.readout.value = self._readout_html(release, b, pol) + (PROVISIONAL if b.table is None else "")
@@ -461,6 +464,25 @@ class CuratorExplorer(w.VBox):
         self.canvas.workload = b.plan.query.workload
         self._update_tradeoff(query)
         self._on_brush(None)
+
+    def _fit_y(self, lo: float, hi: float) -> None:
+        """Pin the bars' y scale to cover [lo, hi], moving it only when the values leave it or fill under half of it.
+
+        Left free, bqplot re-fits the scale to every new array it is sent, and a
+        new domain redraws every mark on it and the axis: an ε step (new noisy
+        bars, a new band) redrew the true bars and the axis twice over. Pinned
+        with some slack, a step back and forth along the ε slider moves nothing
+        but the two marks whose values changed (issue 28: ε → settled view).
+        """
+        ys = self.true_bars.scales["y"]
+        span = max(hi - lo, 1e-9)
+        if ys.min is not None and ys.max is not None and ys.min <= lo and hi <= ys.max \
+                and ys.max - ys.min <= 2 * span:
+            return
+        # slack above, and below 0 only in proportion to how far the values reach under it (a band of ±2 standard
+        # errors dips a little below an empty bin's 0: a span-wide pad there drew a needless negative tick)
+        with ys.hold_sync():
+            ys.min, ys.max = lo * (1 + NEG_PAD), hi + Y_PAD * span
 
     def _readout_html(self, release: Release, b: Budgeted, pol: Policy) -> str:
         """ε, θ in data units, the two sensitivities (the query's, the measured strategy's) and the error."""
@@ -578,6 +600,9 @@ Explorer = CuratorExplorer
 
 #: how far (a factor, on log axes) the error–θ plot reaches beyond its points
 LOG_PAD = 1.3
+#: the slack the bars' pinned y scale leaves above the values (a share of their span) and below negative ones (a share
+#: of how far under 0 they reach: two ε-slider steps, each ×10^0.05 on the standard error, fit in 30%)
+Y_PAD, NEG_PAD = 0.08, 0.3
 #: the share of its bin a bar covers, true and noisy (as the Bars' paddings 0.05 and 0.45 draw equal bins)
 TRUE_WIDTH, NOISY_WIDTH = 0.95, 0.55
 
