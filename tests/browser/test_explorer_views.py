@@ -150,6 +150,7 @@ def test_error_theta_plot_and_readouts_read_cleanly_at_1280x800(lab, page):
         assert not [d for d in eps01 + current if _overlap(legend, d)], (legend, current)
 
     # the tooltip shows rounded numbers
+    page.locator(TRADEOFF).first.scroll_into_view_if_needed()  # a hover off screen reaches nothing
     wait_until_still(page, TRADEOFF)
     dot = page.locator(f"{TRADEOFF} path.dot").nth(4).bounding_box()
     page.mouse.move(dot["x"] + dot["width"] / 2, dot["y"] + dot["height"] / 2)

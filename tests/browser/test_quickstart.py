@@ -29,6 +29,9 @@ def test_quickstart_explorer_epsilon_slider(lab, page):
 
     # drag the ε handle to the left (smaller ε, more noise); the slider reports on release
     handle = page.locator(".blowfish-epsilon .noUi-handle")
+    # Run All leaves the notebook scrolled to its last cell: the slider can be above the fold, where a press at its
+    # coordinates hits nothing (stop 34's first CI: the bars never changed). Bring it into view first.
+    handle.scroll_into_view_if_needed()
     wait_until_still(page, ".blowfish-epsilon .noUi-handle")  # the page has stopped reflowing: the press hits it
     box = handle.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
