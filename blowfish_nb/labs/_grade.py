@@ -119,6 +119,9 @@ def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, r
       the project's own tests), ``runs/4`` releases each: a mechanism that ignores ``rng``, or recognises one
       fixed generator, returns the same releases for all four (``"ignores rng"``); two size-2 calls must give two
       different rows (``"repeats"``);
+    * small calls are releases too: 300 calls of 1–4 releases each (sizes drawn at grading time, a generator each)
+      join the sample every later test reads, so a mechanism that adds its noise only to large batches (exact counts
+      when ``size == 1``) fails them (``"exact release"``, ``"law"``, …);
     * the noise must not depend on the data: with one generator seed (drawn at grading time), a histogram x′ of
       whole counts drawn at grading time must move every release by exactly x′ − x (``"depends on the data"``): a
       mechanism that behaves only on the graded histogram, or hides the counts in the digits of its noise, does not;
@@ -143,7 +146,7 @@ def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, r
     from scipy import stats
 
     x = np.asarray(x, dtype=float)
-    seeds = np.random.SeedSequence(seed).spawn(8)  # the first six as before stop 34 (spawn keys 0–5)
+    seeds = np.random.SeedSequence(seed).spawn(10)  # the first six as before stop 34 (spawn keys 0–5)
     part = max(runs // 4, 50)
     outs = []
     for s in seeds[:4]:
@@ -162,6 +165,10 @@ def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, r
         outs.append(out.astype(float))
     if any(np.array_equal(outs[0], o) for o in outs[1:]):
         return "ignores rng"
+    small = _small_calls(draw, x, seeds[8], seeds[9])  # how an analyst calls it: one release, or a few
+    if isinstance(small, str):
+        return small
+    outs.append(small)
     if not _moves_with_the_data(draw, x, seeds[6], seeds[7]):
         return "depends on the data"
     for s in seeds[4:6]:
@@ -231,6 +238,25 @@ def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, r
     if m > mad + ses * sd_abs / math.sqrt(dev.size):
         return "too much"
     return None
+
+
+def _small_calls(draw: Callable, x: np.ndarray, sizes_seed, seed, calls: int = 300) -> np.ndarray | str:
+    """The rows of ``calls`` calls ``draw(x, size, rng)`` with sizes 1–4 drawn from ``sizes_seed`` and a fresh generator
+    each (children of ``seed``), stacked; a verdict string when a call returns no numbers of the right shape."""
+    sizes = np.random.default_rng(sizes_seed).integers(1, 5, size=calls)
+    rows = []
+    for size, child in zip(sizes, np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key).spawn(calls)):
+        out = draw(x.copy(), int(size), np.random.default_rng(child))
+        if out is None:
+            return "none"
+        try:
+            out = np.asarray(out, dtype=float)
+        except (TypeError, ValueError):
+            return "not numbers"
+        if out.shape != (int(size), x.size):
+            return "shape"
+        rows.append(out)
+    return np.concatenate(rows)
 
 
 def _moves_with_the_data(draw: Callable, x: np.ndarray, pick, seed, size: int = 8) -> bool:
