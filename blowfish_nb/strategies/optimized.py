@@ -274,7 +274,7 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     pairs = any(p is not None for p in edges.pairs)
     active = bool((pairs or edges.bottom or edges.multi) and problem.error(fixed[0]) > 0)
     if active:
-        candidates += _templates(problem, policy, restarts, max_iter, rng, chosen, candidates)
+        candidates += _templates(problem, policy, restarts, max_iter, rng, chosen)
     best, scores = None, {}
 
     def consider(name, X):
@@ -352,13 +352,16 @@ FLAT_DEFAULT_COST = 2**28
 TOTAL_CELLS = 1024
 
 
-def _templates(problem, policy, restarts, max_iter, rng, chosen, fixed=()) -> list:
+def _templates(problem, policy, restarts, max_iter, rng, chosen, fixed=None) -> list:
     """(name, per-axis factors) of every optimised template in ``chosen`` that applies (None where one failed).
 
-    ``fixed``: (name, per-axis factors) already competing (the identity and the prefix sums); with the templates
-    fitted before it, they are the dense template's warm starts (:func:`_warm_start`).
+    ``fixed``: (name, per-axis factors) that compete anyway (None: the identity and the prefix sums, as in
+    :func:`optimize`); with the templates fitted before it, they are the dense template's warm starts
+    (:func:`_warm_start`).
     """
     edges, shape = problem.edges, problem.shape
+    if fixed is None:
+        fixed = [("identity", [np.eye(n) for n in shape]), ("prefix", [np.tril(np.ones((n, n))) for n in shape])]
     kron = None
     if "p-identity" in chosen or "dense" in chosen:  # the dense template starts from it
         kron = _guard(lambda: kron_pidentity(problem.terms, shape, restarts, max_iter, rng))
