@@ -244,3 +244,16 @@ def check_outputs(nb) -> list[tuple[str, str]]:
             text = "\n".join(o.get("data", {}).get("text/plain", "") + o.get("text", "") for o in cell.outputs)
             found.append((question, text))
     return found
+
+
+def lab_number(path: Path, numbers) -> str:
+    """Which of the labs ``numbers`` ("05", …) a built or submitted notebook belongs to (its ``Grader("labNN")``)."""
+    text = Path(path).read_text(encoding="utf-8")
+    return next(n for n in numbers if f'Grader(\\"lab{n}\\")' in text)
+
+
+def built_versions(built_labs, slug: str) -> tuple[Path, Path]:
+    """(student, solution) notebooks of ``slug`` from the ``built_labs`` fixture."""
+    folder = built_labs(slug) / slug
+    return folder / "student" / f"{slug}.ipynb", folder / "solution" / f"{slug}.ipynb"
+

@@ -16,7 +16,7 @@ import pytest
 
 from blowfish_nb.labs.scan import compare_notebook, find_reference, main
 
-from . import built_labs_fixture
+from . import built_labs_fixture, built_versions, lab_number
 
 built_labs = pytest.fixture(scope="session")(built_labs_fixture)
 FIXTURES = Path(__file__).parent / "fixtures" / "gamer33"
@@ -45,13 +45,10 @@ EXPECTED = {
 
 
 def _lab(path: Path) -> str:
-    text = path.read_text(encoding="utf-8")
-    return next(n for n in SLUGS if f'Grader(\\"lab{n}\\")' in text)
+    return lab_number(path, SLUGS)
 
 
-def _versions(built_labs, slug):
-    folder = built_labs(slug) / slug
-    return folder / "student" / f"{slug}.ipynb", folder / "solution" / f"{slug}.ipynb"
+_versions = built_versions
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
