@@ -275,13 +275,7 @@ def _epsilon_ab(repeats: int, rounds: int, against: str | None) -> None:
     for name, _ in sides:
         rows.append(_row(f"baseline: Button click → Python → Label ({name})", bases[name], None))
         rows.append(_row(f"explorer: ε slider, one key step ({name})", samples[name], _median(bases[name])))
-    lab_version, agent = versions
-    chromium = agent.split("Chrome/")[-1].split()[0] if "Chrome/" in agent else agent
-    table = markdown_table(
-        ["browser action", "reached", "state reached, median ms", "settled, median ms", "settled, max ms",
-         "settled × baseline", "issue 28 goal, settled ms", "settled median meets it"],
-        [row[:-1] for row in rows],
-    )
+    lab_version, chromium, table = _latency_table(rows, versions)
     text = "\n\n".join([
         "# The explorer's ε slider, before and after in one run (JupyterLab, Chromium)",
         f"Command: `.venv/bin/python -m benchmarks.browser_latency --only epsilon --repeats {repeats} --rounds "
@@ -384,15 +378,21 @@ def _row(label: str, samples: list[tuple[float, float]], base: float | None) -> 
             verdict(settled), samples]
 
 
-def _publish(rows, repeats: int, versions) -> None:
+def _latency_table(rows, versions) -> tuple[str, str, str]:
+    """(JupyterLab version, Chromium version, the rows as a markdown table) for a results page."""
     lab_version, agent = versions
     chromium = agent.split("Chrome/")[-1].split()[0] if "Chrome/" in agent else agent
-    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     table = markdown_table(
         ["browser action", "reached", "state reached, median ms", "settled, median ms", "settled, max ms",
          "settled × baseline", "issue 28 goal, settled ms", "settled median meets it"],
-        [r[:-1] for r in rows],
+        [row[:-1] for row in rows],
     )
+    return lab_version, chromium, table
+
+
+def _publish(rows, repeats: int, versions) -> None:
+    lab_version, chromium, table = _latency_table(rows, versions)
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     text = "\n\n".join([
         "# Latencies a user sees: browser action → settled DOM (JupyterLab, Chromium)",
         f"Command: `.venv/bin/python -m benchmarks.browser_latency --repeats {repeats}`. JupyterLab {lab_version}, "
