@@ -57,7 +57,8 @@ def reference_choice(W, pol, epsilon, candidates):
 
 
 def reference_epsilon(mechanism, W, pol, alpha, beta, draws=accuracy.DRAWS, seed=0):
-    """epsilon_for_accuracy as written before it remembered anything (closed form, else Monte-Carlo rounds)."""
+    """epsilon_for_accuracy as written before it remembered anything (closed form, else a first guess and
+    certifying Monte-Carlo rounds)."""
     terms = mechanism.single_terms(W, pol) if hasattr(mechanism, "single_terms") else None
     if terms is not None:
         count, delta = terms
@@ -65,10 +66,12 @@ def reference_epsilon(mechanism, W, pol, alpha, beta, draws=accuracy.DRAWS, seed
             return 1e-12
         return accuracy._single_term_epsilon(count, delta, alpha, beta)
     seeds = np.random.SeedSequence(seed).spawn(ROUNDS + 1)
-    z = upper_quantile(max_abs_errors(mechanism, W, pol, 1.0, draws, seeds[0]), 1 - beta)
-    if z == 0:
+    # the first guess: analytic where the mechanism knows its answers' variances (stop 34), else a round at ε = 1
+    epsilon = accuracy._analytic_guess(mechanism, W, pol, alpha, beta, draws, None)
+    if epsilon is None:
+        epsilon = upper_quantile(max_abs_errors(mechanism, W, pol, 1.0, draws, seeds[0]), 1 - beta) / alpha
+    if epsilon == 0:
         return 1e-12
-    epsilon = z / alpha
     for r in range(1, ROUNDS + 1):
         q = upper_quantile(max_abs_errors(mechanism, W, pol, epsilon, draws, seeds[r]), 1 - beta)
         if q <= alpha:
