@@ -45,7 +45,7 @@ from .domain import CategoricalAttribute, Domain
 from .exceptions import DomainError, InvalidParameterError
 from .mechanisms.sulq import ITERATIONS
 from .operators import Identity, Kron, Prefix, Workload
-from .ranges import Boxes, Ranges
+from .ranges import Boxes, Ranges, cut_blocks
 from .units import decimals, format_edge, format_edges
 from .workload import marginal
 
@@ -242,9 +242,9 @@ def _ranges(domain: Domain, ranges) -> Query:
     index = pd.Index(labels, name="range")
     if d == 1:
         W = Ranges(domain.size, lo[:, 0], hi[:, 0])
-        return Query("range", W, index, _cut_blocks(domain.size, lo[:, 0], hi[:, 0]))
+        return Query("range", W, index, cut_blocks(domain.size, lo[:, 0], hi[:, 0]))
     W = Boxes(domain.shape, lo, hi)
-    per_axis_blocks = [_cut_blocks(s, lo[:, a], hi[:, a]) for a, s in enumerate(domain.shape)]
+    per_axis_blocks = [cut_blocks(s, lo[:, a], hi[:, a]) for a, s in enumerate(domain.shape)]
     grids = np.meshgrid(*per_axis_blocks, indexing="ij")
     sizes = [int(b.max()) + 1 for b in per_axis_blocks]
     blocks = np.ravel_multi_index([g.reshape(-1) for g in grids], sizes)
@@ -265,15 +265,6 @@ def covered_bins(edges, lo: float, hi: float) -> tuple[int, int]:
     a = int(np.searchsorted(edges, lo, side="right")) - 1  # the bin holding lo
     b = int(np.searchsorted(edges, hi, side="left")) - 1   # the last bin starting below hi
     return a, b
-
-
-def _cut_blocks(k: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Block id per cell for the partition cut at every range's ends."""
-    cuts = np.zeros(k + 1, dtype=bool)
-    cuts[lo] = True
-    cuts[hi + 1] = True
-    cuts[0] = False
-    return np.cumsum(cuts[:k]).astype(np.intp)
 
 
 def _marginal(domain: Domain, keep) -> Query:
@@ -316,7 +307,7 @@ def _project_workload(q: Query) -> Workload:
     if isinstance(W, Boxes):
         sizes, lo, hi = [], [], []
         for a, s in enumerate(W.cell_shape):
-            b = _cut_blocks(s, W.lo[:, a], W.hi[:, a])
+            b = cut_blocks(s, W.lo[:, a], W.hi[:, a])
             sizes.append(int(b.max()) + 1)
             lo.append(b[W.lo[:, a]])
             hi.append(b[W.hi[:, a]])

@@ -16,7 +16,8 @@ from ._validation import as_generator
 from .exceptions import InvalidParameterError
 from .operators import Identity, Kron, Prefix, Total, Workload
 
-__all__ = ["Ranges", "Boxes", "all_ranges", "random_ranges", "ranges_2d", "as_ranges", "axis_ranges", "ALL_RANGES_LIMIT"]
+__all__ = ["Ranges", "Boxes", "all_ranges", "random_ranges", "ranges_2d", "as_ranges", "axis_ranges", "cut_blocks",
+           "ALL_RANGES_LIMIT"]
 
 ALL_RANGES_LIMIT = 4096
 
@@ -242,3 +243,19 @@ def _sorted(a: np.ndarray) -> np.ndarray:
     """``a`` sorted; ``a`` itself when it already is (a cumulative workload's ends: an O(q) check, not a sort,
     on each of the many edge chunks a sensitivity scan passes through)."""
     return a if a.size < 2 or bool((a[1:] >= a[:-1]).all()) else np.sort(a)
+
+
+def cut_blocks(k: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Block id per cell of ``k`` for the partition cut at every range's ends (cells no range end separates share one).
+
+    Examples
+    --------
+    >>> cut_blocks(8, np.array([0, 2]), np.array([4, 5])).tolist()
+    [0, 0, 1, 1, 1, 2, 3, 3]
+    """
+    cuts = np.zeros(k + 1, dtype=bool)
+    cuts[lo] = True
+    cuts[hi + 1] = True
+    cuts[0] = False
+    return np.cumsum(cuts[:k]).astype(np.intp)
+

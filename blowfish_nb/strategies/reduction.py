@@ -58,7 +58,7 @@ import scipy.sparse as sp
 
 from ..operators import Matrix, Workload
 from ..policy import Constrained, Policy, project
-from ..ranges import Ranges, as_ranges
+from ..ranges import Ranges, as_ranges, cut_blocks
 from .optimized import DenseFactor, FactoredStrategy
 
 __all__ = ["Reduction", "reduce_workload", "column_classes", "lift", "lift_factor"]
@@ -116,11 +116,7 @@ def column_classes(workload: Workload) -> np.ndarray | None:
     """
     r = as_ranges(workload)
     if r is not None:
-        cuts = np.zeros(r.k + 1, dtype=bool)
-        cuts[r.lo] = True
-        cuts[r.hi + 1] = True
-        cuts[0] = False
-        ids = np.cumsum(cuts[: r.k]).astype(np.intp)
+        ids = cut_blocks(r.k, r.lo, r.hi)  # the blocks the plan's projection uses too (queries)
     elif type(workload) is Matrix:
         ids = _equal_columns(workload.A)
     else:
