@@ -150,19 +150,10 @@ def laplace_noise_verdict(draw: Callable, x: Sequence[float], scale: float, *, r
     part = max(runs // 4, 50)
     outs = []
     for s in seeds[:4]:
-        out = draw(x.copy(), part, np.random.default_rng(s))
-        if out is None:
-            return "none"
-        if type(out) is not np.ndarray:
-            try:
-                out = np.asarray(out, dtype=float)
-            except (TypeError, ValueError):
-                return "not numbers"
-        if out.dtype.kind not in "iuf":
-            return "not numbers"
-        if out.shape != (part, x.size):
-            return "shape"
-        outs.append(out.astype(float))
+        out = _releases(draw, x, part, np.random.default_rng(s))
+        if isinstance(out, str):
+            return out
+        outs.append(out)
     if any(np.array_equal(outs[0], o) for o in outs[1:]):
         return "ignores rng"
     small = _small_calls(draw, x, seeds[8], seeds[9])  # how an analyst calls it: one release, or a few
@@ -246,17 +237,29 @@ def _small_calls(draw: Callable, x: np.ndarray, sizes_seed, seed, calls: int = 3
     sizes = np.random.default_rng(sizes_seed).integers(1, 5, size=calls)
     rows = []
     for size, child in zip(sizes, np.random.SeedSequence(seed.entropy, spawn_key=seed.spawn_key).spawn(calls)):
-        out = draw(x.copy(), int(size), np.random.default_rng(child))
-        if out is None:
-            return "none"
+        out = _releases(draw, x, int(size), np.random.default_rng(child))
+        if isinstance(out, str):
+            return out
+        rows.append(out)
+    return np.concatenate(rows)
+
+
+def _releases(draw: Callable, x: np.ndarray, size: int, rng) -> np.ndarray | str:
+    """``draw(x, size, rng)`` as a float array of ``size`` rows, or why it is not one ("none", "not numbers",
+    "shape")."""
+    out = draw(x.copy(), size, rng)
+    if out is None:
+        return "none"
+    if type(out) is not np.ndarray:
         try:
             out = np.asarray(out, dtype=float)
         except (TypeError, ValueError):
             return "not numbers"
-        if out.shape != (int(size), x.size):
-            return "shape"
-        rows.append(out)
-    return np.concatenate(rows)
+    if out.dtype.kind not in "iuf":
+        return "not numbers"
+    if out.shape != (size, x.size):
+        return "shape"
+    return out.astype(float)
 
 
 def _moves_with_the_data(draw: Callable, x: np.ndarray, pick, seed, size: int = 8) -> bool:
