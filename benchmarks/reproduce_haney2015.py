@@ -23,6 +23,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -176,7 +180,7 @@ def main() -> None:
     pols = {"dp": policy.dp(dom), "g1": policy.line(dom), "g4": policy.threshold(dom, 4)}
     hist = workload.identity(K)
     ranges = random_ranges(K, 10_000, rng=2015)
-    raw = {"runs": RUNS, "blocks": {}}
+    raw = {"runs": RUNS, "blocks": {}, "run": _run_start()}
     kept = json.loads(RAW.read_text()) if set(args.blocks) != set(BLOCKS) else None
     if kept is not None:  # figures of the blocks not re-run, as they were
         raw["blocks"] = {b: kept["blocks"][b] for b in BLOCKS if b not in args.blocks}
@@ -235,9 +239,37 @@ def main() -> None:
         for key in (BEFORE, DECAY, CLAIM):
             if old.get(key):
                 raw[key] = old[key]
+    raw["run"].update(end=_utc(), load_end=_load())
     RAW.parent.mkdir(exist_ok=True)
     RAW.write_text(json.dumps(raw, indent=1))
     render(json.loads(RAW.read_text()))
+
+
+def _utc() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+
+
+def _load() -> list[float]:
+    return [round(v, 2) for v in os.getloadavg()]
+
+
+def _run_start() -> dict:
+    """What the page says about the run that produced it: the command, when, and how loaded the machine was."""
+    env = " ".join(f"{v}={os.environ[v]}" for v in ("OPENBLAS_NUM_THREADS", "BLOWFISH_DATA") if v in os.environ)
+    command = " ".join(filter(None, [env, "python -m benchmarks.reproduce_haney2015", shlex.join(sys.argv[1:])]))
+    return {"command": command, "start": _utc(), "load_start": _load()}
+
+
+def run_paragraph(run: dict | None) -> str:
+    """The page's sentence on the run behind its figures (kept in the raw results, so ``--render`` keeps it)."""
+    if not run:
+        return "The raw results do not record when or how they were run (a run before this was recorded)."
+    loads = "/".join(f"{v:g}" for v in run["load_start"])
+    end = f"–{run['end']}" if run.get("end") else ""
+    tail = f", {'/'.join(f'{v:g}' for v in run['load_end'])} at the end" if run.get("load_end") else ""
+    note = f" {run['note']}" if run.get("note") else ""
+    return (f"This run: `{run['command']}`, {run['start']}{end}; load average (1/5/15 min) {loads} at the start"
+            f"{tail}.{note}")
 
 
 def _kept_from(kept, rerun) -> str:
@@ -377,6 +409,7 @@ def render(raw) -> None:
         "random boxes per grid; DP baselines at ε/2, Blowfish at ε. Every released noise draw is discrete Laplace "
         "(whole-number noise of variance 1/(2 sinh²(1/(2b))) for scale b, slightly below the continuous 2b²); the "
         "exact figures use that variance.",
+        run_paragraph(raw.get("run")),
         "**Which DAWA this is.** Since issue 25 every DAWA here (DAWA (DP) and the Transformed+DAWA variants) "
         "partitions with PrivTree (`mechanisms/privtree.py`: one noisy split decision per node of a binary tree, a "
         "depth bias of λ ln 2 per level, privacy independent of the depth, derived in its docstring, checked exactly "
