@@ -75,15 +75,29 @@ def lower_bound(workload, policy: Policy, epsilon: float, delta: float | None = 
         S = _rows(workload)
         M = S @ L @ S.T
         M = np.asarray(M.toarray() if sp.issparse(M) else M, dtype=float)
-        sing = np.sqrt(np.clip(np.linalg.eigvalsh((M + M.T) / 2), 0, None))
+        sing = np.sqrt(_nonzero(np.linalg.eigvalsh((M + M.T) / 2)))
     else:
         G = _gram(workload)
         vals, vecs = np.linalg.eigh(L.toarray())
-        root = (vecs * np.sqrt(np.clip(vals, 0, None))) @ vecs.T
-        sing = np.sqrt(np.clip(np.linalg.eigvalsh(root @ G @ root), 0, None))
+        root = (vecs * np.sqrt(_nonzero(vals))) @ vecs.T
+        sing = np.sqrt(_nonzero(np.linalg.eigvalsh(root @ G @ root)))
     factor = noise.variance(1.0 / epsilon) if delta is None else 2 * math.log(2 / delta) / epsilon**2
     total = factor * sing.sum() ** 2 / m
     return float(total / workload.shape[0])
+
+
+def _nonzero(vals: np.ndarray) -> np.ndarray:
+    """Eigenvalues of a PSD matrix with round-off set to zero.
+
+    A null eigenvalue comes back as ±1e-16 or so; clipped at 0 and square-rooted it would add ~1e-8 per null
+    direction to the singular-value sum, i.e. the bound would round *up*. Anything below the eigensolver's backward
+    error (size × machine epsilon × the largest eigenvalue) is zero here, so the bound can only round down.
+    """
+    vals = np.asarray(vals, dtype=float)
+    if vals.size == 0:
+        return vals
+    tol = vals.size * np.finfo(float).eps * max(float(np.abs(vals).max()), 0.0)
+    return np.where(vals > tol, vals, 0.0)
 
 
 def _rows(workload):
