@@ -41,12 +41,23 @@ depends on the data, so the choice is made privately, with a small share
   than it is, while cells of 80–900 tweets among empty ones (the 64 × 64
   grid at ε = 0.1, merged with them at 3 × Laplace's error) looked cheap
   (0.57τ). B charges a lone cell up to ≈ 20c² (the tangent at C) and a cell
-  inside a run nothing; N charges a dense cell its bucket's noise. The
-  scripted comparison (``benchmarks/dawa_choice.py`` → ``dawa_choice.md``:
-  7 DPBench sets × 3 ε under DP and under the line with
-  Transformed+Laplace, and the tweets) has E on the right side of τ in all
-  cells but one tie; S was wrong in 5. The model's constants (c, C, e_B, the
-  ½ at C) are the partition's public parameters, none fitted to data.
+  inside a run nothing; N charges a dense cell its bucket's noise (every
+  cell a bucket of its own: E = τ/(1 − R)² ≈ 1.78τ, what DAWA pays there).
+  The model's constants (c, C, e_B, the ½ at C)
+  are the partition's public parameters, none fitted to data.
+  Checked (issue 25, stop 35): ``benchmarks/dawa_choice.py`` → ``dawa_choice.md``,
+  E is on the side of τ where the measured DAWA/Laplace (PartitionFirst on
+  the grid) lies in all 24 cells (7 DPBench sets × 3 ε under DP, the tweets
+  under G¹), S in 22; ``benchmarks/dawa_adaptive_ab.py`` →
+  ``dawa_adaptive_ab.md`` (stop 34's code against this one in one run, exact
+  choice probabilities, 10 paired releases): SEARCHLOGS at ε = 0.1 206 → 111
+  under DP (1.033 → 0.556 × Laplace) and 413 → 173 under G¹ with
+  Transformed+Laplace as fallback, MEDCOST at ε = 1 under G¹ 3.52 → 1.23, the
+  tweets at ε = 0.1 2,275 → 828 (1.035 × Laplace, the fallback at ε′); no
+  cell above 1.035 × Laplace. Its price is under policies with cell edges,
+  where the comparison is noisier (below): sparse sets at small ε under G¹
+  go to the fallback with probability ≈ 10⁻⁴ (ADULTFRANK at ε = 0.01 +3.2%,
+  MEDCOST at 0.1 +1.2%).
 * **Why it is private: Δ_E = 2cg + e_B·min(1, 2/C), under every policy.**
   g = 1 for a policy whose edges all reach ⊥ (unbounded DP), else 2 (a
   neighbour moves one record: one count down, one up). Exact-arithmetic
@@ -97,10 +108,14 @@ depends on the data, so the choice is made privately, with a small share
   1.033 × Laplace), the cap 0.03 from k ≈ 2,000 down. An empty histogram
   (E = 0) then goes to the fallback with probability ½e^{−τ/b} ≤ ½k⁻², about
   a quarter of what DAWA itself pays on it at most. Under a policy with cell
-  edges (g = 2) c doubles and Laplace's τ quadruples, but B pays both changes
-  of a move: b/τ is about twice DP's, τ/ln k (Transformed's smaller τ under
-  the line: about 4 × DP's, 0.13τ at k = 4,096). ρ is public (k), so any
-  value keeps the argument above. "auto" offers Adaptive from
+  edges (g = 2) c doubles and Laplace's τ quadruples, and B pays both changes
+  of a move (Δ_E ≈ 4c): b/τ is DP's (0.061τ on the tweets). Against
+  Transformed's τ under the line (half Laplace's) it is twice that, 0.12–0.13τ
+  at k = 4,096 (stop 33's S: 0.03τ), and an empty histogram goes to the
+  fallback with probability ½e^{−τ/b} ≈ 10⁻⁴: measured, +3.2% on ADULTFRANK
+  at ε = 0.01. A ρ set per policy would remove that, but ρ is kept one
+  function of k (``budget_split`` states it from the workload alone). ρ is
+  public, so any value keeps the argument above. "auto" offers Adaptive from
   :data:`AUTO_MIN_CELLS` = 1,024 cells on: a dense histogram (every cell a
   bucket of its own) has E = τ/(1 − R)² ≈ 1.78τ (DAWA's own error on it,
   measured 1.84 × Laplace at k = 4,096 and ε = 1), 0.78τ above the threshold,

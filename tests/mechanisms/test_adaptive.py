@@ -103,7 +103,7 @@ def test_the_choice_passes_the_hunter(pol_name):
 def test_dense_histograms_go_to_laplace_and_sparse_ones_to_dawa():
     """Dense: every cell far above the split level C, a bucket of its own at ε₂ = 0.75ε′ (DAWA 1.78 × Laplace).
     (Poisson(2000) at ε = 0.01, cells of 2,000 against C ≈ 4,400, goes to DAWA since stop 35: its neighbours are
-    merged in pairs at little bias, and DAWA measured 0.98 × Laplace's error there — a tie, not a dense case.)"""
+    merged in pairs at little bias, E ≈ 0.48τ — a near tie between the two releases, not a dense case.)"""
     rng = np.random.default_rng(2)
     pol = policy.dp(Domain.grid(4096))
     m = mechanisms.Adaptive()
