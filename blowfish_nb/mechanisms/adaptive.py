@@ -27,8 +27,8 @@ depends on the data, so the choice is made privately, with a small share
     max(h(C)/2 − 2c(s − C), 0): the expected charge P[not cut]·h is h(C)/2
     at the split level, and it falls to 0 as steeply as the sensitivity
     allows, centred there.
-  - *Noise* N = e_B Σ_i min(x_i/C, 1)², e_B = e_F(ε₂), the fallback's error
-    per cell at the second stage's ε₂ = ε′ − ε₁ (a bucket of its own): in a run
+  - *Noise* N = e_B Σ_i min(x_i/C, 1)², e_B = e_F(ε′)(ε′/ε₂)², the fallback's
+    error (scaled as 1/ε²) per cell at the second stage's ε₂ = ε′ − ε₁ (a bucket of its own): in a run
     of cells of count x the partition stops at buckets of about C/x cells
     (their count reaches the split level), and a bucket's one noisy total
     spread over |B| cells costs each e_B/|B|², e_B(x/C)²; a cell at or above
@@ -296,9 +296,10 @@ class Adaptive(Mechanism):
         x = _check_histogram(x, policy.domain.size)
         rho = self.rho(policy.domain.size, epsilon)
         rest = (1 - rho) * epsilon
-        stat, delta = self.statistic(x, policy, rest)
+        tau = self.threshold(policy, rest)
+        stat, delta = self._statistic(x, policy, rest, tau)
         noisy = stat + float(noise.selection_laplace(rng, delta / (rho * epsilon), 1)[0])
-        return self.dependent.name if noisy < self.threshold(policy, rest) else self.fallback.name
+        return self.dependent.name if noisy < tau else self.fallback.name
 
     def statistic(self, x, policy: Policy, epsilon: float) -> tuple[float, float]:
         """(E, Δ_E): the dependent release's modelled error at ε and its sensitivity (module notes; no noise).
@@ -306,13 +307,15 @@ class Adaptive(Mechanism):
         The cells are read in the partition's order (the Hilbert curve on grids); c, C and e_B are public
         functions of the dependent release, the policy, k and ε. ``x`` may be a stack of histograms (last axis).
         """
-        k = policy.domain.size
-        cap = choice_cap(self.dependent, policy, epsilon)
-        level = choice_level(self.dependent, policy, epsilon)
-        eps1 = _partition_epsilon(self.dependent, epsilon)
-        bucket = self.threshold(policy, epsilon - eps1) / k
+        return self._statistic(x, policy, epsilon, self.threshold(policy, epsilon))
+
+    def _statistic(self, x, policy: Policy, epsilon: float, tau: float) -> tuple:
+        # e_B: the fallback's figure per cell at ε₂, scaled from τ = k·e_F(ε) as 1/ε² (its noise scale is ∝ 1/ε)
+        g, eps1 = _group(policy), _partition_epsilon(self.dependent, epsilon)
+        bucket = tau / policy.domain.size * (epsilon / (epsilon - eps1)) ** 2
         order = hilbert_order(policy.domain.shape)
-        return choice_statistic(np.asarray(x, dtype=float)[..., order], cap, level, bucket, _group(policy))
+        return choice_statistic(np.asarray(x, dtype=float)[..., order], g / eps1,
+                                _level(g, eps1, epsilon, policy.domain.size), bucket, g)
 
     def rho(self, k: int, epsilon: float) -> float:
         """The share of ε the choice spends on k cells: ``share``, or :func:`choice_share` (public)."""
@@ -387,12 +390,7 @@ def choice_level(dependent: Mechanism, policy: Policy, epsilon: float) -> float:
     >>> round(choice_level(DAWA(), policy.dp(Domain.grid(4096)), 1.0), 1)
     44.1
     """
-    g = _group(policy)
-    eps1 = _partition_epsilon(dependent, epsilon)
-    lam = privtree_scale(eps1 / g)
-    depth = (max(policy.domain.size, 2) - 1).bit_length()
-    level = g / (epsilon - eps1) + (depth - 1 - depth // 2) * lam * math.log(FANOUT)
-    return max(level, g / eps1)
+    return _level(_group(policy), _partition_epsilon(dependent, epsilon), epsilon, policy.domain.size)
 
 
 def choice_share(k: int, epsilon: float | None = None) -> float:
@@ -442,6 +440,12 @@ def choice_statistic(x, cap: float, level: float, bucket: float, group: int = 1)
     stat = bias + noise_part
     delta = 2 * c * int(group) + float(bucket) * min(1.0, 2.0 / C)
     return (float(stat) if np.ndim(stat) == 0 else stat), delta
+
+
+def _level(g: int, eps1: float, epsilon: float, k: int) -> float:
+    depth = (max(k, 2) - 1).bit_length()
+    level = g / (epsilon - eps1) + (depth - 1 - depth // 2) * privtree_scale(eps1 / g) * math.log(FANOUT)
+    return max(level, g / eps1)
 
 
 def _partition_epsilon(dependent: Mechanism, epsilon: float) -> float:
