@@ -241,7 +241,7 @@ class Adaptive(Mechanism):
         """On the histogram, the fallback's figure at the whole ε — what "auto" compares, not Adaptive's own error.
 
         Adaptive's error depends on the data: on a dense histogram it is the
-        fallback's at (1 − ρ)ε, 1/(1 − ρ)² = 1.063 times this figure; on a
+        fallback's at (1 − ρ)ε, 1/(1 − ρ)² (1.033–1.063) times this figure; on a
         sparse one, DAWA's, usually far below it. The figure is quoted so that
         "auto" (which compares figures, never data) prefers Adaptive to its
         fallback on histograms (:attr:`auto_rank` breaks the tie). Off the
@@ -289,7 +289,7 @@ class Adaptive(Mechanism):
             not a positive finite number.
         PolicyError
             When the policy is one Adaptive refuses (count constraints: a neighbour may move several records, which
-            Δ_S does not bound), checked before the data are read, as :meth:`release` does.
+            Δ_E does not bound), checked before the data are read, as :meth:`release` does.
         """
         self.require(policy)
         epsilon = check_epsilon(epsilon)
@@ -397,8 +397,8 @@ def choice_share(k: int, epsilon: float | None = None) -> float:
     """ρ = min(:data:`SHARE`, a/(1 + a)), a = 2 ln k/(Rk): the comparison's noise is at most τ/(2 ln k) (module notes).
 
     R is DAWA's ratio; a public function of the domain size. ``epsilon`` is
-    accepted and unused: with Δ_S ≤ 2c the bound on the noise no longer
-    depends on ε (issue 25, stop 33).
+    accepted and unused: with a sensitivity of about 2c under DP (stop 33's
+    S, stop 35's E) the bound on the noise does not depend on ε.
 
     Examples
     --------
