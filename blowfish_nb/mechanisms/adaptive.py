@@ -306,6 +306,15 @@ class Adaptive(Mechanism):
 
         The cells are read in the partition's order (the Hilbert curve on grids); c, C and e_B are public
         functions of the dependent release, the policy, k and ε. ``x`` may be a stack of histograms (last axis).
+
+        Examples
+        --------
+        >>> from blowfish_nb import Domain, policy
+        >>> pol, m = policy.dp(Domain.grid(1024)), Adaptive()
+        >>> lone, run = np.zeros(1024), np.zeros(1024)
+        >>> lone[::32], run[:32] = 20.0, 20.0  # the same 32 cells of 20, scattered or together
+        >>> [round(m.statistic(v, pol, 1.0)[0] / m.threshold(pol, 1.0), 2) for v in (lone, run)]
+        [2.42, 0.06]
         """
         return self._statistic(x, policy, epsilon, self.threshold(policy, epsilon))
 
