@@ -232,8 +232,10 @@ def main(argv=None) -> None:
         f"({time.perf_counter() - started:.0f} s). Reference partition: {source}.",
         "Mean squared error per query, mean of the runs. *ours: DAWA (PrivTree)* is `mechanisms.DAWA()` (ε-DP, "
         "PrivTree partition at ε₁ = 0.25ε); *ours: Adaptive* is `mechanisms.Adaptive()` (a share ρ = choice_share(k, ε) of ε, 0.016 at k = 4,096, chooses between "
-        "that DAWA and Laplace by S = Σ min(x², c²), c = 1/ε₁ DAWA's partition noise, against Laplace's kσ²; the "
-        "rest runs the one chosen; `mechanism=\"auto\"` on histograms of ≥ 512 cells); *DAWA (l1, before)* is the noisy least-cost "
+        "that DAWA and Laplace by E = the partition's modelled bias (steps between neighbours, cut at PrivTree's split "
+        "level) plus its bucket noise, against Laplace's kσ² (`Adaptive.statistic`, stop 35; S = Σ min(x², c²) before); "
+        "the rest runs the one chosen; `mechanism=\"auto\"` on histograms of ≥ 1,024 cells, 512 before stop 35); "
+        "*DAWA (l1, before)* is the noisy least-cost "
         "partition this issue replaces. Laplace and the best data-independent mechanism: exact expected error. "
         "The reference is not ε-DP (its floor and unnoised single cells; see `mechanisms/dawa.py`). "
         "*buckets* and *partition's own error* come from a fresh draw of each partition per run (ours from the law "
