@@ -561,16 +561,22 @@ def _mechanism(tree: ast.AST, entry: frozenset[str] = frozenset()) -> list[tuple
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
-        name = getattr(fn, "name", "a lambda")
+        fname, bits = getattr(fn, "name", "a lambda"), set()
         for n in ast.walk(fn):
-            if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift,
-                                                              ast.RShift)) or (
-                    isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Invert)):
-                found.append((n.lineno, f"takes bits ({ast.unparse(n)[:30]}) inside {name} (a release that hides "
+            if (isinstance(n, ast.BinOp) and isinstance(n.op, (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift,
+                                                               ast.RShift))
+                    or isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Invert)) and n.lineno not in bits:
+                bits.add(n.lineno)
+                found.append((n.lineno, f"takes bits ({ast.unparse(n)[:30]}) inside {fname} (a release that hides "
                                         "the data in its digits?)"))
-            if name in entry and isinstance(n, (ast.If, ast.IfExp, ast.While, ast.Match)):
+            if (isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) and isinstance(n.left, ast.BinOp)
+                    and isinstance(n.left.op, ast.Add) and isinstance(n.right, (ast.Constant, ast.Name))
+                    and ast.dump(n.left.right) == ast.dump(n.right)):
+                found.append((n.lineno, f"rounds by adding and taking away {ast.unparse(n.right)[:20]} inside {fname} "
+                                        "((v + C) - C puts v on a grid: a release that hides the data in its digits?)"))
+            if fname in entry and isinstance(n, (ast.If, ast.IfExp, ast.While, ast.Match)):
                 test = ast.unparse(n.subject if isinstance(n, ast.Match) else n.test)[:30]
-                found.append((n.lineno, f"branches ({test}) inside {name}: the lab's mechanism treats every call "
+                found.append((n.lineno, f"branches ({test}) inside {fname}: the lab's mechanism treats every call "
                                         "alike (one that differs on calls the grader does not make?)"))
             f = n.func if isinstance(n, ast.Call) else None
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
@@ -686,7 +692,8 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
     allowed = _handout_imports(ref)
     entry = frozenset(name for c in ref if _ANSWER_TAG in c.get("metadata", {}).get("tags", [])
                       for name in _defined(_key(c)[1]))
-    constants = _lab_constants(ref)
+    public = _lab_names(ref)
+    constants = frozenset(n for n in public if n.isupper())
     trees: dict[int, ast.Module] = {}
     for j, c in enumerate(sub):
         if j in lab_at or c.get("cell_type") != "code":
@@ -710,6 +717,11 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
             elif isinstance(node, ast.Global) and reveal & set(node.names):
                 flags.append(Flag(j, node.lineno, f"declares {', '.join(sorted(reveal & set(node.names)))} global, "
                                                   "an object of the lab's reveal cells", text[node.lineno - 1].strip()))
+        for node in ast.walk(tree):  # an attribute a student stored on the lab module (gamer34b: check.k_true_loss)
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "check"
+                    and public and node.attr not in public and node.attr not in _DUNDER_OK):
+                flags.append(Flag(j, node.lineno, f"reads check.{node.attr}, which the lab module does not declare "
+                                                  "(a value stored on it?)", text[node.lineno - 1].strip()))
         for node in ast.walk(tree):  # the master notebook's check cells call check.qN; a student's cell has no need
             name = (node.attr if isinstance(node, ast.Attribute) and _root(node) == "check" else
                     fold(node.args[1]) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
@@ -852,9 +864,9 @@ def allowed_import(module: str, lab: frozenset[str] | set[str] = frozenset()) ->
     return parts[0] == "blowfish_nb" and parts[1:2] != ["labs"]
 
 
-def _lab_constants(ref: list[dict]) -> frozenset[str]:
-    """The constants the lab module declares (the UPPER names of its ``__all__``, read from its source, not
-    imported): the only ``check.NAME`` a by-hand answer may use."""
+def _lab_names(ref: list[dict]) -> frozenset[str]:
+    """The names the lab module of the handout ``ref`` declares public (its ``__all__``, read from its source, not
+    imported); its UPPER names are its constants, the only ``check.NAME`` a by-hand answer may use."""
     for c in ref:
         m = _LAB.search("".join(c.get("source", "")))
         if m:
@@ -868,7 +880,7 @@ def _lab_constants(ref: list[dict]) -> frozenset[str]:
                                                        for t in st.targets)
                         and isinstance(st.value, (ast.List, ast.Tuple))):
                     return frozenset(e.value for e in st.value.elts if isinstance(e, ast.Constant)
-                                     and isinstance(e.value, str) and e.value.isupper())
+                                     and isinstance(e.value, str))
     return frozenset()
 
 
