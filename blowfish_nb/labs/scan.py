@@ -37,11 +37,23 @@ solution notebook), so a flag is code the student added. What is flagged (by the
   every such store is flagged); assigning an attribute of ``grader``, ``check`` or ``Notebook``, and rebinding
   those names (by assignment, ``for``, ``with``, ``:=``, an import alias, a definition).
 
+* imports of modules that run a string as code or reach a namespace by another way (``timeit``, ``cProfile``,
+  ``profile``, ``trace``, ``pdb``, ``doctest``, ``unittest``, ``operator``, ``functools``, ``configparser``, ``ast``,
+  ``re`` …: :data:`_RUNS_CODE`, gamer34b); ``exec``, ``eval``, ``getattr`` … used as a value (``map(exec, …)``,
+  ``f = eval``) and ``breakpoint()``; ``global``/``nonlocal`` (no lab cell has one: gamer34b bound the answers
+  through ``global`` in a function); text built from numbers at run time, which no lab cell does (``chr``,
+  ``ord``, ``map(chr, …)``, ``bytes(<list or generator>)``, ``bytearray``, ``.decode()`` of anything but a bytes
+  literal, ``%c``, ``{:c}``, ``format(n, "c")``): ``"".join(map(chr, (95, 95, …)))`` is ``"__self__"`` and
+  ``timeit.timeit(bytes([…]).decode())`` ran a payload the scan never read;
+
 * a built notebook's check cell (``grader.check("q1")``) without its grading mark, otter's cell metadata
   ``{"otter": {"tests": ["q1"]}}``: otter grades each question right after its check cell, so that an answer copied
   further down from a result is not the one graded; without the mark the question is graded after the last cell.
 
-With the lab build (``--build``), :func:`compare_notebook` also reads the answer cells against the solution's.
+With the lab build (``--build``), :func:`compare_notebook` also compares the notebook with the handout: every
+code cell that is not an answer cell (an added cell, or a lab cell the student changed), every import outside
+:func:`allowed_import` (numpy, pandas, math, public blowfish_nb, and what the lab's own cells import), and the
+answer cells against the solution's.
 
 It is a syntax scan: code built at run time can still hide (a name made by ``chr`` arithmetic, a library function
 that reads a file, a kernel patched through an object the scan does not know), so a clean scan is not a proof; the
@@ -179,6 +191,19 @@ def fold(node: ast.AST) -> str | None:
             return base % tuple(x if (x := fold(a)) is not None else "*" for a in parts)
         except (TypeError, ValueError):
             return base
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):  # "_" * 2
+        text, times = (node.left, node.right) if isinstance(node.right, ast.Constant) else (node.right, node.left)
+        base = fold(text)
+        if base is not None and isinstance(times, ast.Constant) and isinstance(times.value, int):
+            return base * max(0, min(times.value, 64))
+        return None if base is None else "*"
+    if isinstance(node, ast.Subscript) and (base := fold(node.value)) is not None:  # "stset"[::-1]
+        try:
+            return base[ast.literal_eval(node.slice)] if not isinstance(node.slice, ast.Slice) else base[slice(
+                *(None if p is None else ast.literal_eval(p) for p in (node.slice.lower, node.slice.upper,
+                                                                       node.slice.step)))]
+        except (ValueError, TypeError, IndexError, SyntaxError):
+            return "*"
     if isinstance(node, ast.JoinedStr):
         parts = [fold(v.value if isinstance(v, ast.FormattedValue) else v) for v in node.values]
         return "".join(x if x is not None else "*" for x in parts)
@@ -283,6 +308,10 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
                 attr = fold(node.args[1])
                 if attr is None or "*" in attr or attr.startswith("__") or attr in _ATTRS | _KERNEL | _FILE_CALLS:
                     flag(node, f"calls {name} with a computed or hidden name ({ast.unparse(node.args[1])[:40]})")
+        elif isinstance(node, ast.Name) and node.id in _CALLS | {"getattr", "hasattr", "breakpoint"} and not (
+                isinstance(parents.get(node), ast.Call) and parents[node].func is node and node.id != "breakpoint"):
+            flag(node, f"uses {node.id} as a value or calls it (map({node.id}, …), f = {node.id}: a call the scan "
+                       "cannot read)")
         elif isinstance(node, ast.Attribute) and node.attr in _ATTRS:
             flag(node, f"uses .{node.attr}")
         elif isinstance(node, ast.Attribute) and node.attr in _MODULES:
@@ -311,7 +340,7 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
             for leaf in ast.walk(target) if target is not None else ():
                 if isinstance(leaf, ast.Name) and leaf.id in _GUARDED:
                     flag(target, f"rebinds {leaf.id}")
-        elif isinstance(node, (ast.Constant, ast.BinOp, ast.JoinedStr, ast.Call)) and not isinstance(
+        elif isinstance(node, (ast.Constant, ast.BinOp, ast.JoinedStr, ast.Call, ast.Subscript)) and not isinstance(
                 parents.get(node), (ast.BinOp, ast.JoinedStr, ast.FormattedValue)):
             v = fold(node)
             if v is not None and _names_a_file(v):
@@ -605,13 +634,23 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
     * no cell has the ``otter_ignore`` tag or an ``ignore`` key in its metadata;
     * no cell the student wrote deletes (``del``) or assigns, at module level, a name the lab's reveal cells bind
       (the objects the hidden tests of a predict question look for; a local of the student's function is not one);
-    * the answer cells (gamer34): where the solution's answer is a value worked out by hand or predicted (constants,
-      arithmetic, the lab's names, ``math``/``check`` constants, ``max``/``min``/``abs`` …), the student's must be
-      one too: a library call, a scratch session or classroom, an import or a read of another object is flagged;
-      where the solution simulates (calls ``.release``) and the answer cell, answered, does not; a function the
-      student wrote that rounds or takes remainders (a release hiding the data in its digits) or compares with a
-      public constant ``check.NAME`` (recognising the grader's input); a call of a public check ``check.qN`` in a
-      cell the student wrote (an oracle search).
+    * every code cell that is not one of the handout's answer cells (gamer34b: found by its cell id between the lab
+      cells around it, or, saved without ids, as the code cell in its place): an added cell, or a lab cell whose
+      source the student changed; a cell that is empty, only comments or only help lines is not counted;
+    * in every cell the student wrote: an import outside :func:`allowed_import` and the lab's own imports, and a
+      ``check.NAME`` the lab module does not declare (gamer34b stored the hidden tests' values on ``check``);
+    * the answer cells (gamer34, gamer34b): where the solution's answer is a value worked out by hand or predicted
+      (constants, arithmetic, names the lab's cells bind *before* it, ``math`` constants, the lab module's declared
+      constants ``check.UPPER``, ``max``/``min``/``abs`` …), the student's must be one too, assign every name the
+      handout's cell binds, and may not read its own answers' names before it assigns them (``x = x``): a library
+      call, a scratch session or classroom, an import, a read of another object, or a name the student's code binds
+      elsewhere (also through ``global``) is flagged; where the solution simulates (calls ``.release``) and the
+      answer cell, answered, does not on a path that can run (:func:`_live_call`: a release under ``if x is None``,
+      ``if False``, after a ``return`` or in a function never called does not count); a function the student wrote
+      that rounds, takes remainders or bits, or adds and takes away a constant (a release hiding the data in its
+      digits), or compares with a public constant ``check.NAME`` (recognising the grader's input); a branch inside
+      the function the handout asks for (``if size == 1:``); a call of a public check ``check.qN`` in a cell the
+      student wrote (an oracle search).
 
     Each deviation is a :class:`Flag` whose ``cell`` is the submission's cell index (where a lab cell is missing:
     where it was expected).
@@ -654,8 +693,9 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
             continue
         text = (_key(c)[1].splitlines() or [""])[0][:80]
         if c.get("id") in lab_ids:
-            flags.append(Flag(j, 1, f"changes the lab's code cell {lab_ids[c['id']]} (id {c['id']}): students write "
-                                    "only in answer cells", text))
+            i = lab_ids[c["id"]]
+            flags.append(Flag(j, 1, f"changes the lab's {ref[i].get('cell_type')} cell {i} (id {c['id']}) into this "
+                                    "code: students write only in answer cells", text))
         else:
             flags.append(Flag(j, 1, "is a code cell the handout does not have (an added cell: students write only in "
                                     "answer cells)", text))
@@ -930,7 +970,11 @@ def _live_call(tree: ast.Module, attr: str, entry: set[str]) -> bool:
     """Whether the cell ``tree`` calls ``.attr`` on a path that can run: not under an ``if``/``while``/conditional
     expression whose test :func:`_truth` fixes against it, not after a ``return``/``raise``/``break``/``continue`` of
     its block, not in a loop over an empty literal, and, inside a function or lambda the cell defines, only when that
-    function is called in the cell or is one of ``entry`` (the answer's names: the grader calls it)."""
+    function is called in the cell or is one of ``entry`` (the answer's names: the grader calls it).
+
+    Still syntax, not a run: a release whose result is thrown away (``_ = o.release(…)``), one on a path that depends
+    on the data (``if x.sum() < 0:``) or one in a function called only from dead code meets it. Counting the library
+    releases of a run of the answer cell would need the kernel the scan stays out of; the rule is a place to read."""
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} | set(entry)
 

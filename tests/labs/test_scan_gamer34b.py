@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from blowfish_nb.labs.scan import allowed_import, compare_notebook, main, scan_notebook
+from blowfish_nb.labs.scan import allowed_import, compare_notebook, main, scan_notebook, scan_source
 
 from . import built_labs_fixture, built_versions, lab_number
 
@@ -169,3 +169,36 @@ def test_imports_are_allowed_by_what_the_lab_itself_imports(built_labs, tmp_path
         path = _edited(two, tmp_path / "two.ipynb",
                        answers={"delta_hist_dp = ...": f"import {module}\ndelta_hist_dp = 0"})
         assert any(w.startswith(f"imports {module}, which is not") for w in _whys(path, two, two_sol)), module
+
+
+#: one-line forms of gamer34b's tricks, flagged without the lab build (the allow-list needs it; these do not)
+FORMS = {
+    "map(chr, …)": 'n = "".join(map(chr, (95, 95, 115)))',
+    "ord": "k = ord('a')",
+    "bytes of a list, decoded": "s = bytes([116, 101]).decode()",
+    "bytes of a generator": "s = bytes(c for c in (116, 101))",
+    "bytearray": "s = bytearray(b'te')",
+    "%c": "s = '%c%c' % (116, 101)",
+    "{:c}": "s = f'{116:c}'",
+    "format(…, 'c')": "s = format(116, 'c')",
+    "global": "def load():\n    global answer\n    answer = 1",
+    "nonlocal": "def outer():\n    a = 0\n    def inner():\n        nonlocal a\n        a = 1",
+    "timeit": "import timeit",
+    "cProfile": "import cProfile",
+    "pdb": "import pdb",
+    "doctest": "from doctest import run_docstring_examples",
+    "configparser": "import configparser",
+    "operator": "from operator import attrgetter",
+    "functools": "from functools import reduce",
+    "exec as a value": "list(map(exec, ['x = 1']))",
+    "eval bound to a name": "f = eval",
+    "getattr as a value": "list(map(getattr, [abs], [name]))",
+    "breakpoint": "breakpoint()",
+    "a reversed path": "p = 'yp.1q/stset'[::-1]",
+    "a repeated dunder": "n = '_' * 2 + 'self' + '_' * 2",
+}
+
+
+@pytest.mark.parametrize("code", FORMS.values(), ids=FORMS.keys())
+def test_gamer34b_forms_are_flagged_without_the_build(code):
+    assert scan_source(code), code
