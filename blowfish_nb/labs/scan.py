@@ -81,7 +81,7 @@ __all__ = ["Flag", "scan_source", "scan_notebook", "compare_notebook", "find_ref
 _MODULES = {"os", "sys", "io", "pathlib", "glob", "shutil", "importlib", "builtins", "inspect", "ctypes",
             "subprocess", "gc", "tempfile", "runpy", "otter", "IPython", "ipykernel", "pickle", "marshal", "types",
             "code", "codeop", "codecs", "base64", "zlib", "fileinput", "linecache", "mmap", "pkgutil", "site",
-            "atexit", "posix", "nt", "_io", "zipimport", "traceback"}
+            "atexit", "posix", "nt", "_io", "zipimport", "traceback", "f2py", "distutils", "ctypeslib"}
 #: modules that run a string as code (``timeit.timeit``, ``cProfile.run``, ``pdb.run``, ``doctest``, ``trace``), reach an
 #: object's namespace without a dunder in the source (``operator.attrgetter``, ``functools.reduce(getattr, …)``), read
 #: the hidden tests by another name (``configparser``) or take code apart (``ast``, ``dis``): gamer34b. Flagged even
@@ -103,7 +103,7 @@ _FILE_CALLS = {"fromregex", "loadtxt", "genfromtxt", "load", "loads", "save", "s
                "mkdir", "makedirs", "symlink", "link", "truncate", "execv", "execve", "execl", "execlp", "spawnl",
                "spawnv", "fork", "kill", "putenv", "open_memmap", "getsource", "getsourcelines", "getfile",
                "getline", "getlines", "ZipFile", "TarFile", "enable_load_extension", "load_extension", "copy2",
-               "copytree", "rmtree", "move", "Popen", "urlopen"}
+               "copytree", "rmtree", "move", "Popen", "urlopen", "eval", "query"}  # pd.eval runs "(1).__class__"
 #: IPython's handles on the kernel: a name or an attribute that runs code the scan never reads
 _KERNEL = {"get_ipython", "run_cell", "run_line_magic", "run_cell_magic", "user_ns", "user_global_ns",
            "input_transformers_post", "input_transformers_cleanup", "ast_transformers", "transform_cell", "getoutput",
@@ -278,7 +278,8 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
             for a in node.names:
                 full = f"{base}.{a.name}" if base else a.name
                 top = (base or a.name).split(".")[0]
-                if top in _MODULES or any(full.startswith(m) or base.startswith(m) for m in _INTERNALS):
+                if top in _MODULES or any(full.startswith(m) or base.startswith(m) for m in _INTERNALS) or (
+                        top in ("numpy", "pandas") and set(full.split(".")) & _MODULES):  # numpy.f2py, pandas.io
                     flag(node, f"imports {full}")
                 elif top in _RUNS_CODE:
                     flag(node, f"imports {full} (runs a string as code, reaches a namespace or reads a file by "
@@ -891,6 +892,8 @@ def allowed_import(module: str, lab: frozenset[str] | set[str] = frozenset()) ->
 
     >>> allowed_import("numpy.linalg"), allowed_import("blowfish_nb.policy"), allowed_import("operator")
     (True, True, False)
+    >>> allowed_import("numpy.f2py"), allowed_import("pandas.io.common")
+    (False, False)
     >>> allowed_import("blowfish_nb.labs._grade", {"blowfish_nb.labs"}), allowed_import("sqlite3", {"sqlite3"})
     (False, True)
     """
@@ -900,7 +903,7 @@ def allowed_import(module: str, lab: frozenset[str] | set[str] = frozenset()) ->
     if any(p.startswith("_") for p in parts) or module.startswith("."):
         return False
     if parts[0] in ("numpy", "pandas", "math"):
-        return True
+        return not any(p in _MODULES or p in _RUNS_CODE for p in parts[1:])  # numpy.f2py, pandas.io
     return parts[0] == "blowfish_nb" and parts[1:2] != ["labs"]
 
 

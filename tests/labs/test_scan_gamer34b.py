@@ -196,6 +196,10 @@ FORMS = {
     "breakpoint": "breakpoint()",
     "a reversed path": "p = 'yp.1q/stset'[::-1]",
     "a repeated dunder": "n = '_' * 2 + 'self' + '_' * 2",
+    "pandas' eval of a string": "pd.eval(expr, engine='python')",
+    "numpy's compiler": "np.f2py.compile(src, 'm')",
+    "numpy's compiler imported": "from numpy import f2py",
+    "pandas' os": "from pandas.io.common import os",
 }
 
 
