@@ -29,7 +29,8 @@ solution notebook), so a flag is code the student added. What is flagged (by the
   ``__init__`` and a few more (``abs.__self__`` is the builtins module, ``b.__import__``, ``__builtins__``,
   ``__dict__``, ``__subclasses__`` …);
 * strings naming the ``tests`` folder or a ``.py`` file, after folding ``+``, f-strings, ``str.join``,
-  ``.format``, ``%`` and ``bytes.fromhex`` of constants (``"te" + "sts/" + q + ".p" + "y"`` reads ``tests/*.py``);
+  ``.format``, ``%``, ``*``, slices (``"yp.1q/stset"[::-1]``) and ``bytes.fromhex`` of constants (``"te" + "sts/"
+  + q + ".p" + "y"`` reads ``tests/*.py``);
 * monkeypatching: assigning an attribute or an item of any imported module or name (``numpy``, ``math``,
   ``otter``, ``builtins``, ``pickle`` that writes otter's results …; also through a name assigned from one: ``m = np``),
   and assigning an attribute of *anything* but a class the cell defines, an instance of one, or ``self`` in its
@@ -82,10 +83,10 @@ _MODULES = {"os", "sys", "io", "pathlib", "glob", "shutil", "importlib", "builti
             "subprocess", "gc", "tempfile", "runpy", "otter", "IPython", "ipykernel", "pickle", "marshal", "types",
             "code", "codeop", "codecs", "base64", "zlib", "fileinput", "linecache", "mmap", "pkgutil", "site",
             "atexit", "posix", "nt", "_io", "zipimport", "traceback", "f2py", "distutils", "ctypeslib"}
-#: modules that run a string as code (``timeit.timeit``, ``cProfile.run``, ``pdb.run``, ``doctest``, ``trace``), reach an
-#: object's namespace without a dunder in the source (``operator.attrgetter``, ``functools.reduce(getattr, …)``), read
-#: the hidden tests by another name (``configparser``) or take code apart (``ast``, ``dis``): gamer34b. Flagged even
-#: without the lab build; with it (:func:`compare_notebook`) every import outside :func:`allowed_import` is flagged
+#: modules that run a string as code (``timeit.timeit``, ``cProfile.run``, ``pdb.run``, ``doctest``, ``trace``), reach
+#: an object's namespace without a dunder in the source (``operator.attrgetter``, ``functools.reduce(getattr, …)``),
+#: read the hidden tests by another name (``configparser``) or take code apart (``ast``, ``dis``): gamer34b. Flagged
+#: even without the lab build; with it (:func:`compare_notebook`) every import outside :func:`allowed_import` is too
 _RUNS_CODE = {"operator", "timeit", "cProfile", "profile", "pstats", "trace", "pdb", "bdb", "doctest", "unittest",
               "configparser", "ast", "dis", "re", "functools", "struct", "array", "string", "shlex", "tokenize",
               "threading", "multiprocessing", "asyncio", "signal", "weakref", "copyreg", "sched", "cmd", "dbm",
@@ -103,7 +104,8 @@ _FILE_CALLS = {"fromregex", "loadtxt", "genfromtxt", "load", "loads", "save", "s
                "mkdir", "makedirs", "symlink", "link", "truncate", "execv", "execve", "execl", "execlp", "spawnl",
                "spawnv", "fork", "kill", "putenv", "open_memmap", "getsource", "getsourcelines", "getfile",
                "getline", "getlines", "ZipFile", "TarFile", "enable_load_extension", "load_extension", "copy2",
-               "copytree", "rmtree", "move", "Popen", "urlopen", "eval", "query"}  # pd.eval runs "(1).__class__"
+               "copytree", "rmtree", "move", "Popen", "urlopen",
+               "eval", "query"}  # pandas' python engine evaluates "(1).__class__"
 #: IPython's handles on the kernel: a name or an attribute that runs code the scan never reads
 _KERNEL = {"get_ipython", "run_cell", "run_line_magic", "run_cell_magic", "user_ns", "user_global_ns",
            "input_transformers_post", "input_transformers_cleanup", "ast_transformers", "transform_cell", "getoutput",
@@ -770,7 +772,8 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
             if name and re.fullmatch(r"q\d+\w*", name):
                 flags.append(Flag(j, node.lineno, f"calls the public check check.{name} in a cell the student wrote "
                                                   "(an oracle search?)", text[node.lineno - 1].strip()))
-        flags += [Flag(j, ln, why, text[ln - 1].strip() if 0 < ln <= len(text) else "") for ln, why in _mechanism(tree, entry)]
+        flags += [Flag(j, ln, why, text[ln - 1].strip() if 0 < ln <= len(text) else "")
+                  for ln, why in _mechanism(tree, entry)]
     sol = {c.get("id"): c for c in (_cells(solution) if solution is not None else []) if c.get("id")}
     # a name the student's code binds beyond an answer cell's own answers does not count as the lab's: a value computed
     # in an added cell and passed through ``eps = scratch.spent`` is not worked out by hand
