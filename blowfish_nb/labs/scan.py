@@ -29,7 +29,8 @@ solution notebook), so a flag is code the student added. What is flagged (by the
   ``__init__`` and a few more (``abs.__self__`` is the builtins module, ``b.__import__``, ``__builtins__``,
   ``__dict__``, ``__subclasses__`` …);
 * strings naming the ``tests`` folder or a ``.py`` file, after folding ``+``, f-strings, ``str.join``,
-  ``.format``, ``%`` and ``bytes.fromhex`` of constants (``"te" + "sts/" + q + ".p" + "y"`` reads ``tests/*.py``);
+  ``.format``, ``%``, ``*``, slices (``"yp.1q/stset"[::-1]``) and ``bytes.fromhex`` of constants (``"te" + "sts/"
+  + q + ".p" + "y"`` reads ``tests/*.py``);
 * monkeypatching: assigning an attribute or an item of any imported module or name (``numpy``, ``math``,
   ``otter``, ``builtins``, ``pickle`` that writes otter's results …; also through a name assigned from one: ``m = np``),
   and assigning an attribute of *anything* but a class the cell defines, an instance of one, or ``self`` in its
@@ -37,11 +38,23 @@ solution notebook), so a flag is code the student added. What is flagged (by the
   every such store is flagged); assigning an attribute of ``grader``, ``check`` or ``Notebook``, and rebinding
   those names (by assignment, ``for``, ``with``, ``:=``, an import alias, a definition).
 
+* imports of modules that run a string as code or reach a namespace by another way (``timeit``, ``cProfile``,
+  ``profile``, ``trace``, ``pdb``, ``doctest``, ``unittest``, ``operator``, ``functools``, ``configparser``, ``ast``,
+  ``re`` …: :data:`_RUNS_CODE`, gamer34b); ``exec``, ``eval``, ``getattr`` … used as a value (``map(exec, …)``,
+  ``f = eval``) and ``breakpoint()``; ``global``/``nonlocal`` (no lab cell has one: gamer34b bound the answers
+  through ``global`` in a function); text built from numbers at run time, which no lab cell does (``chr``,
+  ``ord``, ``map(chr, …)``, ``bytes(<list or generator>)``, ``bytearray``, ``.decode()`` of anything but a bytes
+  literal, ``%c``, ``{:c}``, ``format(n, "c")``): ``"".join(map(chr, (95, 95, …)))`` is ``"__self__"`` and
+  ``timeit.timeit(bytes([…]).decode())`` ran a payload the scan never read;
+
 * a built notebook's check cell (``grader.check("q1")``) without its grading mark, otter's cell metadata
   ``{"otter": {"tests": ["q1"]}}``: otter grades each question right after its check cell, so that an answer copied
   further down from a result is not the one graded; without the mark the question is graded after the last cell.
 
-With the lab build (``--build``), :func:`compare_notebook` also reads the answer cells against the solution's.
+With the lab build (``--build``), :func:`compare_notebook` also compares the notebook with the handout: every
+code cell that is not an answer cell (an added cell, or a lab cell the student changed), every import outside
+:func:`allowed_import` (numpy, pandas, math, public blowfish_nb, and what the lab's own cells import), and the
+answer cells against the solution's.
 
 It is a syntax scan: code built at run time can still hide (a name made by ``chr`` arithmetic, a library function
 that reads a file, a kernel patched through an object the scan does not know), so a clean scan is not a proof; the
@@ -64,12 +77,21 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Flag", "scan_source", "scan_notebook", "compare_notebook", "find_reference", "main"]
+__all__ = ["Flag", "scan_source", "scan_notebook", "compare_notebook", "find_reference", "allowed_import", "main"]
 
 _MODULES = {"os", "sys", "io", "pathlib", "glob", "shutil", "importlib", "builtins", "inspect", "ctypes",
             "subprocess", "gc", "tempfile", "runpy", "otter", "IPython", "ipykernel", "pickle", "marshal", "types",
             "code", "codeop", "codecs", "base64", "zlib", "fileinput", "linecache", "mmap", "pkgutil", "site",
-            "atexit", "posix", "nt", "_io", "zipimport", "traceback"}
+            "atexit", "posix", "nt", "_io", "zipimport", "traceback", "f2py", "distutils", "ctypeslib"}
+#: modules that run a string as code (``timeit.timeit``, ``cProfile.run``, ``pdb.run``, ``doctest``, ``trace``), reach
+#: an object's namespace without a dunder in the source (``operator.attrgetter``, ``functools.reduce(getattr, …)``),
+#: read the hidden tests by another name (``configparser``) or take code apart (``ast``, ``dis``): gamer34b. Flagged
+#: even without the lab build; with it (:func:`compare_notebook`) every import outside :func:`allowed_import` is too
+_RUNS_CODE = {"operator", "timeit", "cProfile", "profile", "pstats", "trace", "pdb", "bdb", "doctest", "unittest",
+              "configparser", "ast", "dis", "re", "functools", "struct", "array", "string", "shlex", "tokenize",
+              "threading", "multiprocessing", "asyncio", "signal", "weakref", "copyreg", "sched", "cmd", "dbm",
+              "shelve", "csv", "json", "tomllib", "plistlib", "xml", "html", "zipfile", "tarfile",
+              "gzip", "bz2", "lzma", "urllib", "http", "socket", "webbrowser", "platform", "sysconfig"}
 _INTERNALS = {"blowfish_nb.labs._grade", "blowfish_nb.labs._key", "blowfish_nb.labs.build"}
 _CALLS = {"open", "exec", "eval", "compile", "__import__", "setattr", "delattr"}
 _NAMESPACES = {"globals", "vars", "locals"}
@@ -82,7 +104,8 @@ _FILE_CALLS = {"fromregex", "loadtxt", "genfromtxt", "load", "loads", "save", "s
                "mkdir", "makedirs", "symlink", "link", "truncate", "execv", "execve", "execl", "execlp", "spawnl",
                "spawnv", "fork", "kill", "putenv", "open_memmap", "getsource", "getsourcelines", "getfile",
                "getline", "getlines", "ZipFile", "TarFile", "enable_load_extension", "load_extension", "copy2",
-               "copytree", "rmtree", "move", "Popen", "urlopen"}
+               "copytree", "rmtree", "move", "Popen", "urlopen",
+               "eval", "query"}  # pandas' python engine evaluates "(1).__class__"
 #: IPython's handles on the kernel: a name or an attribute that runs code the scan never reads
 _KERNEL = {"get_ipython", "run_cell", "run_line_magic", "run_cell_magic", "user_ns", "user_global_ns",
            "input_transformers_post", "input_transformers_cleanup", "ast_transformers", "transform_cell", "getoutput",
@@ -170,6 +193,19 @@ def fold(node: ast.AST) -> str | None:
             return base % tuple(x if (x := fold(a)) is not None else "*" for a in parts)
         except (TypeError, ValueError):
             return base
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):  # "_" * 2
+        text, times = (node.left, node.right) if isinstance(node.right, ast.Constant) else (node.right, node.left)
+        base = fold(text)
+        if base is not None and isinstance(times, ast.Constant) and isinstance(times.value, int):
+            return base * max(0, min(times.value, 64))
+        return None if base is None else "*"
+    if isinstance(node, ast.Subscript) and (base := fold(node.value)) is not None:  # "stset"[::-1]
+        try:
+            return base[ast.literal_eval(node.slice)] if not isinstance(node.slice, ast.Slice) else base[slice(
+                *(None if p is None else ast.literal_eval(p) for p in (node.slice.lower, node.slice.upper,
+                                                                       node.slice.step)))]
+        except (ValueError, TypeError, IndexError, SyntaxError):
+            return "*"
     if isinstance(node, ast.JoinedStr):
         parts = [fold(v.value if isinstance(v, ast.FormattedValue) else v) for v in node.values]
         return "".join(x if x is not None else "*" for x in parts)
@@ -244,8 +280,12 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
             for a in node.names:
                 full = f"{base}.{a.name}" if base else a.name
                 top = (base or a.name).split(".")[0]
-                if top in _MODULES or any(full.startswith(m) or base.startswith(m) for m in _INTERNALS):
+                if top in _MODULES or any(full.startswith(m) or base.startswith(m) for m in _INTERNALS) or (
+                        top in ("numpy", "pandas") and set(full.split(".")) & _MODULES):  # numpy.f2py, pandas.io
                     flag(node, f"imports {full}")
+                elif top in _RUNS_CODE:
+                    flag(node, f"imports {full} (runs a string as code, reaches a namespace or reads a file by "
+                               "another name: no lab cell imports it)")
                 elif base == "blowfish_nb.labs._check" and a.name not in ("Grader", "LabCheckFailed"):
                     flag(node, f"imports {full}")
                 elif base == "blowfish_nb.labs" and a.name in _LAB_MODULES:
@@ -271,6 +311,10 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
                 attr = fold(node.args[1])
                 if attr is None or "*" in attr or attr.startswith("__") or attr in _ATTRS | _KERNEL | _FILE_CALLS:
                     flag(node, f"calls {name} with a computed or hidden name ({ast.unparse(node.args[1])[:40]})")
+        elif isinstance(node, ast.Name) and node.id in _CALLS | {"getattr", "hasattr", "breakpoint"} and not (
+                isinstance(parents.get(node), ast.Call) and parents[node].func is node and node.id != "breakpoint"):
+            flag(node, f"uses {node.id} as a value or calls it (map({node.id}, …), f = {node.id}: a call the scan "
+                       "cannot read)")
         elif isinstance(node, ast.Attribute) and node.attr in _ATTRS:
             flag(node, f"uses .{node.attr}")
         elif isinstance(node, ast.Attribute) and node.attr in _MODULES:
@@ -299,7 +343,7 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
             for leaf in ast.walk(target) if target is not None else ():
                 if isinstance(leaf, ast.Name) and leaf.id in _GUARDED:
                     flag(target, f"rebinds {leaf.id}")
-        elif isinstance(node, (ast.Constant, ast.BinOp, ast.JoinedStr, ast.Call)) and not isinstance(
+        elif isinstance(node, (ast.Constant, ast.BinOp, ast.JoinedStr, ast.Call, ast.Subscript)) and not isinstance(
                 parents.get(node), (ast.BinOp, ast.JoinedStr, ast.FormattedValue)):
             v = fold(node)
             if v is not None and _names_a_file(v):
@@ -336,7 +380,45 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
                                    f"({ast.unparse(leaf)[:40]}: a module or the kernel?)")
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in _GUARDED:
             flag(node, f"rebinds {node.name}")
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            word = "global" if isinstance(node, ast.Global) else "nonlocal"
+            flag(node, f"declares {', '.join(node.names)} {word} (a function that binds the notebook's names: no "
+                       "lab cell does)")
+        why = _builds_text(node)
+        if why:
+            flag(node, f"{why}: text built at run time (no lab cell builds any)")
     return sorted(set(flags), key=lambda f: (f.line, f.why))
+
+
+def _builds_text(node: ast.AST) -> str | None:
+    """Why ``node`` makes text from numbers at run time, or None: ``chr``/``ord`` (also ``map(chr, …)``),
+    ``bytes(<list>)``, ``bytearray(…)``, ``.decode()`` of anything but a bytes literal, a ``%c`` or ``{:c}`` format.
+    Text built so is a name or a path the scan cannot fold (gamer34b: ``"".join(map(chr, (95, 95, …)))`` is
+    ``"__self__"``, ``timeit.timeit(bytes([…]).decode())`` runs a payload)."""
+    if isinstance(node, ast.Name) and node.id in ("chr", "ord", "bytearray"):
+        return f"uses {node.id}"
+    if isinstance(node, ast.Call):
+        f = node.func
+        if isinstance(f, ast.Name) and f.id == "bytes" and node.args and not isinstance(node.args[0], ast.Constant):
+            return f"calls bytes of {type(node.args[0]).__name__.lower()} {ast.unparse(node.args[0])[:30]}"
+        if (isinstance(f, ast.Attribute) and f.attr == "decode"
+                and not (isinstance(f.value, ast.Constant) and isinstance(f.value.value, bytes))):
+            return f"decodes {ast.unparse(f.value)[:30]}"
+        if (isinstance(f, ast.Attribute) and f.attr == "format" and isinstance(f.value, ast.Constant)
+                and isinstance(f.value.value, str) and re.search(r"\{[^{}]*:[^{}]*c\}", f.value.value)):
+            return "formats a number as a character ({:c})"
+        if isinstance(f, ast.Name) and f.id == "format" and len(node.args) > 1:
+            spec = fold(node.args[1])
+            if spec is None or spec.endswith("c"):
+                return "formats a number as a character"
+    if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant)
+            and isinstance(node.left.value, str) and re.search(r"%[-+ #0-9.*]*c", node.left.value.replace("%%", ""))):
+        return "formats a number as a character (%c)"
+    if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+        spec = fold(node.format_spec)
+        if spec is None or "*" in spec or spec.endswith("c"):
+            return f"formats with the spec {spec!r} (a number as a character?)"
+    return None
 
 
 def scan_notebook(path: str | Path) -> list[Flag]:
@@ -421,10 +503,11 @@ def _module_level(tree: ast.AST):
                 todo.append(child)
 
 
-def _by_hand(tree: ast.Module, known: set[str], why: bool = False):
+def _by_hand(tree: ast.Module, known: set[str], why: bool = False, constants: frozenset[str] = frozenset()):
     """Whether the cell ``tree`` only assigns values worked out by hand: names bound to constants, arithmetic,
-    names of the lab's cells, ``check``/``math``/``np`` constants and :data:`_PURE` functions of those. With ``why``:
-    ``(line, what)`` of the first thing that is not, or None."""
+    names of the lab's cells, ``math``/``np`` constants, the lab module's declared ``constants`` (``check.THETA``, not
+    an attribute a student stored on ``check``) and :data:`_PURE` functions of those. With ``why``: ``(line, what)``
+    of the first thing that is not, or None."""
     local = set(known)
 
     def expr_ok(e: ast.AST) -> str | None:
@@ -438,6 +521,8 @@ def _by_hand(tree: ast.Module, known: set[str], why: bool = False):
             elif isinstance(n, ast.Attribute):
                 if not (isinstance(n.value, ast.Name) and n.value.id in _PURE_MODULES):
                     return f"reads {ast.unparse(n)[:40]}"
+                if n.value.id == "check" and n.attr not in constants:
+                    return f"reads check.{n.attr}, not a constant the lab module declares"
             elif isinstance(n, ast.Name):
                 if n.id not in local and n.id not in _PURE and n.id not in _PURE_MODULES:
                     return f"uses {n.id}, a name no lab cell binds"
@@ -499,14 +584,32 @@ _ROUNDING = {"floor", "ceil", "round", "rint", "around", "trunc", "fix", "mod", 
              "modf", "frexp", "ldexp", "nextafter", "tobytes", "hex", "view", "float_power"}
 
 
-def _mechanism(tree: ast.AST) -> list[tuple[int, str]]:
-    """In a function the student defines: rounding or remainders, and comparisons with the lab's public constants
-    (``np.array_equal(x, check.Q2_DATA)``: a mechanism that recognises the grader's input)."""
+def _mechanism(tree: ast.AST, entry: frozenset[str] = frozenset()) -> list[tuple[int, str]]:
+    """In a function the student defines: rounding or remainders, bit operations, and comparisons with the lab's
+    public constants (``np.array_equal(x, check.Q2_DATA)``: a mechanism that recognises the grader's input); in one of
+    the ``entry`` functions the handout asks for (``fixed_draw``, ``release_range``), any branch (gamer34b's
+    ``if size == 1:`` returned the true counts on the call the grader never makes)."""
     found = []
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
+        fname, bits = getattr(fn, "name", "a lambda"), set()
         for n in ast.walk(fn):
+            if (isinstance(n, ast.BinOp) and isinstance(n.op, (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift,
+                                                               ast.RShift))
+                    or isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Invert)) and n.lineno not in bits:
+                bits.add(n.lineno)
+                found.append((n.lineno, f"takes bits ({ast.unparse(n)[:30]}) inside {fname} (a release that hides "
+                                        "the data in its digits?)"))
+            if (isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) and isinstance(n.left, ast.BinOp)
+                    and isinstance(n.left.op, ast.Add) and isinstance(n.right, (ast.Constant, ast.Name))
+                    and ast.dump(n.left.right) == ast.dump(n.right)):
+                found.append((n.lineno, f"rounds by adding and taking away {ast.unparse(n.right)[:20]} inside {fname} "
+                                        "((v + C) - C puts v on a grid: a release that hides the data in its digits?)"))
+            if fname in entry and isinstance(n, (ast.If, ast.IfExp, ast.While, ast.Match)):
+                test = ast.unparse(n.subject if isinstance(n, ast.Match) else n.test)[:30]
+                found.append((n.lineno, f"branches ({test}) inside {fname}: the lab's mechanism treats every call "
+                                        "alike (one that differs on calls the grader does not make?)"))
             f = n.func if isinstance(n, ast.Call) else None
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
             if name in _ROUNDING or (isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Mod, ast.FloorDiv))):
@@ -534,13 +637,23 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
     * no cell has the ``otter_ignore`` tag or an ``ignore`` key in its metadata;
     * no cell the student wrote deletes (``del``) or assigns, at module level, a name the lab's reveal cells bind
       (the objects the hidden tests of a predict question look for; a local of the student's function is not one);
-    * the answer cells (gamer34): where the solution's answer is a value worked out by hand or predicted (constants,
-      arithmetic, the lab's names, ``math``/``check`` constants, ``max``/``min``/``abs`` …), the student's must be
-      one too: a library call, a scratch session or classroom, an import or a read of another object is flagged;
-      where the solution simulates (calls ``.release``) and the answer cell, answered, does not; a function the
-      student wrote that rounds or takes remainders (a release hiding the data in its digits) or compares with a
-      public constant ``check.NAME`` (recognising the grader's input); a call of a public check ``check.qN`` in a
-      cell the student wrote (an oracle search).
+    * every code cell that is not one of the handout's answer cells (gamer34b: found by its cell id between the lab
+      cells around it, or, saved without ids, as the code cell in its place): an added cell, or a lab cell whose
+      source the student changed; a cell that is empty, only comments or only help lines is not counted;
+    * in every cell the student wrote: an import outside :func:`allowed_import` and the lab's own imports, and a
+      ``check.NAME`` the lab module does not declare (gamer34b stored the hidden tests' values on ``check``);
+    * the answer cells (gamer34, gamer34b): where the solution's answer is a value worked out by hand or predicted
+      (constants, arithmetic, names the lab's cells bind *before* it, ``math`` constants, the lab module's declared
+      constants ``check.UPPER``, ``max``/``min``/``abs`` …), the student's must be one too, assign every name the
+      handout's cell binds, and may not read its own answers' names before it assigns them (``x = x``): a library
+      call, a scratch session or classroom, an import, a read of another object, or a name the student's code binds
+      elsewhere (also through ``global``) is flagged; where the solution simulates (calls ``.release``) and the
+      answer cell, answered, does not on a path that can run (:func:`_live_call`: a release under ``if x is None``,
+      ``if False``, after a ``return`` or in a function never called does not count); a function the student wrote
+      that rounds, takes remainders or bits, or adds and takes away a constant (a release hiding the data in its
+      digits), or compares with a public constant ``check.NAME`` (recognising the grader's input); a branch inside
+      the function the handout asks for (``if size == 1:``); a call of a public check ``check.qN`` in a cell the
+      student wrote (an oracle search).
 
     Each deviation is a :class:`Flag` whose ``cell`` is the submission's cell index (where a lab cell is missing:
     where it was expected).
@@ -572,6 +685,23 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
         flags.append(Flag(pos, 0, f"the lab's {kind} cell {i} of the student version is missing, changed or moved",
                           (text.splitlines() or [""])[0][:80]))
     lab_at = set(matched.values())
+    sol_cells = _cells(solution) if solution is not None else []
+    ref_ids = {c.get("id") for c in ref if c.get("id")}
+    solution_only = {(c.get("id"), _key(c)) for c in sol_cells if c.get("id") and c.get("id") not in ref_ids}
+    lab_at |= {j for j, c in enumerate(sub) if (c.get("id"), _key(c)) in solution_only}
+    answer_at = _answer_cells(ref, sub, matched, lab_at)
+    lab_ids = {ref[i].get("id"): i for i in lab if ref[i].get("id")}
+    for j, c in enumerate(sub):
+        if j in lab_at or j in answer_at or c.get("cell_type") != "code" or _runs_nothing(_key(c)[1]):
+            continue
+        text = (_key(c)[1].splitlines() or [""])[0][:80]
+        if c.get("id") in lab_ids:
+            i = lab_ids[c["id"]]
+            flags.append(Flag(j, 1, f"changes the lab's {ref[i].get('cell_type')} cell {i} (id {c['id']}) into this "
+                                    "code: students write only in answer cells", text))
+        else:
+            flags.append(Flag(j, 1, "is a code cell the handout does not have (an added cell: students write only in "
+                                    "answer cells)", text))
     questions = {}
     for i, c in enumerate(ref):
         m = _CHECK_CELL.fullmatch(_key(c)[1]) if c.get("cell_type") == "code" else None
@@ -602,7 +732,11 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
             flags.append(Flag(j, 0, "a cell other than a check cell carries a grading mark", _key(c)[1][:80]))
     reveal = set().union(*[_bound(_key(c)[1]) for c in ref if _REVEAL_TAG in c.get("metadata", {}).get("tags", [])
                            and c.get("cell_type") == "code"])
-    known = set().union(*[_bound(_key(c)[1]) for c in ref if c.get("cell_type") == "code"])
+    allowed = _handout_imports(ref)
+    entry = frozenset(name for c in ref if _ANSWER_TAG in c.get("metadata", {}).get("tags", [])
+                      for name in _defined(_key(c)[1]))
+    public = _lab_names(ref)
+    constants = frozenset(n for n in public if n.isupper())
     trees: dict[int, ast.Module] = {}
     for j, c in enumerate(sub):
         if j in lab_at or c.get("cell_type") != "code":
@@ -612,6 +746,12 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
         except SyntaxError:
             continue
         text = _key(c)[1].splitlines()
+        for node in ast.walk(tree):
+            for module in _imported(node):
+                if not allowed_import(module, allowed):
+                    flags.append(Flag(j, node.lineno, f"imports {module}, which is not numpy, pandas, math, a public "
+                                                      "blowfish_nb module or a module the lab's own cells import",
+                                      text[node.lineno - 1].strip()))
         for node in _module_level(tree):
             if isinstance(node, ast.Name) and node.id in reveal and isinstance(node.ctx, (ast.Del, ast.Store)):
                 verb = "deletes" if isinstance(node.ctx, ast.Del) else "assigns"
@@ -620,6 +760,11 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
             elif isinstance(node, ast.Global) and reveal & set(node.names):
                 flags.append(Flag(j, node.lineno, f"declares {', '.join(sorted(reveal & set(node.names)))} global, "
                                                   "an object of the lab's reveal cells", text[node.lineno - 1].strip()))
+        for node in ast.walk(tree):  # an attribute a student stored on the lab module (gamer34b: check.k_true_loss)
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "check"
+                    and public and node.attr not in public and node.attr not in _DUNDER_OK):
+                flags.append(Flag(j, node.lineno, f"reads check.{node.attr}, which the lab module does not declare "
+                                                  "(a value stored on it?)", text[node.lineno - 1].strip()))
         for node in ast.walk(tree):  # the master notebook's check cells call check.qN; a student's cell has no need
             name = (node.attr if isinstance(node, ast.Attribute) and _root(node) == "check" else
                     fold(node.args[1]) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
@@ -627,7 +772,8 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
             if name and re.fullmatch(r"q\d+\w*", name):
                 flags.append(Flag(j, node.lineno, f"calls the public check check.{name} in a cell the student wrote "
                                                   "(an oracle search?)", text[node.lineno - 1].strip()))
-        flags += [Flag(j, ln, why, text[ln - 1].strip() if 0 < ln <= len(text) else "") for ln, why in _mechanism(tree)]
+        flags += [Flag(j, ln, why, text[ln - 1].strip() if 0 < ln <= len(text) else "")
+                  for ln, why in _mechanism(tree, entry)]
     sol = {c.get("id"): c for c in (_cells(solution) if solution is not None else []) if c.get("id")}
     # a name the student's code binds beyond an answer cell's own answers does not count as the lab's: a value computed
     # in an added cell and passed through ``eps = scratch.spent`` is not worked out by hand
@@ -637,6 +783,7 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
         after = _CHECK_CELL.fullmatch(_key(sub[j + 1])[1]) if j + 1 < len(sub) else None
         own = handout.get(after.group(1), set()) if after else set()
         tainted |= {n.id for n in _module_level(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - own
+        tainted |= {name for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
     for q, i in questions.items():
         answer = ref[i - 1] if i >= 1 and _ANSWER_TAG in ref[i - 1].get("metadata", {}).get("tags", []) else None
         given = [j - 1 for j, c in enumerate(sub) if j >= 1 and _CHECK_CELL.fullmatch(_key(c)[1]) and
@@ -647,18 +794,230 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
             model = ast.parse(_key(sol[answer["id"]])[1])
         except SyntaxError:
             continue
+        at = i - 1
+        mine = _bound(_key(answer)[1])  # the cell's own answers: not known before the cell assigns them (x = x)
+        known = set().union(*[_bound(_key(c)[1]) for c in ref[:at] if c.get("cell_type") == "code"]) - mine
+        by_hand = _by_hand(model, known, constants=constants)
         for j in given:
             tree, text = trees[j], _key(sub[j])[1].splitlines()
-            if _by_hand(model, known):
-                bad = _by_hand(tree, known - tainted, why=True)
+            missing = sorted(mine - _bound_at_top(tree))
+            if missing and by_hand:
+                flags.append(Flag(j, 1, f"the answer cell of {q} does not assign {', '.join(missing)} (answered in "
+                                        "another cell? each answer is worked out in its own cell)",
+                                  (text or [""])[0].strip()))
+            if by_hand:
+                bad = _by_hand(tree, known - tainted, why=True, constants=constants)
                 if bad:
                     flags.append(Flag(j, bad[0], f"the answer cell of {q} computes ({bad[1]}) where the lab's answer "
                                                  "is worked out by hand or predicted (library call, scratch run, "
                                                  "copied value?)", text[bad[0] - 1].strip()))
-            if _calls(model, "release") and not _calls(tree, "release") and not _blank(tree, answer):
+            if _calls(model, "release") and not _live_call(tree, "release", mine) and not _blank(tree, answer):
                 flags.append(Flag(j, 1, f"the answer cell of {q} makes no release where the lab's solution "
                                         "simulates (a made-up simulation?)", (text or [""])[0].strip()))
     return sorted(set(flags), key=lambda f: (f.cell, f.line, f.why))
+
+
+def _defined(source: str) -> set[str]:
+    """The functions a cell defines at its top level (an answer cell's ``def fixed_draw(x, size, rng): ...``)."""
+    try:
+        return {n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    except SyntaxError:
+        return set()
+
+
+def _runs_nothing(source: str) -> bool:
+    """Whether a code cell is empty, only comments or only help lines (``check.variant??``, which lab 5 asks for;
+    JupyterLab leaves an empty cell at the end of a notebook)."""
+    python, magics = ipython_lines(source)
+    try:
+        body = ast.parse(python).body
+    except SyntaxError:
+        return False
+    return not magics and all(isinstance(st, ast.Pass) for st in body)
+
+
+def _answer_cells(ref: list[dict], sub: list[dict], matched: dict[int, int], lab_at: set[int]) -> dict[int, int]:
+    """The submission's answer cells, ``{submission index: reference index}``: each answer cell of the handout ``ref``
+    is found between the submission cells its neighbouring lab cells matched, by its cell id, else (a notebook saved
+    without ids, or the cell re-created) as the last code cell there that carries no id of the handout."""
+    answers = [i for i, c in enumerate(ref) if _ANSWER_TAG in c.get("metadata", {}).get("tags", [])]
+    ids = {c.get("id") for c in ref if c.get("id")}
+    found: dict[int, int] = {}
+    slots = {}
+    for a in answers:
+        lower = max((j for i, j in matched.items() if i < a), default=-1)
+        upper = min((j for i, j in matched.items() if i > a), default=len(sub))
+        slots[a] = [j for j in range(lower + 1, upper) if j not in lab_at and sub[j].get("cell_type") == "code"]
+        by_id = [j for j in slots[a] if ref[a].get("id") and sub[j].get("id") == ref[a].get("id") and j not in found]
+        if by_id:
+            found[by_id[0]] = a
+    for a in answers:
+        if a in found.values():
+            continue
+        free = [j for j in slots[a] if j not in found and sub[j].get("id") not in ids]
+        if free:
+            found[free[-1]] = a
+    return found
+
+
+def _imported(node: ast.AST) -> list[str]:
+    """The modules an import statement imports (``from a.b import c``: ``a.b``, and ``a.b.c`` when that names a
+    module the statement could load; ``import a.b``: ``a.b``); relative imports as ``.name``."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = "." * node.level + (node.module or "")
+        return [base] + [f"{base}.{a.name}" for a in node.names if base.startswith("blowfish_nb")]
+    return []
+
+
+def _handout_imports(ref: list[dict]) -> frozenset[str]:
+    """Every module the built handout's code cells import (its set-up cell's ``blowfish_nb.labs``, lab 9's ``sqlite3``
+    and ``concurrent.futures``, lab 8's ``bqplot`` …): the lab's own allow-list on top of :func:`allowed_import`'s."""
+    found = set()
+    for c in ref:
+        if c.get("cell_type") != "code":
+            continue
+        try:
+            tree = ast.parse(ipython_lines(_key(c)[1])[0])
+        except SyntaxError:
+            continue
+        found.update(m for n in ast.walk(tree) for m in _imported(n))
+    return frozenset(found)
+
+
+def allowed_import(module: str, lab: frozenset[str] | set[str] = frozenset()) -> bool:
+    """Whether a student may import ``module``: numpy, pandas and math (and their public submodules), a public
+    module of blowfish_nb outside ``blowfish_nb.labs``, or a module the lab's own cells import (``lab``, see
+    :func:`_handout_imports`). Everything else (``operator``, ``timeit``, ``cProfile``, ``configparser``, ``ast``,
+    ``re``, ``functools`` …) is flagged with the lab build: an allow-list cannot miss a module the way gamer34b's
+    ``timeit.timeit`` and ``operator.attrgetter`` went past the deny-list.
+
+    >>> allowed_import("numpy.linalg"), allowed_import("blowfish_nb.policy"), allowed_import("operator")
+    (True, True, False)
+    >>> allowed_import("numpy.f2py"), allowed_import("pandas.io.common")
+    (False, False)
+    >>> allowed_import("blowfish_nb.labs._grade", {"blowfish_nb.labs"}), allowed_import("sqlite3", {"sqlite3"})
+    (False, True)
+    """
+    parts = module.split(".")
+    if module in lab and not any(p.startswith("_") for p in parts[1:]):
+        return True
+    if any(p.startswith("_") for p in parts) or module.startswith("."):
+        return False
+    if parts[0] in ("numpy", "pandas", "math"):
+        return not any(p in _MODULES or p in _RUNS_CODE for p in parts[1:])  # numpy.f2py, pandas.io
+    return parts[0] == "blowfish_nb" and parts[1:2] != ["labs"]
+
+
+def _lab_names(ref: list[dict]) -> frozenset[str]:
+    """The names the lab module of the handout ``ref`` declares public (its ``__all__``, read from its source, not
+    imported); its UPPER names are its constants, the only ``check.NAME`` a by-hand answer may use."""
+    for c in ref:
+        m = _LAB.search("".join(c.get("source", "")))
+        if m:
+            path = Path(__file__).resolve().parent / f"lab{int(m.group(1)):02d}.py"
+            try:
+                tree = ast.parse(path.read_text(encoding="utf-8"))
+            except (OSError, SyntaxError):
+                return frozenset()
+            for st in tree.body:
+                if (isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__"
+                                                       for t in st.targets)
+                        and isinstance(st.value, (ast.List, ast.Tuple))):
+                    return frozenset(e.value for e in st.value.elts if isinstance(e, ast.Constant)
+                                     and isinstance(e.value, str))
+    return frozenset()
+
+
+def _bound_at_top(tree: ast.Module) -> set[str]:
+    """The names a cell binds at module level (assignments, definitions, imports), not inside its functions."""
+    names = set()
+    for n in _module_level(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.add(n.id)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in n.names)
+    names.update(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+    return names
+
+
+def _truth(test: ast.AST) -> bool | None:
+    """A test's value when the syntax fixes it (constants, ``not``, ``and``/``or``, comparisons of constants), else
+    None; an ``x is None``/``x == None`` test counts as false (gamer34b's dead ``if x is None: ….release(…)``: the
+    answer is never called with None)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.Eq)) and (
+            isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
+        return False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _truth(test.operand)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        values = [_truth(v) for v in test.values]
+        if isinstance(test.op, ast.And):
+            return False if False in values else True if all(v is True for v in values) else None
+        return True if True in values else False if all(v is False for v in values) else None
+    if isinstance(test, ast.Constant):
+        return bool(test.value)
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Constant)
+            and isinstance(test.comparators[0], ast.Constant)):
+        import operator
+
+        compare = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.Gt: operator.gt,
+                   ast.LtE: operator.le, ast.GtE: operator.ge}.get(type(test.ops[0]))
+        try:
+            return None if compare is None else bool(compare(test.left.value, test.comparators[0].value))
+        except TypeError:  # 'a' < 1
+            return None
+    return None
+
+
+def _live_call(tree: ast.Module, attr: str, entry: set[str]) -> bool:
+    """Whether the cell ``tree`` calls ``.attr`` on a path that can run: not under an ``if``/``while``/conditional
+    expression whose test :func:`_truth` fixes against it, not after a ``return``/``raise``/``break``/``continue`` of
+    its block, not in a loop over an empty literal, and, inside a function or lambda the cell defines, only when that
+    function is called in the cell or is one of ``entry`` (the answer's names: the grader calls it).
+
+    Still syntax, not a run: a release whose result is thrown away (``_ = o.release(…)``), one on a path that depends
+    on the data (``if x.sum() < 0:``) or one in a function called only from dead code meets it. Counting the library
+    releases of a run of the answer cell would need the kernel the scan stays out of; the rule is a place to read."""
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} | set(entry)
+
+    def dead(node: ast.AST) -> bool:
+        while node in parents:
+            up = parents[node]
+            if isinstance(up, (ast.If, ast.While, ast.IfExp)) and node is not up.test:
+                t = _truth(up.test)
+                in_body = node in (up.body if isinstance(up.body, list) else [up.body])
+                if t is not None and t != in_body:
+                    return True
+            if isinstance(up, (ast.For, ast.AsyncFor)) and node in up.body and (
+                    isinstance(up.iter, (ast.List, ast.Tuple, ast.Set)) and not up.iter.elts
+                    or isinstance(up.iter, ast.Call) and ast.unparse(up.iter) in ("range(0)", "range()")):
+                return True
+            if isinstance(up, ast.BoolOp) and node is not up.values[0]:
+                first = _truth(up.values[0])
+                if first is not None and first == isinstance(up.op, ast.Or):
+                    return True
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                block = getattr(up, field, None)
+                if isinstance(block, list) and node in block:
+                    before = block[: block.index(node)]
+                    if any(isinstance(s, (ast.Return, ast.Raise, ast.Break, ast.Continue)) for s in before):
+                        return True
+            if isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef)) and up.name not in used:
+                return True
+            if isinstance(up, ast.Lambda):
+                holder = parents.get(up)
+                names = [t.id for t in getattr(holder, "targets", []) if isinstance(t, ast.Name)]
+                if names and not set(names) & used:
+                    return True
+            node = up
+        return False
+
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == attr and not dead(n)
+               for n in ast.walk(tree))
 
 
 def main(argv: list[str] | None = None) -> int:
