@@ -245,6 +245,14 @@ class Mechanism(ABC):
         """(q, Δ) when each of q distinct noise terms alone decides an answer's error (None by default)."""
         return None
 
+    def difference_chain(self, workload: Workload, policy: Policy) -> tuple[int, float] | None:
+        """(n, Δ) when the answers' errors are, up to sign, the first differences of (0, Z₁, …, Z_n, 0) (None).
+
+        Z_j independent discrete Laplace of scale Δ/ε; :mod:`blowfish_nb.analysis.chain_tail` then gives the
+        exact (α, β) → ε (issue 28: the histogram under the line policy).
+        """
+        return None
+
     def answer_variances(self, workload: Workload, policy: Policy, epsilon: float) -> np.ndarray | None:
         """Each answer's exact error variance at ``epsilon`` when every error is a sum of many noise terms (None).
 
