@@ -96,7 +96,8 @@ class Mechanism(ABC):
     protect), :meth:`expected_error` (data-independent mechanisms only; see
     :attr:`analytic_error`), :meth:`sensitivity` and :meth:`noise_scale`
     (None when no single Laplace scale describes the mechanism),
-    :meth:`single_terms`, :meth:`partitions` (data-dependent partitions,
+    :meth:`single_terms`, :meth:`difference_chain`, :meth:`answer_variances` (for
+    :mod:`blowfish_nb.accuracy`), :meth:`partitions` (data-dependent partitions,
     for audits) and :meth:`_sample`.
     """
 
