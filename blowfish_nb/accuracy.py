@@ -164,7 +164,9 @@ def _epsilon(mechanism, workload, policy, alpha, beta, draws, seed, query) -> fl
     chain = _remembered(query, "chain", lambda: mechanism.difference_chain(workload, policy))
     if chain is not None:
         n, delta = chain
-        return 1e-12 if delta == 0 else chain_epsilon(n, delta, alpha, beta)
+        epsilon = 1e-12 if delta == 0 else chain_epsilon(n, delta, alpha, beta)
+        if epsilon is not None:  # (None: a β too small for the bound's rounding allowance; Monte Carlo says so)
+            return epsilon
     seeds = np.random.SeedSequence(seed).spawn(ROUNDS + 1)
     epsilon = _analytic_guess(mechanism, workload, policy, alpha, beta, draws, query)
     if epsilon is None:  # no variances: the guessing round at ε = 1 (round 0)

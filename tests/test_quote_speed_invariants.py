@@ -67,8 +67,9 @@ def reference_epsilon(mechanism, W, pol, alpha, beta, draws=accuracy.DRAWS, seed
             return 1e-12
         return accuracy._single_term_epsilon(count, delta, alpha, beta)
     chain = mechanism.difference_chain(W, pol)  # the exact chain bound (issue 28: the histogram under the line)
-    if chain is not None:
-        return 1e-12 if chain[1] == 0 else chain_epsilon(chain[0], chain[1], alpha, beta)
+    exact = None if chain is None else 1e-12 if chain[1] == 0 else chain_epsilon(chain[0], chain[1], alpha, beta)
+    if exact is not None:
+        return exact
     seeds = np.random.SeedSequence(seed).spawn(ROUNDS + 1)
     # the first guess: analytic where the mechanism knows its answers' variances (stop 34), else a round at ε = 1
     epsilon = accuracy._analytic_guess(mechanism, W, pol, alpha, beta, draws, None)

@@ -57,6 +57,13 @@ MATCHED = 1e-7
 #: prefix (or suffix) sums on the side where they are small, is within about 2N units of the last place; every ratio
 #: (K u)_z/u_z, γ and the final (B u)(0) are lowered by ROUNDING·N relative
 ROUNDING = 4 * 2.0**-52
+#: the bound is not tried for β below this many units of n·(2m + 1) (its rounding allowance alone, with the lattice
+#: at least 2m + 1 wide, costs about 4·n·N units of the last place)
+REACHABLE_BETA = 64 * 2.0**-52
+#: quarter-steps of log ε tried above the bracket's start before giving up (None)
+WIDENINGS = 40
+#: the longest lattice tried (2R + 1 values); beyond it (α of a few thousand noise units) Monte Carlo answers
+MAX_LATTICE = 1 << 14
 #: relative width of the final ε bracket
 TOLERANCE = 1e-6
 
@@ -85,15 +92,19 @@ def chain_coverage(n: int, m: int, scale: float) -> float:
 def lattice_half_width(n: int, m: int, scale: float) -> int:
     """R with n·P(|Z| > R) ≤ :data:`DROPPED` for discrete Laplace of ``scale`` (at least m)."""
     t = math.exp(-1.0 / scale)
+    if t == 0.0:
+        return m  # no mass beyond 0
     # P(|Z| > R) = 2t^{R+1}/(1 + t) ≤ 2t^{R+1}
     return m + max(0, math.ceil((math.log(DROPPED) - math.log(2.0 * n)) / math.log(t)))
 
 
-def chain_epsilon(n: int, delta: float, alpha: float, beta: float) -> float:
+def chain_epsilon(n: int, delta: float, alpha: float, beta: float) -> float | None:
     """Least ε (within a factor 1 + 10⁻⁶, rounded up) with :func:`chain_coverage` ≥ 1 − β at scale Δ/ε.
 
     The bracket's upper end starts where every |Z_j| ≤ ⌊m/2⌋ has probability 1 − β (then every difference
-    is within m); only an ε at which the bound was evaluated and met the target is returned.
+    is within m); only an ε at which the bound was evaluated and met the target is returned. None when the
+    bound cannot certify 1 − β (a β so small that the rounding allowance, about n·N units of the last place,
+    exceeds it): the caller falls back to Monte Carlo.
 
     Examples
     --------
@@ -111,13 +122,30 @@ def chain_epsilon(n: int, delta: float, alpha: float, beta: float) -> float:
     def excess(log_e):
         scale = delta / math.exp(log_e)
         lattice = state["lattice"] or lattice_half_width(n, m, scale)
+        if 2 * lattice + 1 > MAX_LATTICE:
+            raise _TooWide
         bound, state["u"] = _coverage(n, m, scale, lattice, state["u"])
         return bound - target
 
-    b = math.log(_all_within_epsilon(n, delta, m // 2, beta))
-    f_b = excess(b)
+    if beta < REACHABLE_BETA * n * (2 * m + 1):
+        return None  # the rounding allowance alone keeps the bound below 1 − β
+    try:
+        return _search(excess, math.log(_all_within_epsilon(n, delta, m // 2, beta)), state, n, m, delta)
+    except _TooWide:
+        return None  # α so large against the noise's unit step that the lattice would be too long: Monte Carlo
+
+
+class _TooWide(Exception):
+    """The lattice an evaluation needs is longer than :data:`MAX_LATTICE`."""
+
+
+def _search(excess, b, state, n, m, delta) -> float | None:
+    """Regula falsi on log ε from ``b`` (see :func:`chain_epsilon`); None when no ε near ``b`` meets the target."""
+    f_b, widened = excess(b), 0
     while f_b < 0:  # the bound lies slightly below the probability it bounds: widen upwards
-        b += 0.25
+        if widened == WIDENINGS:
+            return None
+        b, widened = b + 0.25, widened + 1
         f_b = excess(b)
     a = b - math.log(2.0)
     f_a = excess(a)

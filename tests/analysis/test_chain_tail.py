@@ -142,3 +142,16 @@ def test_the_line_histogram_quote_covers_on_fresh_draws_and_is_not_wasteful():
             break
         mc *= max(q / alpha, 1.01)
     assert e < mc
+
+
+def test_out_of_reach_targets_fall_back_to_monte_carlo():
+    """A β below the bound's rounding allowance, or an α whose lattice would be too long, gives None, and the quote
+    is then Monte Carlo's (which refuses a 1 − 1e-300 quantile, as before the chain bound)."""
+    from blowfish_nb.exceptions import InvalidParameterError
+
+    assert chain_epsilon(4095, 1.0, 50, 1e-300) is None
+    assert chain_epsilon(4095, 1.0, 1e6, 0.05) is None
+    accuracy.clear_memory()
+    m, W, pol = mechanisms.Transformed(), workload.identity(64), policy.line(Domain.grid(64))
+    with pytest.raises(InvalidParameterError, match="beta"):
+        accuracy.epsilon_for_accuracy(m, W, pol, 10.0, 1e-300)
