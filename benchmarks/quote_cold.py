@@ -2,7 +2,7 @@
 
 Run: ``nice -n 10 .venv/bin/python -m benchmarks.quote_cold`` (writes benchmarks/results/quote_cold.md).
 A quote is ``plan_budget(plan, accuracy=(50, 0.05))`` on a prepared plan: the mechanism choice among the linear
-candidates and the ε for (α, β) (closed form or Monte Carlo), everything a panel's "this release will cost"
+candidates and the ε for (α, β) (closed form, the exact chain bound or Monte Carlo), everything a panel's "this release will cost"
 line waits for. *Cold*: the first quote of its query in a fresh interpreter (no remembered choice, draws or
 plan; the package already imported). Each case runs in its own process, several times; the same process times
 ``np.bincount`` of 10⁶ codes as a machine-speed baseline, so the ratio column survives a busy machine.

@@ -13,6 +13,13 @@ to find the least ε:
   Transformed+Laplace where each range crosses one tree edge): the error is
   ±Z, a whole number, so P(all within α) = (1 − 2t^{⌊α⌋+1}/(1 + t))^q with
   t = e^{−ε/Δ}, solved for t by bisection (the mechanism's ``single_terms``);
+* **exact chain** when the answers' errors are the first differences of
+  (0, Z₁, …, Z_n, 0) (the mechanism's ``difference_chain``: the histogram
+  under the line policy, whose neighbouring cells share a tree edge's
+  noise): a certified lower bound on P(all within α) from the chain's
+  transfer operator (:mod:`blowfish_nb.analysis.chain_tail`), solved for ε
+  (issue 28: it replaced two Monte-Carlo rounds, and asks the ε the
+  coverage needs, without the rounds' confidence margin);
 * **Monte Carlo** otherwise: draws of max |error| come from the mechanism's
   own vectorised ``sample`` on a zero histogram (public noise only, no data),
   and instead of the empirical quantile an upper confidence bound for it
@@ -54,6 +61,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .analysis.chain_tail import chain_epsilon
 from .analysis.selection import Memo, public_key
 from .exceptions import InvalidParameterError
 from .policy import Policy
@@ -153,6 +161,12 @@ def _epsilon(mechanism, workload, policy, alpha, beta, draws, seed, query) -> fl
         if count == 0 or delta == 0:
             return 1e-12  # nothing random to bound: any ε meets the target (kept positive)
         return _single_term_epsilon(count, delta, alpha, beta)
+    chain = _remembered(query, "chain", lambda: mechanism.difference_chain(workload, policy))
+    if chain is not None:
+        n, delta = chain
+        epsilon = 1e-12 if delta == 0 else chain_epsilon(n, delta, alpha, beta)
+        if epsilon is not None:  # (None: a β too small for the bound's rounding allowance; Monte Carlo says so)
+            return epsilon
     seeds = np.random.SeedSequence(seed).spawn(ROUNDS + 1)
     epsilon = _analytic_guess(mechanism, workload, policy, alpha, beta, draws, query)
     if epsilon is None:  # no variances: the guessing round at ε = 1 (round 0)
@@ -186,6 +200,17 @@ def _single_terms(mechanism, workload, policy, query) -> tuple[int, float] | Non
     terms = mechanism.single_terms(workload, policy)
     _LAWS.put(key, (terms,))
     return terms
+
+
+def _remembered(query, name: str, compute):
+    """``compute()``, remembered per query under ``name`` (None is remembered too)."""
+    key = None if query is None else (query, name)
+    remembered = _LAWS.get(key)
+    if remembered is not None:
+        return remembered[0]
+    value = compute()
+    _LAWS.put(key, (value,))
+    return value
 
 
 def _round(mechanism, workload, policy, epsilon, draws, seeds, r, query) -> np.ndarray:

@@ -18,6 +18,7 @@ import pytest
 from blowfish_nb import Domain, accuracy, constraints, datasets, mechanisms, policy, workload
 from blowfish_nb.accuracy import ROUNDS, epsilon_for_accuracy, max_abs_errors, upper_quantile
 from blowfish_nb.analysis import selection
+from blowfish_nb.analysis.chain_tail import chain_epsilon
 from blowfish_nb.analysis.selection import choose_mechanism, default_candidates, memo_scope, public_key
 from blowfish_nb.planning import Catalog, Run
 from blowfish_nb.ranges import Ranges
@@ -65,6 +66,10 @@ def reference_epsilon(mechanism, W, pol, alpha, beta, draws=accuracy.DRAWS, seed
         if count == 0 or delta == 0:
             return 1e-12
         return accuracy._single_term_epsilon(count, delta, alpha, beta)
+    chain = mechanism.difference_chain(W, pol)  # the exact chain bound (issue 28: the histogram under the line)
+    exact = None if chain is None else 1e-12 if chain[1] == 0 else chain_epsilon(chain[0], chain[1], alpha, beta)
+    if exact is not None:
+        return exact
     seeds = np.random.SeedSequence(seed).spawn(ROUNDS + 1)
     # the first guess: analytic where the mechanism knows its answers' variances (stop 34), else a round at ε = 1
     epsilon = accuracy._analytic_guess(mechanism, W, pol, alpha, beta, draws, None)
@@ -161,7 +166,8 @@ def test_the_memory_does_the_work_once(monkeypatch):
     ε = 1 round serves every (α, β)); a choice is computed once per (workload, policy); clear_memory forgets it."""
     forget()
     d = Domain.grid(64)
-    m, W, pol = mechanisms.Transformed(), workload.identity(64), policy.line(d)
+    # Laplace on 8 ranges of 8 cells: each answer sums 8 noise terms (Monte Carlo, from a round at ε = 1)
+    m, W, pol = mechanisms.Laplace(), Ranges(64, np.arange(0, 64, 8), np.arange(7, 64, 8)), policy.dp(d)
     rounds, choices = [], []
     real_draws, real_choose = accuracy.max_abs_errors, selection._choose
     monkeypatch.setattr(accuracy, "max_abs_errors", lambda *a, **k: rounds.append(a[3]) or real_draws(*a, **k))
@@ -224,7 +230,10 @@ def test_scopes_do_not_share_memory(monkeypatch):
     """What one scope (an analyst of the service) remembered is computed afresh in another — no analyst can time
     another's quotes — and recalled in its own."""
     forget()
-    catalog = Catalog.from_data(datasets.salaries(n=300, seed=2), {"age": 62}, "line", {"age": (18, 80)})
+    # three overlapping ranges under DP: Laplace, Monte Carlo (the histogram under the line, used before, is exact
+    # since issue 28's chain bound and draws nothing)
+    catalog = Catalog.from_data(datasets.salaries(n=300, seed=2), {"age": 62}, "dp", {"age": (18, 80)})
+    spans = [(18.0, 40.0), (30.0, 60.0), (50.0, 80.0)]
     rounds, choices = [], []
     real_draws, real_choose = accuracy.max_abs_errors, selection._choose
     monkeypatch.setattr(accuracy, "max_abs_errors", lambda *a, **k: rounds.append(a[3]) or real_draws(*a, **k))
@@ -234,7 +243,7 @@ def test_scopes_do_not_share_memory(monkeypatch):
         rounds.clear()
         choices.clear()
         with memo_scope(name):
-            b = catalog.quote("histogram", "age", accuracy=(7.0, 0.05))
+            b = catalog.quote("range", "age", ranges=spans, accuracy=(7.0, 0.05))
         seen.setdefault(name, []).append((len(choices), len(rounds), b.epsilon))
     (ana_first, ana_again), (bob,), (shared,) = seen["ana"], seen["bob"], seen[None]
     assert ana_first[:2] == bob[:2] == shared[:2] and ana_first[0] == 1 and ana_first[1] >= 2  # each computed

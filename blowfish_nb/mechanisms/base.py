@@ -96,7 +96,8 @@ class Mechanism(ABC):
     protect), :meth:`expected_error` (data-independent mechanisms only; see
     :attr:`analytic_error`), :meth:`sensitivity` and :meth:`noise_scale`
     (None when no single Laplace scale describes the mechanism),
-    :meth:`single_terms`, :meth:`partitions` (data-dependent partitions,
+    :meth:`single_terms`, :meth:`difference_chain`, :meth:`answer_variances` (for
+    :mod:`blowfish_nb.accuracy`), :meth:`partitions` (data-dependent partitions,
     for audits) and :meth:`_sample`.
     """
 
@@ -243,6 +244,14 @@ class Mechanism(ABC):
 
     def single_terms(self, workload: Workload, policy: Policy) -> tuple[int, float] | None:
         """(q, Δ) when each of q distinct noise terms alone decides an answer's error (None by default)."""
+        return None
+
+    def difference_chain(self, workload: Workload, policy: Policy) -> tuple[int, float] | None:
+        """(n, Δ) when the answers' errors are, up to sign, the first differences of (0, Z₁, …, Z_n, 0) (None).
+
+        Z_j independent discrete Laplace of scale Δ/ε; :mod:`blowfish_nb.analysis.chain_tail` then gives the
+        exact (α, β) → ε (issue 28: the histogram under the line policy).
+        """
         return None
 
     def answer_variances(self, workload: Workload, policy: Policy, epsilon: float) -> np.ndarray | None:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .._arrays import unique_sorted
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
 from ..operators import DENSE_LIMIT, Identity, Matrix, Workload
@@ -213,6 +214,56 @@ class Transformed(Mechanism):
         if per_row.max(initial=0) > 1 or not np.all(np.abs(M.data) == 1):
             return None
         return int(np.unique(M.indices).size), self.sensitivity(policy)
+
+    def difference_chain(self, workload: Workload, policy: Policy) -> tuple[int, float] | None:
+        """(n, ℓ) when the answers' errors are, up to sign, the first differences of (0, Z₁, …, Z_n, 0).
+
+        The histogram under the line policy: cell i crosses the path's edges (i − 1, i) and (i, i + 1), so
+        its error is η_{i−1} − η_i, the end cells carry one term each. Detected on the ranges' crossing rows
+        W P_T: every distinct row (up to sign) is ±η_e or ±η_e ± η_f, the two-term rows join the n edges
+        into one path e₁ … e_n, and the one-term rows are exactly its two ends. The signs do not matter: the
+        terms are independent and symmetric, so Z_j = g_j·η_{e_j} with signs g_j chosen along the path turns
+        every two-term row into ±(Z_j − Z_{j+1}) without changing the law.
+
+        Examples
+        --------
+        >>> from blowfish_nb import Domain, policy, workload
+        >>> Transformed().difference_chain(workload.identity(16), policy.line(Domain.grid(16)))
+        (15, 1.0)
+        """
+        r = as_ranges(workload)
+        if r is None or not self.linear or not policy.is_forest():
+            return None
+        edges = transform(policy).edges
+        if len(edges) < 2 or edges.min() < 0 or np.abs(edges[:, 0] - edges[:, 1]).max() > WINDOW_SPAN:
+            return None
+        M = crossing_rows(r.lo, r.hi, edges, policy.domain.size).tocsr()
+        M.sum_duplicates()
+        per_row = np.diff(M.indptr)
+        if per_row.max(initial=0) > 2 or not np.all(np.abs(M.data) == 1):
+            return None
+        first, count = M.indptr[:-1], len(edges)
+        one, two = first[per_row == 1], first[per_row == 2]
+        single = np.zeros(count, dtype=bool)
+        single[M.indices[one]] = True
+        a, b = np.minimum(M.indices[two], M.indices[two + 1]), np.maximum(M.indices[two], M.indices[two + 1])
+        relation = M.data[two] * M.data[two + 1] > 0  # a sum or a difference (equal in law after the signs g_j)
+        keys = unique_sorted((a.astype(np.int64) * count + b) * 2 + relation)
+        pairs = keys // 2
+        if pairs.size and np.any(pairs[1:] == pairs[:-1]):
+            return None  # one pair of edges both summed and differenced
+        a, b = pairs // count, pairs % count
+        degree = np.bincount(a, minlength=count) + np.bincount(b, minlength=count)
+        used = single | (degree > 0)
+        n = int(used.sum())
+        if n < 2 or pairs.size != n - 1 or degree.max() > 2 or not np.array_equal(single, degree == 1):
+            return None  # the one-term answers must be exactly the two ends of n − 1 links
+        from scipy.sparse.csgraph import connected_components  # noqa: PLC0415 (scipy.sparse is loaded already)
+
+        graph = sp.csr_array((np.ones(pairs.size), (a, b)), shape=(count, count))
+        if connected_components(graph, directed=False)[0] != count - n + 1:
+            return None  # n − 1 links of degree ≤ 2 on n edges form one path exactly when they connect them
+        return n, self.sensitivity(policy)
 
     def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None, workload=None) -> np.ndarray:
         """``size`` draws of the DAWA partition of the cells (``inner="dawa..."``): a block label per cell.
