@@ -28,142 +28,26 @@ imports later (the installed packages) is not stopped by this plugin.
 
 from __future__ import annotations
 
-import base64
-import io
 import json
-import os
 import pickle
 import shutil
-import struct
-import subprocess
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
-try:  # otter-grader is the labs extra; the module is importable without it (the kernel-side ``dump``)
+try:  # otter-grader is the labs extra (the build and the grading environment have it)
     from otter.plugins import AbstractOtterPlugin
 except ImportError:  # pragma: no cover - only without otter
     AbstractOtterPlugin = object
 
-__all__ = ["LabGrader", "PLUGIN", "dump", "encode", "decode", "Refused", "rebuild", "CodeProxy"]
+from ._answers import DUMP_ID, MARKER, CodeProxy, Refused, decode
+
+__all__ = ["LabGrader", "PLUGIN", "rebuild", "read_answers"]
 
 #: the name otter's configuration gives this plugin
 PLUGIN = "blowfish_nb.labs._plugin.LabGrader"
 ANSWER_TAG = "otter_answer_cell"
 _ANSWER_TAGS = {ANSWER_TAG, "otter_assign_solution_cell"}
-#: seconds a code answer may take for one call in its child interpreter (and for its set-up)
-CALL_TIMEOUT = 120.0
-
-
-class Refused:
-    """An answer that was not plain data (or was missing): every test of its value fails."""
-
-    def __init__(self, why: str):
-        self.why = why
-
-    def __repr__(self) -> str:
-        return f"<refused: {self.why}>"
-
-
-# --- plain data, both ways ------------------------------------------------------------------------------------
-
-_SCALARS = {bool: "bool", int: "int", float: "float", str: "str"}
-_NP_SCALARS = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
-               np.float16, np.float32, np.float64)
-#: the marker of the line each answer cell's dump prints (otter's process reads it from the executed notebook)
-MARKER = "#blowfish-answers "
-#: the id of the cell that prints a question's answers (``blowfish-answers-q3``)
-DUMP_ID = "blowfish-answers-"
-
-
-def encode(value: Any, depth: int = 0) -> dict:
-    """``value`` as JSON-able plain data, or ``{"t": "refused", ...}``; exact types only (no subclasses).
-
-    Examples
-    --------
-    >>> encode((1, 2.5))
-    {'t': 'tuple', 'v': [{'t': 'int', 'v': 1}, {'t': 'float', 'v': 2.5}]}
-    >>> encode(object())["t"]
-    'refused'
-    """
-    kind = type(value)
-    if value is None:
-        return {"t": "none"}
-    if kind in _SCALARS:
-        return {"t": _SCALARS[kind], "v": value}
-    if kind in (tuple, list) and depth < 4 and len(value) <= 100_000:
-        return {"t": kind.__name__, "v": [encode(v, depth + 1) for v in value]}
-    if kind in _NP_SCALARS:
-        return {"t": "np", "dtype": np.dtype(kind).str, "v": value.item()}
-    if kind is np.ndarray and value.dtype.kind in "biuf" and value.size <= 10_000_000:
-        return {"t": "ndarray", "dtype": value.dtype.str, "shape": list(value.shape),
-                "v": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode("ascii")}
-    if kind is types.FunctionType:
-        return {"t": "function", "name": str(getattr(value, "__name__", "?"))}
-    return {"t": "refused", "type": f"{kind.__module__}.{kind.__qualname__}"[:200]}
-
-
-def decode(data: Any, depth: int = 0) -> Any:
-    """The value :func:`encode` wrote, checked field by field (a :class:`Refused` for anything else).
-
-    Examples
-    --------
-    >>> decode(encode([np.float64(0.5), "line", None, (True, 3)]))
-    [np.float64(0.5), 'line', None, (True, 3)]
-    """
-    try:
-        return _decode(data, depth)
-    except (KeyError, TypeError, ValueError, OverflowError) as e:
-        return Refused(f"malformed ({type(e).__name__})")
-
-
-def _decode(data: Any, depth: int) -> Any:
-    t = data["t"]
-    if t == "none":
-        return None
-    if t in ("bool", "int", "float", "str"):
-        v = data["v"]
-        want = {"bool": bool, "int": int, "float": (float, int), "str": str}[t]
-        if not isinstance(v, want) or (t != "bool" and type(v) is bool):
-            raise TypeError(t)
-        return float(v) if t == "float" else v
-    if t in ("tuple", "list") and depth < 4:
-        items = [_decode(v, depth + 1) for v in data["v"]]
-        return tuple(items) if t == "tuple" else items
-    if t == "np":
-        dtype = np.dtype(str(data["dtype"]))
-        if dtype.kind not in "biuf":
-            raise TypeError("dtype")
-        v = data["v"]
-        if type(v) not in (bool, int, float):
-            raise TypeError("np")
-        return dtype.type(v)
-    if t == "ndarray":
-        dtype = np.dtype(str(data["dtype"]))
-        shape = tuple(int(s) for s in data["shape"])
-        if dtype.kind not in "biuf" or any(s < 0 for s in shape):
-            raise TypeError("ndarray")
-        return np.frombuffer(base64.b64decode(data["v"]), dtype=dtype).reshape(shape).copy()
-    if t == "function":
-        return Refused(f"function {str(data['name'])[:80]}")  # replaced by a proxy for a code question
-    if t == "refused":
-        return Refused(f"not plain data: {str(data.get('type'))[:200]}")
-    raise TypeError(t)
-
-
-def dump(question: str, names: list[str], namespace: dict) -> None:
-    """Kernel side: print the answers ``names`` of ``question`` as they are now, one line of plain data.
-
-    The line goes out as the dump cell's output, which otter's process records while the cell runs (a later cell
-    cannot change it); the kernel is the student's, so what it prints is only ever read by :func:`decode`.
-    """
-    missing = {"t": "refused", "type": "(not defined at the check cell)"}
-    record = {"question": question,
-              "values": {n: (encode(namespace[n]) if n in namespace else missing) for n in names}}
-    print(MARKER + json.dumps(record))
 
 
 # --- the notebook that runs -----------------------------------------------------------------------------------
@@ -189,15 +73,18 @@ def rebuild(handout: dict, submission: dict) -> tuple[list[dict], list[str], dic
 
     Returns the cells (handout order), the ids or positions of the submission's cells that are not in the handout
     (dropped), and the source each answer cell id got. Answer cells are matched by id; a submission without ids
-    (an old notebook format) is matched by the order of its answer cells.
+    (an old notebook format) is matched by the order of its answer cells, and its other cells that differ from
+    every handout cell are the ones listed as dropped.
     """
     sub_cells = [c for c in submission.get("cells", []) if isinstance(c, dict)]
     by_id = {c.get("id"): c for c in sub_cells if c.get("id")}
     handout_ids = {c.get("id") for c in handout["cells"]}
     sub_answers = [c for c in sub_cells if _tags(c) & _ANSWER_TAGS]
     use_ids = any(c.get("id") in by_id for c in handout["cells"] if ANSWER_TAG in _tags(c))
+    handout_sources = {_source(c) for c in handout["cells"]}
     dropped = [str(c.get("id") or f"cell {i}") for i, c in enumerate(sub_cells)
-               if (c.get("id") not in handout_ids if use_ids else not (_tags(c) & _ANSWER_TAGS))
+               if (c.get("id") not in handout_ids if use_ids
+                   else not (_tags(c) & _ANSWER_TAGS) and _source(c) not in handout_sources)
                and _source(c).strip()]
     cells, answers, k = [], {}, 0
     for cell in handout["cells"]:
@@ -281,7 +168,7 @@ class LabGrader(AbstractOtterPlugin):
                 names = sorted(_test_args(self.tests[question]))
                 out.append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
                             "id": f"{DUMP_ID}{question}",
-                            "source": (f"__import__('blowfish_nb.labs._plugin', fromlist=['dump']).dump("
+                            "source": (f"__import__('blowfish_nb.labs._answers', fromlist=['dump']).dump("
                                        f"{question!r}, {names!r}, globals())")})
         new = {**submission, "cells": out}
         new.setdefault("metadata", {}).pop("otter", None)
@@ -343,137 +230,6 @@ class LabGrader(AbstractOtterPlugin):
         except (OSError, RuntimeError) as e:
             self.notes.append(f"{question}: the answer {name} could not run on its own ({e})")
             return None
-
-
-# --- code answers in a child interpreter ------------------------------------------------------------------------
-
-
-_CHILD = r'''
-import base64, json, pickle, struct, sys
-import numpy as np
-from blowfish_nb.labs._plugin import encode
-inp, out = sys.stdin.buffer, sys.stdout.buffer
-sys.stdout = sys.stderr                      # the student's prints go to stderr, never into the replies
-def read():
-    head = inp.read(4)
-    if len(head) < 4:
-        sys.exit(0)
-    return pickle.loads(inp.read(struct.unpack(">I", head)[0]))
-def reply(obj):
-    data = json.dumps(obj).encode()
-    out.write(struct.pack(">I", len(data)) + data)
-    out.flush()
-setup, answer, name = read()
-ns = {"__name__": "__main__", "display": lambda *a, **k: None}
-for src in setup:
-    code = "\n".join(l for l in src.splitlines() if not l.lstrip().startswith(("%", "!")))
-    try:
-        exec(compile(code, "<set-up>", "exec"), ns)
-    except Exception as e:
-        print("set-up cell failed:", type(e).__name__, e, file=sys.stderr)
-try:
-    exec(compile(answer, "<answer>", "exec"), ns)
-    fn = ns[name]
-    reply({"ok": True})
-except BaseException as e:
-    reply({"ok": False, "error": f"{type(e).__name__}: {e}"[:300]})
-    sys.exit(0)
-while True:
-    args, kwargs = read()
-    try:
-        value = fn(*args, **kwargs)
-        states = [a.bit_generator.state if isinstance(a, np.random.Generator) else None
-                  for a in list(args) + list(kwargs.values())]
-        reply({"ok": True, "value": encode(value), "states": states})
-    except Exception as e:
-        reply({"ok": False, "error": f"{type(e).__name__}: {e}"[:300]})
-'''
-
-
-class CodeProxy:
-    """A callable that runs the function ``name`` of ``answer`` (after ``setup``) in a child interpreter.
-
-    Arguments go to the child pickled (the child trusts the teacher); the reply is JSON read by :func:`decode`
-    (the teacher trusts nothing of the child's). A :class:`numpy.random.Generator` argument is advanced as the
-    child advanced its copy. A call that raises in the child raises ``RuntimeError`` here.
-    """
-
-    def __init__(self, setup: list[str], answer: str, name: str, timeout: float = CALL_TIMEOUT):
-        self.__name__ = name
-        self.timeout = timeout
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        self._child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-        self._send((list(setup), answer, name))
-        first = self._receive()
-        if not first.get("ok"):
-            self.close()
-            raise RuntimeError(str(first.get("error"))[:300])
-
-    def __call__(self, *args, **kwargs):
-        gens = [a for a in list(args) + list(kwargs.values())]
-        self._send((args, kwargs))
-        got = self._receive()
-        if not got.get("ok"):
-            raise RuntimeError(f"the answer raised {str(got.get('error'))[:300]}")
-        states = got.get("states")
-        if not isinstance(states, list) or len(states) != len(gens):
-            raise RuntimeError("malformed reply")
-        for a, state in zip(gens, states):
-            if isinstance(a, np.random.Generator):
-                if not (isinstance(state, dict) and state.get("bit_generator") == a.bit_generator.state[
-                        "bit_generator"]):
-                    raise RuntimeError("malformed generator state")
-                a.bit_generator.state = state
-        value = decode(got.get("value"))
-        if isinstance(value, Refused):
-            raise RuntimeError(f"the answer returned {value.why}")
-        return value
-
-    def _send(self, obj) -> None:
-        data = pickle.dumps(obj)
-        try:
-            self._child.stdin.write(struct.pack(">I", len(data)) + data)
-            self._child.stdin.flush()
-        except (BrokenPipeError, OSError) as e:
-            raise RuntimeError("the answer's interpreter stopped") from e
-
-    def _receive(self) -> dict:
-        import select
-
-        stream = self._child.stdout
-        head = _read_exactly(stream, 4, self.timeout, select)
-        size = struct.unpack(">I", head)[0]
-        if size > 512 * 1024 * 1024:
-            raise RuntimeError("reply too large")
-        got = json.loads(_read_exactly(stream, size, self.timeout, select))
-        if not isinstance(got, dict):
-            raise RuntimeError("malformed reply")
-        return got
-
-    def close(self) -> None:
-        if self._child.poll() is None:
-            self._child.kill()
-        self._child.wait()
-        for stream in (self._child.stdin, self._child.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
-
-
-def _read_exactly(stream, n: int, timeout: float, select) -> bytes:
-    buf = io.BytesIO()
-    fd = stream.fileno()
-    while buf.tell() < n:
-        ready, _, _ = select.select([fd], [], [], timeout)
-        if not ready:
-            raise RuntimeError(f"the answer took longer than {timeout:.0f} s")
-        chunk = os.read(fd, min(n - buf.tell(), 1 << 20))
-        if not chunk:
-            raise RuntimeError("the answer's interpreter stopped")
-        buf.write(chunk)
-    return buf.getvalue()
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------
