@@ -225,7 +225,7 @@ def test_dump_prints_one_record_of_plain_data(capsys):
     line = capsys.readouterr().out
     assert line.startswith(MARKER)
     values = {k: decode(v) for k, v in json.loads(line[len(MARKER):])["values"].items()}
-    assert values["a"] == 0.5 and isinstance(values["b"], Refused) and isinstance(values["gone"], Refused)
+    assert values["a"] == 0.5 and isinstance(values["b"], Refused) and values["gone"] is None
 
 
 def test_the_build_names_the_plugin_with_its_handout_in_the_zip(tmp_path):
