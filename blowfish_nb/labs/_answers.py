@@ -75,6 +75,8 @@ def encode(value: Any, depth: int = 0) -> dict:
                 "v": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode("ascii")}
     if kind is types.FunctionType:
         return {"t": "function", "name": str(getattr(value, "__name__", "?"))}
+    if f"{kind.__module__}.{kind.__qualname__}" == "blowfish_nb.labs.lab09.Classroom":
+        return _ledger_files(value)
     return {"t": "refused", "type": f"{kind.__module__}.{kind.__qualname__}"[:200]}
 
 
@@ -121,9 +123,72 @@ def _decode(data: Any, depth: int) -> Any:
         return np.frombuffer(base64.b64decode(data["v"]), dtype=dtype).reshape(shape).copy()
     if t == "function":
         return Refused(f"function {str(data['name'])[:80]}")  # replaced by a proxy for a code question
+    if t == "ledger":
+        return _ledger_room(data["files"])
     if t == "refused":
         return Refused(f"not plain data: {str(data.get('type'))[:200]}")
     raise TypeError(t)
+
+
+#: the most a classroom's ledger and key may weigh to be graded (lab 9's is a few kB)
+LEDGER_BYTES = 16 * 1024 * 1024
+
+
+def _ledger_files(room) -> dict:
+    """Lab 9's classroom as the files its answer is about: its ledger folder and key folder, read now (the service
+    is serving; the SQLite write-ahead log comes with the database)."""
+    from pathlib import Path
+
+    root = Path(str(getattr(room, "folder", "")))
+    files, size = {}, 0
+    for part in ("ledger", "key"):
+        for path in sorted((root / part).glob("*")) if root.name else []:
+            if path.is_file():
+                data = path.read_bytes()
+                size += len(data)
+                if size > LEDGER_BYTES:
+                    return {"t": "refused", "type": "classroom (ledger too large)"}
+                files[f"{part}/{path.name}"] = base64.b64encode(data).decode("ascii")
+    return {"t": "ledger", "files": files}
+
+
+def _ledger_room(files: Any) -> Any:
+    """Teacher side of a classroom: its ledger files copied into a folder of this process's own, opened with their
+    key, and handed to the verdict as the one thing it reads (``room.server.service.ledger``).
+
+    Opening audits the chain: a ledger edited behind the service's back raises ``LedgerIntegrityError`` there, and
+    the verdict then gets a ``Ledger`` whose ``verify()`` raises what the audit found; an unedited copy opens and
+    verifies, as the classroom's own ledger would.
+    """
+    import re
+    import tempfile
+    from pathlib import Path
+
+    from blowfish_nb.service.chain import LedgerIntegrityError
+    from blowfish_nb.service.ledger import Ledger
+
+    if not isinstance(files, dict) or not files:
+        return Refused("classroom without its ledger")
+    root = Path(tempfile.mkdtemp(prefix="blowfish-graded-ledger-"))
+    (root / "ledger").mkdir(mode=0o700)
+    (root / "key").mkdir(mode=0o700)
+    for name, data in files.items():
+        if not (isinstance(name, str) and re.fullmatch(r"(ledger|key)/[\w.-]+", name) and isinstance(data, str)):
+            return Refused("classroom with a malformed file")
+        (root / name).write_bytes(base64.b64decode(data))
+        (root / name).chmod(0o600)  # the service refuses a key others may read
+    dbs = sorted(p for p in (root / "ledger").glob("*.db"))
+    keys = sorted(p for p in (root / "key").glob("*.key"))
+    if len(dbs) != 1 or len(keys) != 1:
+        return Refused("classroom without one ledger and one key")
+    try:
+        ledger = Ledger(dbs[0], key_file=keys[0], anchor=False)
+    except LedgerIntegrityError as error:
+        ledger = Ledger.__new__(Ledger)  # verify() first raises what the audit found (Ledger._usable)
+        ledger._broken = str(error)
+    except Exception as e:  # not a ledger at all: nothing was edited that the service would notice
+        return Refused(f"classroom whose ledger does not open ({type(e).__name__})")
+    return types.SimpleNamespace(server=types.SimpleNamespace(service=types.SimpleNamespace(ledger=ledger)))
 
 
 def dump(question: str, names: list[str], namespace: dict) -> None:

@@ -73,8 +73,10 @@ def rebuild(handout: dict, submission: dict) -> tuple[list[dict], list[str], dic
 
     Returns the cells (handout order), the ids or positions of the submission's cells that are not in the handout
     (dropped), and the source each answer cell id got. Answer cells are matched by id; a submission without ids
-    (an old notebook format) is matched by the order of its answer cells, and its other cells that differ from
-    every handout cell are the ones listed as dropped.
+    (an old notebook format) is matched by the order of its answer cells. A cell is listed as dropped when its
+    id is not the handout's (or, without ids, it is no answer cell) and its source is no handout cell's: otter
+    assign gives the check cells new ids at each build, so a notebook handed out from an earlier build of the
+    same lab lists none of them.
     """
     sub_cells = [c for c in submission.get("cells", []) if isinstance(c, dict)]
     by_id = {c.get("id"): c for c in sub_cells if c.get("id")}
@@ -83,9 +85,8 @@ def rebuild(handout: dict, submission: dict) -> tuple[list[dict], list[str], dic
     use_ids = any(c.get("id") in by_id for c in handout["cells"] if ANSWER_TAG in _tags(c))
     handout_sources = {_source(c) for c in handout["cells"]}
     dropped = [str(c.get("id") or f"cell {i}") for i, c in enumerate(sub_cells)
-               if (c.get("id") not in handout_ids if use_ids
-                   else not (_tags(c) & _ANSWER_TAGS) and _source(c) not in handout_sources)
-               and _source(c).strip()]
+               if (c.get("id") not in handout_ids if use_ids else not (_tags(c) & _ANSWER_TAGS))
+               and _source(c) not in handout_sources and _source(c).strip()]
     cells, answers, k = [], {}, 0
     for cell in handout["cells"]:
         cell = json.loads(json.dumps(cell))
