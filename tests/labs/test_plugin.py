@@ -162,7 +162,7 @@ TESTS = {
 }
 
 
-def _grade(tmp_path, submission, *, kernel_extra=""):
+def _grade(tmp_path, submission, *, kernel_extra="", questions=tuple(TESTS)):
     """Drive LabGrader as otter's python runner does; the kernel is an exec per cell, its prints the outputs."""
     import nbformat
     from otter.test_files import GradingResults
@@ -170,12 +170,16 @@ def _grade(tmp_path, submission, *, kernel_extra=""):
     sub, source = tmp_path / "submission", tmp_path / "source"
     for folder in (sub / "tests", source / "tests"):
         folder.mkdir(parents=True)
-        for q, text in TESTS.items():
-            (folder / f"{q}.py").write_text(text)
+        for q in questions:
+            (folder / f"{q}.py").write_text(TESTS[q])
     plugin = LabGrader(str(sub / "lab.ipynb"), {}, {"lab": "lab00", "handout": HANDOUT})
     with contextlib.chdir(sub):
         plugin.before_grading(types.SimpleNamespace(autograder_dir=str(tmp_path)))
         assert not list(sub.glob("tests/*")) and not (source / "tests").exists()
+        import otter.execute
+
+        # the results pickle the kernel writes is never unpickled in otter's process (it could run code there)
+        assert otter.execute.pickle.load(io.BytesIO(b"cos\nsystem\n(S'true'\ntR.")).results == {}
         nb = plugin.before_execution(nbformat.reads(json.dumps(submission), as_version=4))
         ns = {"grader": types.SimpleNamespace(check=lambda q: None)}
         for cell in nb.cells:
@@ -190,8 +194,6 @@ def _grade(tmp_path, submission, *, kernel_extra=""):
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=buf.getvalue())]
         results = GradingResults([], notebook=nb)
         plugin.after_grading(results)
-        import otter.execute
-
         assert otter.execute.pickle is __import__("pickle")  # otter's loader is back once grading is done
     return results, plugin
 
@@ -207,7 +209,7 @@ def test_the_hooks_grade_the_answers_at_their_check_cells_outside_the_kernel(tmp
 def test_an_answer_copied_after_its_check_cell_and_added_cells_score_nothing(tmp_path):
     sub = _submission(**{"q1-answer": "answer = 0", "reveal": "answer = 3"})
     sub["cells"].insert(3, _cell("answer = 3", "added"))  # right before the check cell
-    results, plugin = _grade(tmp_path, sub)
+    results, plugin = _grade(tmp_path, sub, questions=("q1",))
     assert results.total == 0 and plugin.dropped == ["added"]
 
 
@@ -216,7 +218,7 @@ def test_forged_records_printed_by_the_kernel_change_nothing(tmp_path):
     and it holds the kernel's real value."""
     forged = MARKER + json.dumps({"question": "q1", "values": {"answer": encode(3)}})
     sub = _submission(**{"q1-answer": "answer = 0"})
-    results, _ = _grade(tmp_path, sub, kernel_extra=f"\nprint({forged!r})")
+    results, _ = _grade(tmp_path, sub, kernel_extra=f"\nprint({forged!r})", questions=("q1",))
     assert results.get_score("q1") == 0
 
 
@@ -246,3 +248,27 @@ def test_the_build_names_the_plugin_with_its_handout_in_the_zip(tmp_path):
         assert z.read("tests/q1.py").decode() == TESTS["q1"]
     assert config == {"lang": "python", "plugins": [{"blowfish_nb.labs._plugin.LabGrader":
                                                        {"lab": "lab00", "handout": HANDOUT}}]}
+
+
+def test_lab_9s_classroom_crosses_as_its_ledger_and_an_edit_is_found_outside_the_kernel():
+    """q5b's verdict (``expect_ledger_edited``) on the classroom as it crosses: its ledger and key files, audited in
+    this process. The untouched ledger fails, the lab's edit of the file passes."""
+    import sqlite3
+
+    import blowfish_nb as bf
+    from blowfish_nb.labs import lab09
+    from blowfish_nb.labs._grade import expect_ledger_edited
+
+    with lab09.classroom(lab09.data()) as room:
+        ana = bf.connect(room.url, room.tokens["ana"])
+        ana.release("histogram", "age", epsilon=0.1)
+        untouched = decode(json.loads(json.dumps(encode(room))))
+        with sqlite3.connect(room.ledger_file) as db:
+            db.execute("UPDATE accounts SET spent = '0'")
+        db.close()
+        edited = decode(json.loads(json.dumps(encode(room))))
+        ana.close()
+    with pytest.raises(AssertionError, match="no edit"):
+        expect_ledger_edited(untouched)
+    expect_ledger_edited(edited)
+    assert isinstance(decode({"t": "ledger", "files": {"../escape": ""}}), Refused)
