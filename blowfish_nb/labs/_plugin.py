@@ -10,11 +10,14 @@
 * ``before_execution``: the notebook executed is the *handout* (the built student notebook, carried in this
   plugin's configuration) with only its answer cells (``otter_answer_cell``) taken from the submission, matched by
   cell id; every other cell is the handout's, cells the student added are dropped and listed in the report. After
-  each check cell ``grader.check("qN")`` a cell writes the answer names of ``qN`` (the arguments of its tests) to a
-  dump file, as plain data: exact ``int``/``float``/``str``/``bool``/``None``, tuples and lists of them, NumPy
-  scalars and numeric arrays; anything else is refused (the answer graded is the one held at the check cell).
-* ``after_grading``: the hidden tests run in otter's process against the dumped values (never the kernel's
-  objects), and their results replace what the kernel reported (otter's report and Gradescope's JSON show them).
+  each check cell ``grader.check("qN")`` a cell prints the answer names of ``qN`` (the arguments of its tests) as
+  plain data (:mod:`blowfish_nb.labs._answers`): exact ``int``/``float``/``str``/``bool``/``None``, tuples and
+  lists of them, NumPy scalars and numeric arrays, lab 9's classroom as its ledger files; anything else is
+  refused. otter's process records that output while the cell runs (a later cell cannot change it), so the answer
+  graded is the one held at the check cell.
+* ``after_grading``: the hidden tests run in otter's process against those values (never the kernel's objects),
+  and their results replace what the kernel reported (otter's report and Gradescope's JSON show them). The
+  results file the kernel writes is never unpickled here (a pickle can run code in the process that loads it).
   An answer that is a function (a code question) is run in a fresh child interpreter that executes the handout's
   set-up cells before the question and the submitted answer cell; the test gets a proxy that forwards each call
   (arguments pickled to the child; the reply parsed as plain data; a ``numpy.random.Generator`` argument has the
@@ -23,7 +26,8 @@
 What this does not protect: the kernel runs as the same operating-system user as otter. Under ``otter run`` on a
 teacher's machine it can read the zip wherever it lies; in ``otter grade``'s containers and on Gradescope only the
 extracted zip exists, and its tests are gone before the notebook starts. A kernel that writes files otter's process
-imports later (the installed packages) is not stopped by this plugin.
+imports later (the installed packages) is not stopped by this plugin; the modules the verdicts use are imported
+before the notebook runs.
 """
 
 from __future__ import annotations
