@@ -24,10 +24,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MARKER", "DUMP_ID", "Refused", "encode", "decode", "dump", "CodeProxy", "CALL_TIMEOUT"]
+__all__ = ["MARKER", "DUMP_ID", "Refused", "encode", "decode", "dump", "CodeProxy", "CALL_TIMEOUT", "TOTAL_TIMEOUT"]
 
 #: seconds a code answer may take for one call in its child interpreter (and for its set-up)
 CALL_TIMEOUT = 120.0
+#: seconds all the calls of one question's code answer may take together (a verdict makes a few thousand)
+TOTAL_TIMEOUT = 900.0
 
 
 class Refused:
@@ -255,14 +257,18 @@ class CodeProxy:
     child advanced its copy. A call that raises in the child raises ``RuntimeError`` here.
     """
 
-    def __init__(self, setup: list[str], answer: str, name: str, timeout: float = CALL_TIMEOUT):
+    def __init__(self, setup: list[str], answer: str, name: str, timeout: float = CALL_TIMEOUT,
+                 total: float = TOTAL_TIMEOUT):
+        import time
+
         self.__name__ = name
         self.timeout = timeout
+        self._deadline = time.monotonic() + total
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         self._child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self._send((list(setup), answer, name))
-        first = self._receive()
+        first = self._receive(CALL_TIMEOUT)  # the set-up: the interpreter starts and runs the lab's cells
         if not first.get("ok"):
             self.close()
             raise RuntimeError(str(first.get("error"))[:300])
@@ -295,15 +301,18 @@ class CodeProxy:
         except (BrokenPipeError, OSError) as e:
             raise RuntimeError("the answer's interpreter stopped") from e
 
-    def _receive(self) -> dict:
+    def _receive(self, limit: float | None = None) -> dict:
         import select
 
+        import time
+
         stream = self._child.stdout
-        head = _read_exactly(stream, 4, self.timeout, select)
+        wait = max(0.0, min(self.timeout if limit is None else limit, self._deadline - time.monotonic()))
+        head = _read_exactly(stream, 4, wait, select)
         size = struct.unpack(">I", head)[0]
         if size > 512 * 1024 * 1024:
             raise RuntimeError("reply too large")
-        got = json.loads(_read_exactly(stream, size, self.timeout, select))
+        got = json.loads(_read_exactly(stream, size, max(wait, 1.0), select))
         if not isinstance(got, dict):
             raise RuntimeError("malformed reply")
         return got

@@ -148,6 +148,15 @@ def test_the_proxy_refuses_what_is_not_plain_data_and_reports_errors():
         CodeProxy([], "x = undefined_name", "f")
 
 
+def test_a_code_answer_that_hangs_is_stopped():
+    proxy = CodeProxy([], "import time\ndef f():\n    time.sleep(30)", "f", timeout=0.5)
+    try:
+        with pytest.raises(RuntimeError, match="took longer"):
+            proxy()
+    finally:
+        proxy.close()
+
+
 # --- the three hooks, with an exec per cell for the kernel ---------------------------------------------------------
 
 TESTS = {
