@@ -536,6 +536,8 @@ def _build_one(src: Path, dest: Path, assign, run_tests: bool, keys, wheel) -> P
             raise LabBuildError(f"lab {slug}: otter assign wrote no student/solution notebook for {src}")
         _finish(student / notebook, lab, student=True)
         _finish(autograder / notebook, lab, student=False)
+        for archive in autograder.glob("*.zip"):
+            _grade_outside(archive, student / notebook, lab)
         staged = Path(tmp) / slug
         shutil.copytree(student, staged / "student")
         (staged / "solution").mkdir()
@@ -545,6 +547,27 @@ def _build_one(src: Path, dest: Path, assign, run_tests: bool, keys, wheel) -> P
             shutil.move(str(item), str(staged / kind / item.name))
         shutil.move(str(staged), str(out))
     return out
+
+
+def _grade_outside(archive: Path, handout: Path, lab: str) -> None:
+    """Name the lab's otter plugin in the zip's ``otter_config.json`` with the handout it rebuilds each submission
+    from (:mod:`blowfish_nb.labs._plugin`: the tests leave the disk before the notebook runs and are evaluated in
+    otter's process). The handout is the student notebook: nothing in the configuration is an answer."""
+    import zipfile
+
+    from ._plugin import PLUGIN
+
+    staged = archive.with_suffix(".tmp")
+    with zipfile.ZipFile(archive) as old, zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as new:
+        for item in old.infolist():
+            data = old.read(item.filename)
+            if item.filename == "otter_config.json":
+                config = json.loads(data)
+                config["plugins"] = [{PLUGIN: {"lab": lab,
+                                               "handout": json.loads(handout.read_text(encoding="utf-8"))}}]
+                data = json.dumps(config, indent=1, ensure_ascii=False).encode("utf-8")
+            new.writestr(item, data)
+    staged.replace(archive)
 
 
 def _remove_orphans(dest: Path, slugs: set[str]) -> None:

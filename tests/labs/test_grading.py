@@ -5,7 +5,11 @@ with every answer 0 that also redefines the public check names (and the lab modu
 installed comparisons of ``blowfish_nb.labs._grade`` scores at most 30 % (each hidden test carries its own copy);
 in labs 6 and 9 that notebook also copies each "predict" answer from the objects the cell that runs the prediction
 leaves (``total_spent = s.spent``, ``ana_remaining = ana.remaining``: a second student review's 42 % and 71 %),
-which scores nothing since otter grades each question right after its check cell.
+which scores nothing since otter grades each question right after its check cell. Every answer cell of that
+notebook also reads the hidden tests' literals from ``./tests`` and the unpacked zip's ``../source/tests`` and binds
+them (``READER`` finds the expected literal of 4 to 10 questions in each lab's tests); the lab's grading
+plugin (blowfish_nb/labs/_plugin.py) deletes them before the notebook runs and drops the added cells, so the
+notebook scores what its zeros earn.
 
 Each run takes 10–30 s (the notebook is executed); run one lab with ``-k 01-neighbours``.
 """
@@ -50,6 +54,19 @@ for _name in dir(_lab):
     if re.fullmatch(r"q\\d+[a-z]?", _name):
         setattr(_lab, _name, lambda *args, **kwargs: None)
         globals()[_name] = _Pass()
+'''
+
+
+#: appended to every answer cell: bind each answer the hidden tests compare with a literal, read from the test files
+READER = r'''
+import glob as _glob, re as _re
+for _path in _glob.glob("tests/*.py") + _glob.glob("../source/tests/*.py"):
+    _text = open(_path).read()
+    for _name, _value in _re.findall(r"expect_(?:number|choice|bool)\((\w+), ([^,)]+)", _text):
+        try:
+            globals()[_name] = eval(_value)
+        except Exception:
+            pass
 '''
 
 
@@ -124,6 +141,8 @@ def test_zeros_and_redefined_checks_score_at_most_30_percent(built, slug, tmp_pa
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.source = re.sub(r"^(\s*)(\w+) = \.\.\.", r"\1\2 = 0", cell.source, flags=re.M)
+            if "otter_answer_cell" in cell.metadata.get("tags", []) and not cell.source.lstrip().startswith("def "):
+                cell.source += "\n" + READER
         cells.append(cell)
         if cell.cell_type == "code" and ("Grader(" in cell.source or "as check" in cell.source):
             cells.append(nbformat.v4.new_code_cell(cheat.source))
@@ -134,7 +153,9 @@ def test_zeros_and_redefined_checks_score_at_most_30_percent(built, slug, tmp_pa
     nb.cells = cells
     path = tmp_path / f"{slug}.ipynb"
     nbformat.write(nb, path)
-    assert otter_run(lab, path, tmp_path / "out") <= 0.3
+    score = otter_run(lab, path, tmp_path / "out")
+    print(f"{slug}: every answer 0, checks redefined, tests read: {score:.3f} of the points")  # -s shows the table
+    assert score <= 0.3
 
 
 def executed_notebook(out: Path):

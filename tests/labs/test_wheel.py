@@ -56,6 +56,9 @@ def test_the_zips_carry_the_wheel_and_their_pins_install_without_an_index(tmp_pa
                                 check=True).stdout
         assert f"Version: {version}" in listed and "blowfish_nb/labs/hints/lab09.json" in listed
         assert "key/lab01.py" not in listed and "key/lab09.py" not in listed and "_grade.py" in listed
+        # the grading plugin the zip names is in the wheel: the grading environment imports it from there
+        assert "blowfish_nb/labs/_plugin.py" in listed and "blowfish_nb/labs/_answers.py" in listed
+        assert "blowfish_nb.labs._plugin.LabGrader" in z.read("otter_config.json").decode()
 
         # every dependency of the pin, with its extras, is installed where otter run grades (no index needed there)
         missing = [str(r) for r in _requires(py, extras) if not _installed(r)]

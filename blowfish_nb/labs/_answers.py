@@ -1,0 +1,344 @@
+"""Plain data across the grading boundary: the student's kernel prints its answers, otter's process reads them.
+
+The kernel side (:func:`dump`, run by the cell the grading plugin puts after each check cell) and the teacher side
+(:func:`decode`, :class:`CodeProxy`) of :mod:`blowfish_nb.labs._plugin`. Kept apart from the plugin so that the
+kernel and a code answer's child interpreter import NumPy and this module only (not otter-grader, whose import
+takes seconds).
+
+Only exact ``int``/``float``/``str``/``bool``/``None``, tuples and lists of them, NumPy scalars and numeric arrays
+cross; anything else becomes a :class:`Refused`, which every test of a value fails.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import types
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MARKER", "DUMP_ID", "Refused", "encode", "decode", "dump", "CodeProxy", "CALL_TIMEOUT", "TOTAL_TIMEOUT"]
+
+#: seconds a code answer may take for one call in its child interpreter (and for its set-up)
+CALL_TIMEOUT = 120.0
+#: seconds all the calls of one question's code answer may take together (a verdict makes a few thousand)
+TOTAL_TIMEOUT = 900.0
+
+
+class Refused:
+    """An answer that was not plain data (or was missing): every test of its value fails."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def __repr__(self) -> str:
+        return f"<refused: {self.why}>"
+
+
+# --- plain data, both ways ------------------------------------------------------------------------------------
+
+_SCALARS = {bool: "bool", int: "int", float: "float", str: "str"}
+_NP_SCALARS = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+               np.float16, np.float32, np.float64)
+#: the marker of the line each answer cell's dump prints (otter's process reads it from the executed notebook)
+MARKER = "#blowfish-answers "
+#: the id of the cell that prints a question's answers (``blowfish-answers-q3``)
+DUMP_ID = "blowfish-answers-"
+
+
+def encode(value: Any, depth: int = 0) -> dict:
+    """``value`` as JSON-able plain data, or ``{"t": "refused", ...}``; exact types only (no subclasses).
+
+    Examples
+    --------
+    >>> encode((1, 2.5))
+    {'t': 'tuple', 'v': [{'t': 'int', 'v': 1}, {'t': 'float', 'v': 2.5}]}
+    >>> encode(object())["t"]
+    'refused'
+    """
+    kind = type(value)
+    if value is None:
+        return {"t": "none"}
+    if kind in _SCALARS:
+        return {"t": _SCALARS[kind], "v": value}
+    if kind in (tuple, list) and depth < 4 and len(value) <= 100_000:
+        return {"t": kind.__name__, "v": [encode(v, depth + 1) for v in value]}
+    if kind in _NP_SCALARS:
+        return {"t": "np", "dtype": np.dtype(kind).str, "v": value.item()}
+    if kind is np.ndarray and value.dtype.kind in "biuf" and value.size <= 10_000_000:
+        return {"t": "ndarray", "dtype": value.dtype.str, "shape": list(value.shape),
+                "v": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode("ascii")}
+    if kind is types.FunctionType:
+        return {"t": "function", "name": str(getattr(value, "__name__", "?"))}
+    if f"{kind.__module__}.{kind.__qualname__}" == "blowfish_nb.labs.lab09.Classroom":
+        return _ledger_files(value)
+    return {"t": "refused", "type": f"{kind.__module__}.{kind.__qualname__}"[:200]}
+
+
+def decode(data: Any, depth: int = 0) -> Any:
+    """The value :func:`encode` wrote, checked field by field (a :class:`Refused` for anything else).
+
+    Examples
+    --------
+    >>> decode(encode([np.float64(0.5), "line", None, (True, 3)]))
+    [np.float64(0.5), 'line', None, (True, 3)]
+    """
+    try:
+        return _decode(data, depth)
+    except (KeyError, TypeError, ValueError, OverflowError) as e:
+        return Refused(f"malformed ({type(e).__name__})")
+
+
+def _decode(data: Any, depth: int) -> Any:
+    t = data["t"]
+    if t == "none":
+        return None
+    if t in ("bool", "int", "float", "str"):
+        v = data["v"]
+        want = {"bool": bool, "int": int, "float": (float, int), "str": str}[t]
+        if not isinstance(v, want) or (t != "bool" and type(v) is bool):
+            raise TypeError(t)
+        return float(v) if t == "float" else v
+    if t in ("tuple", "list") and depth < 4:
+        items = [_decode(v, depth + 1) for v in data["v"]]
+        return tuple(items) if t == "tuple" else items
+    if t == "np":
+        dtype = np.dtype(str(data["dtype"]))
+        if dtype.kind not in "biuf":
+            raise TypeError("dtype")
+        v = data["v"]
+        if type(v) not in (bool, int, float):
+            raise TypeError("np")
+        return dtype.type(v)
+    if t == "ndarray":
+        dtype = np.dtype(str(data["dtype"]))
+        shape = tuple(int(s) for s in data["shape"])
+        if dtype.kind not in "biuf" or any(s < 0 for s in shape):
+            raise TypeError("ndarray")
+        return np.frombuffer(base64.b64decode(data["v"]), dtype=dtype).reshape(shape).copy()
+    if t == "function":
+        return Refused(f"function {str(data['name'])[:80]}")  # replaced by a proxy for a code question
+    if t == "ledger":
+        return _ledger_room(data["files"])
+    if t == "refused":
+        return Refused(f"not plain data: {str(data.get('type'))[:200]}")
+    raise TypeError(t)
+
+
+#: the most a classroom's ledger and key may weigh to be graded (lab 9's is a few kB)
+LEDGER_BYTES = 16 * 1024 * 1024
+
+
+def _ledger_files(room) -> dict:
+    """Lab 9's classroom as the files its answer is about: its ledger folder and key folder, read now (the service
+    is serving; the SQLite write-ahead log comes with the database)."""
+    from pathlib import Path
+
+    root = Path(str(getattr(room, "folder", "")))
+    files, size = {}, 0
+    for part in ("ledger", "key"):
+        for path in sorted((root / part).glob("*")) if root.name else []:
+            if path.is_file():
+                data = path.read_bytes()
+                size += len(data)
+                if size > LEDGER_BYTES:
+                    return {"t": "refused", "type": "classroom (ledger too large)"}
+                files[f"{part}/{path.name}"] = base64.b64encode(data).decode("ascii")
+    return {"t": "ledger", "files": files}
+
+
+def _ledger_room(files: Any) -> Any:
+    """Teacher side of a classroom: its ledger files copied into a folder of this process's own, opened with their
+    key, and handed to the verdict as the one thing it reads (``room.server.service.ledger``).
+
+    Opening audits the chain: a ledger edited behind the service's back raises ``LedgerIntegrityError`` there, and
+    the verdict then gets a ``Ledger`` whose ``verify()`` raises what the audit found; an unedited copy opens and
+    verifies, as the classroom's own ledger would.
+    """
+    import re
+    import tempfile
+    from pathlib import Path
+
+    from blowfish_nb.service.chain import LedgerIntegrityError
+    from blowfish_nb.service.ledger import Ledger
+
+    if not isinstance(files, dict) or not files:
+        return Refused("classroom without its ledger")
+    root = Path(tempfile.mkdtemp(prefix="blowfish-graded-ledger-"))
+    (root / "ledger").mkdir(mode=0o700)
+    (root / "key").mkdir(mode=0o700)
+    for name, data in files.items():
+        if not (isinstance(name, str) and re.fullmatch(r"(ledger|key)/[\w.-]+", name) and isinstance(data, str)):
+            return Refused("classroom with a malformed file")
+        (root / name).write_bytes(base64.b64decode(data))
+        (root / name).chmod(0o600)  # the service refuses a key others may read
+    dbs = sorted(p for p in (root / "ledger").glob("*.db"))
+    keys = sorted(p for p in (root / "key").glob("*.key"))
+    if len(dbs) != 1 or len(keys) != 1:
+        return Refused("classroom without one ledger and one key")
+    try:
+        ledger = Ledger(dbs[0], key_file=keys[0], anchor=False)
+    except LedgerIntegrityError as error:
+        ledger = Ledger.__new__(Ledger)  # verify() first raises what the audit found (Ledger._usable)
+        ledger._broken = str(error)
+    except Exception as e:  # not a ledger at all: nothing was edited that the service would notice
+        return Refused(f"classroom whose ledger does not open ({type(e).__name__})")
+    return types.SimpleNamespace(server=types.SimpleNamespace(service=types.SimpleNamespace(ledger=ledger)))
+
+
+def dump(question: str, names: list[str], namespace: dict) -> None:
+    """Kernel side: print the answers ``names`` of ``question`` as they are now, one line of plain data.
+
+    The line goes out as the dump cell's output, which otter's process records while the cell runs (a later cell
+    cannot change it); the kernel is the student's, so what it prints is only ever read by :func:`decode`.
+    """
+    record = {"question": question,  # a name not defined (yet) is None, as otter passes it to a test
+              "values": {n: encode(namespace.get(n)) for n in names}}
+    print(MARKER + json.dumps(record))
+
+
+# --- code answers in a child interpreter ------------------------------------------------------------------------
+
+
+_CHILD = r'''
+import base64, json, pickle, struct, sys
+import numpy as np
+from blowfish_nb.labs._answers import encode
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+sys.stdout = sys.stderr                      # the student's prints go to stderr, never into the replies
+def read():
+    head = inp.read(4)
+    if len(head) < 4:
+        sys.exit(0)
+    return pickle.loads(inp.read(struct.unpack(">I", head)[0]))
+def reply(obj):
+    data = json.dumps(obj).encode()
+    out.write(struct.pack(">I", len(data)) + data)
+    out.flush()
+setup, answer, name = read()
+ns = {"__name__": "__main__", "display": lambda *a, **k: None}
+for src in setup:
+    code = "\n".join(l for l in src.splitlines() if not l.lstrip().startswith(("%", "!")))
+    try:
+        exec(compile(code, "<set-up>", "exec"), ns)
+    except Exception as e:
+        print("set-up cell failed:", type(e).__name__, e, file=sys.stderr)
+try:
+    exec(compile(answer, "<answer>", "exec"), ns)
+    fn = ns[name]
+    reply({"ok": True})
+except BaseException as e:
+    reply({"ok": False, "error": f"{type(e).__name__}: {e}"[:300]})
+    sys.exit(0)
+while True:
+    args, kwargs = read()
+    try:
+        value = fn(*args, **kwargs)
+        states = [a.bit_generator.state if isinstance(a, np.random.Generator) else None
+                  for a in list(args) + list(kwargs.values())]
+        reply({"ok": True, "value": encode(value), "states": states})
+    except Exception as e:
+        reply({"ok": False, "error": f"{type(e).__name__}: {e}"[:300]})
+'''
+
+
+class CodeProxy:
+    """A callable that runs the function ``name`` of ``answer`` (after ``setup``) in a child interpreter.
+
+    Arguments go to the child pickled (the child trusts the teacher); the reply is JSON read by :func:`decode`
+    (the teacher trusts nothing of the child's). A :class:`numpy.random.Generator` argument is advanced as the
+    child advanced its copy. A call that raises in the child raises ``RuntimeError`` here.
+    """
+
+    def __init__(self, setup: list[str], answer: str, name: str, timeout: float = CALL_TIMEOUT,
+                 total: float = TOTAL_TIMEOUT):
+        import time
+
+        self.__name__ = name
+        self.timeout = timeout
+        self._deadline = time.monotonic() + total
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        self._child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self._send((list(setup), answer, name))
+        first = self._receive(CALL_TIMEOUT)  # the set-up: the interpreter starts and runs the lab's cells
+        if not first.get("ok"):
+            self.close()
+            raise RuntimeError(str(first.get("error"))[:300])
+
+    def __call__(self, *args, **kwargs):
+        gens = [a for a in list(args) + list(kwargs.values())]
+        self._send((args, kwargs))
+        got = self._receive()
+        if not got.get("ok"):
+            raise RuntimeError(f"the answer raised {str(got.get('error'))[:300]}")
+        states = got.get("states")
+        if not isinstance(states, list) or len(states) != len(gens):
+            raise RuntimeError("malformed reply")
+        for a, state in zip(gens, states):
+            if isinstance(a, np.random.Generator):
+                if not (isinstance(state, dict) and state.get("bit_generator") == a.bit_generator.state[
+                        "bit_generator"]):
+                    raise RuntimeError("malformed generator state")
+                a.bit_generator.state = state
+        value = decode(got.get("value"))
+        if isinstance(value, Refused):
+            raise RuntimeError(f"the answer returned {value.why}")
+        return value
+
+    def _send(self, obj) -> None:
+        data = pickle.dumps(obj)
+        try:
+            self._child.stdin.write(struct.pack(">I", len(data)) + data)
+            self._child.stdin.flush()
+        except (BrokenPipeError, OSError) as e:
+            raise RuntimeError("the answer's interpreter stopped") from e
+
+    def _receive(self, limit: float | None = None) -> dict:
+        import select
+
+        import time
+
+        stream = self._child.stdout
+        wait = max(0.0, min(self.timeout if limit is None else limit, self._deadline - time.monotonic()))
+        head = _read_exactly(stream, 4, wait, select)
+        size = struct.unpack(">I", head)[0]
+        if size > 512 * 1024 * 1024:
+            raise RuntimeError("reply too large")
+        got = json.loads(_read_exactly(stream, size, max(wait, 1.0), select))
+        if not isinstance(got, dict):
+            raise RuntimeError("malformed reply")
+        return got
+
+    def close(self) -> None:
+        if self._child.poll() is None:
+            self._child.kill()
+        self._child.wait()
+        for stream in (self._child.stdin, self._child.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+def _read_exactly(stream, n: int, timeout: float, select) -> bytes:
+    buf = io.BytesIO()
+    fd = stream.fileno()
+    while buf.tell() < n:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            raise RuntimeError(f"the answer took longer than {timeout:.0f} s")
+        chunk = os.read(fd, min(n - buf.tell(), 1 << 20))
+        if not chunk:
+            raise RuntimeError("the answer's interpreter stopped")
+        buf.write(chunk)
+    return buf.getvalue()
+
+

@@ -1,0 +1,294 @@
+"""Grade a lab outside the student's kernel: an otter-grader plugin that every autograder zip names.
+
+``otter run`` / ``otter grade`` / Gradescope execute the submitted notebook in a kernel the student's code controls
+(it can patch ``builtins``, or read every file of the grading folder). This plugin keeps the points out of it:
+
+* ``before_grading`` (otter's own process, before any student code runs): the tests of ``tests/`` (the grading
+  folder's copy and the zip's ``source/tests``) are read into memory and deleted, so no file the kernel can open
+  holds an expected value; otter then finds no test to run in the kernel. The modules the verdicts need are
+  imported now, before the kernel could rewrite any file of the installed package.
+* ``before_execution``: the notebook executed is the *handout* (the built student notebook, carried in this
+  plugin's configuration) with only its answer cells (``otter_answer_cell``) taken from the submission, matched by
+  cell id; every other cell is the handout's, cells the student added are dropped and listed in the report. After
+  each check cell ``grader.check("qN")`` a cell prints the answer names of ``qN`` (the arguments of its tests) as
+  plain data (:mod:`blowfish_nb.labs._answers`): exact ``int``/``float``/``str``/``bool``/``None``, tuples and
+  lists of them, NumPy scalars and numeric arrays, lab 9's classroom as its ledger files; anything else is
+  refused. otter's process records that output while the cell runs (a later cell cannot change it), so the answer
+  graded is the one held at the check cell.
+* ``after_grading``: the hidden tests run in otter's process against those values (never the kernel's objects),
+  and their results replace what the kernel reported (otter's report and Gradescope's JSON show them). The
+  results file the kernel writes is never unpickled here (a pickle can run code in the process that loads it).
+  An answer that is a function (a code question) is run in a fresh child interpreter that executes the handout's
+  set-up cells before the question and the submitted answer cell; the test gets a proxy that forwards each call
+  (arguments pickled to the child; the reply parsed as plain data; a ``numpy.random.Generator`` argument has the
+  child's advanced state copied back).
+
+What this does not protect: the kernel runs as the same operating-system user as otter. Under ``otter run`` on a
+teacher's machine it can read the zip wherever it lies; in ``otter grade``'s containers and on Gradescope only the
+extracted zip exists, and its tests are gone before the notebook starts. A kernel that writes files otter's process
+imports later (the installed packages) is not stopped by this plugin; the modules the verdicts use are imported
+before the notebook runs.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+from pathlib import Path
+from typing import Any
+
+
+try:  # otter-grader is the labs extra (the build and the grading environment have it)
+    from otter.plugins import AbstractOtterPlugin
+except ImportError:  # pragma: no cover - only without otter
+    AbstractOtterPlugin = object
+
+from ._answers import DUMP_ID, MARKER, CodeProxy, Refused, decode
+
+__all__ = ["LabGrader", "PLUGIN", "rebuild", "read_answers"]
+
+#: the name otter's configuration gives this plugin
+PLUGIN = "blowfish_nb.labs._plugin.LabGrader"
+ANSWER_TAG = "otter_answer_cell"
+_ANSWER_TAGS = {ANSWER_TAG, "otter_assign_solution_cell"}
+
+
+# --- the notebook that runs -----------------------------------------------------------------------------------
+
+
+def _source(cell) -> str:
+    s = cell.get("source", "")
+    return "".join(s) if isinstance(s, list) else str(s)
+
+
+def _tags(cell) -> set:
+    tags = cell.get("metadata", {}).get("tags", [])
+    return set(tags) if isinstance(tags, list) else set()
+
+
+def _check_question(cell) -> str | None:
+    tests = cell.get("metadata", {}).get("otter", {}).get("tests") if cell.get("cell_type") == "code" else None
+    return tests[0] if isinstance(tests, list) and len(tests) == 1 and isinstance(tests[0], str) else None
+
+
+def rebuild(handout: dict, submission: dict) -> tuple[list[dict], list[str], dict[str, str]]:
+    """The cells to run: the handout's, with each answer cell's source from the submission.
+
+    Returns the cells (handout order), the ids or positions of the submission's cells that are not in the handout
+    (dropped), and the source each answer cell id got. Answer cells are matched by id; a submission without ids
+    (an old notebook format) is matched by the order of its answer cells. A cell is listed as dropped when its
+    id is not the handout's (or, without ids, it is no answer cell) and its source is no handout cell's: otter
+    assign gives the check cells new ids at each build, so a notebook handed out from an earlier build of the
+    same lab lists none of them.
+    """
+    sub_cells = [c for c in submission.get("cells", []) if isinstance(c, dict)]
+    by_id = {c.get("id"): c for c in sub_cells if c.get("id")}
+    handout_ids = {c.get("id") for c in handout["cells"]}
+    sub_answers = [c for c in sub_cells if _tags(c) & _ANSWER_TAGS]
+    use_ids = any(c.get("id") in by_id for c in handout["cells"] if ANSWER_TAG in _tags(c))
+    handout_sources = {_source(c) for c in handout["cells"]}
+    dropped = [str(c.get("id") or f"cell {i}") for i, c in enumerate(sub_cells)
+               if (c.get("id") not in handout_ids if use_ids else not (_tags(c) & _ANSWER_TAGS))
+               and _source(c) not in handout_sources and _source(c).strip()]
+    cells, answers, k = [], {}, 0
+    for cell in handout["cells"]:
+        cell = json.loads(json.dumps(cell))
+        if ANSWER_TAG in _tags(cell) and cell.get("cell_type") == "code":
+            got = by_id.get(cell.get("id")) if use_ids else (sub_answers[k] if k < len(sub_answers) else None)
+            k += 1
+            text = _source(got) if got is not None and got.get("cell_type") == "code" else ""
+            cell["source"] = text
+            answers[cell.get("id") or f"answer {k}"] = text
+        cells.append(cell)
+    return cells, dropped, answers
+
+
+# --- the plugin -----------------------------------------------------------------------------------------------
+
+
+class LabGrader(AbstractOtterPlugin):
+    """otter-grader plugin (see the module's docstring); configuration ``{"lab": "lab03", "handout": <notebook>}``."""
+
+    def __init__(self, submission_path, submission_metadata, plugin_config):
+        super().__init__(submission_path, submission_metadata, plugin_config)
+        self.tests: dict[str, str] = {}
+        self.dropped: list[str] = []
+        self.notes: list[str] = []
+        self.started = False
+        self.cells: list[dict] = []
+        self._pickle = None
+
+    # before the notebook runs: the tests leave the disk
+    def before_grading(self, config):
+        here = Path.cwd()
+        folders = [here / "tests"]
+        ag_dir = getattr(config, "autograder_dir", None)
+        if ag_dir:
+            folders.append(Path(ag_dir) / "source" / "tests")
+        for folder in folders:
+            if folder.is_dir():
+                for path in sorted(folder.glob("*.py")):
+                    self.tests.setdefault(path.stem, path.read_text(encoding="utf-8"))
+                shutil.rmtree(folder)
+        (here / "tests").mkdir()  # otter's kernel expects the folder; it stays empty
+        self.started = True
+        _preload()
+        self._guard_results()
+
+    def _guard_results(self):
+        """otter unpickles the kernel's results file in this process; a kernel could write a pickle that runs code
+        here. The kernel's results are replaced in :meth:`after_grading` anyway: otter reads an empty set."""
+        import otter.execute as execute
+        from otter.test_files import GradingResults
+
+        self._pickle = execute.pickle
+
+        class _Empty:
+            @staticmethod
+            def load(f):
+                return GradingResults([])
+
+            dump = staticmethod(pickle.dump)
+
+        execute.pickle = _Empty
+
+    def before_execution(self, nb):
+        import nbformat
+
+        handout = self.plugin_config.get("handout") if isinstance(self.plugin_config, dict) else None
+        if not isinstance(handout, dict) or not self.started:
+            raise RuntimeError("blowfish_nb.labs._plugin: no handout in the plugin configuration "
+                               "(rebuild the autograder zip with make labs)")
+        submission = json.loads(nbformat.writes(nb))
+        cells, self.dropped, _ = rebuild(handout, submission)
+        self.cells = cells
+        out = []
+        for cell in cells:
+            question = _check_question(cell)
+            cell = json.loads(json.dumps(cell))
+            cell.get("metadata", {}).pop("otter", None)  # otter adds no in-kernel check of its own
+            out.append(cell)
+            if question is not None and question in self.tests:
+                names = sorted(_test_args(self.tests[question]))
+                out.append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                            "id": f"{DUMP_ID}{question}",
+                            "source": (f"__import__('blowfish_nb.labs._answers', fromlist=['dump']).dump("
+                                       f"{question!r}, {names!r}, globals())")})
+        new = {**submission, "cells": out}
+        new.setdefault("metadata", {}).pop("otter", None)
+        for i, cell in enumerate(new["cells"]):
+            cell.setdefault("id", f"graded-{i}")
+        return nbformat.reads(json.dumps(new), as_version=4)
+
+    def after_grading(self, results):
+        import otter.execute as execute
+        from otter.test_files.exception_test import ExceptionTestFile
+
+        if self._pickle is not None:
+            execute.pickle = self._pickle
+        answers = read_answers(results.notebook)
+        files = []
+        proxies: list[CodeProxy] = []
+        try:
+            for question in sorted(self.tests, key=_natural):
+                env = dict(answers.get(question, {}))
+                for name, value in list(env.items()):
+                    if isinstance(value, Refused) and value.why.startswith("function "):
+                        proxy = self._proxy(question, name)
+                        if proxy is not None:
+                            proxies.append(proxy)
+                            env[name] = proxy
+                tf = ExceptionTestFile.from_string(self.tests[question], path=f"tests/{question}.py")
+                tf.run(env)
+                files.append(tf)
+        finally:
+            for proxy in proxies:
+                proxy.close()
+        results.results = {tf.name: tf for tf in files}
+        results._catastrophic_error = None
+        results.set_plugin_data(PLUGIN, {"dropped_cells": list(self.dropped), "notes": list(self.notes)})
+
+    def generate_report(self):
+        lines = ["Graded outside the notebook's kernel (blowfish_nb.labs._plugin)."]
+        if self.dropped:
+            lines.append(f"Cells not in the handout, not run: {', '.join(self.dropped)}")
+        lines += self.notes
+        return "\n".join(lines)
+
+    def _proxy(self, question: str, name: str) -> CodeProxy | None:
+        """A proxy of the function ``name`` that the answer cells of ``question`` define, run in a child."""
+        setup, answer = [], []
+        for cell in self.cells:
+            if _check_question(cell) == question:
+                break
+            if cell.get("cell_type") != "code":
+                continue
+            if _check_question(cell) is not None:  # an earlier question's check cell: its answers are not set-up
+                answer = []
+            elif ANSWER_TAG in _tags(cell):
+                answer.append(_source(cell))
+            elif not answer:  # the handout's cells before this question's answer cells
+                setup.append(_source(cell))
+        try:
+            return CodeProxy(setup, "\n".join(answer), name)
+        except (OSError, RuntimeError) as e:
+            self.notes.append(f"{question}: the answer {name} could not run on its own ({e})")
+            return None
+
+
+# --- helpers ----------------------------------------------------------------------------------------------------
+
+
+def _test_args(source: str) -> set[str]:
+    """The argument names of the test functions in one otter test file (the answers its question reads)."""
+    import ast
+
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            names |= {a.arg for a in node.args.args if a.arg != "env"}
+    return names
+
+
+def read_answers(executed) -> dict[str, dict[str, Any]]:
+    """question -> {name: value}, from the output each dump cell printed while it ran (otter's executed notebook):
+    the first well-formed record of the cell's own question counts."""
+    out: dict[str, dict[str, Any]] = {}
+    for cell in (executed or {}).get("cells", []):
+        cid = str(cell.get("id", ""))
+        if not cid.startswith(DUMP_ID):
+            continue
+        question = cid[len(DUMP_ID):]
+        text = "".join(_source({"source": o.get("text", "")}) for o in cell.get("outputs", [])
+                       if o.get("output_type") == "stream" and o.get("name") == "stdout")
+        for line in text.split("\n"):
+            if not line.startswith(MARKER) or question in out:
+                continue
+            try:
+                record = json.loads(line[len(MARKER):])
+                values = record["values"]
+                if record["question"] != question or not isinstance(values, dict):
+                    continue
+                out[question] = {str(k): decode(v) for k, v in values.items()}
+            except (ValueError, KeyError, TypeError):
+                continue
+    return out
+
+
+def _natural(name: str) -> tuple:
+    import re
+
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+
+
+def _preload() -> None:
+    """Import now, before the kernel runs, what the verdicts import later."""
+    import importlib
+
+    for module in ("blowfish_nb.labs._grade", "scipy.stats", "otter.test_files.exception_test", "select",
+                   "blowfish_nb.service.chain", "blowfish_nb.service.ledger"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass

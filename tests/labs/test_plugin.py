@@ -1,0 +1,283 @@
+"""Grading outside the student's kernel (blowfish_nb/labs/_plugin.py, _answers.py): the hidden tests leave the disk
+before the notebook runs, the notebook that runs is the handout with the submission's answer cells, the answers
+cross as plain data printed at each check cell, and the verdicts run in otter's process.
+
+The plugin's three hooks are driven here in-process (an ``exec`` per cell stands in for the kernel: fast); the
+otter runs that grade real notebooks with it are in tests/labs/test_grading.py and the slow test at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import types
+
+import numpy as np
+import pytest
+
+from blowfish_nb.labs._answers import MARKER, CodeProxy, Refused, decode, dump, encode
+from blowfish_nb.labs._plugin import LabGrader, read_answers, rebuild
+
+otter = pytest.importorskip("otter")
+
+
+# --- plain data ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [0, -3, 2.5, float("inf"), "line", True, None, (1, 2), [0.5, (True, "a")],
+                                   np.int64(7), np.float64(0.25), np.bool_(False), np.arange(6.0).reshape(2, 3),
+                                   np.array([1, 2], dtype=np.int32)])
+def test_plain_values_cross_exactly(value):
+    got = decode(json.loads(json.dumps(encode(value))))
+    assert type(got) is type(value)
+    if isinstance(value, np.ndarray):
+        assert got.dtype == value.dtype and np.array_equal(got, value)
+    else:
+        assert repr(got) == repr(value)
+
+
+class _Float(float):
+    def __eq__(self, other):
+        return True
+
+
+@pytest.mark.parametrize("value", [_Float(1.0), object(), {"a": 1}, np.array(["a"]), np.array([None]),
+                                   types.SimpleNamespace(x=1), 1j])
+def test_anything_else_is_refused(value):
+    assert isinstance(decode(encode(value)), Refused)
+
+
+@pytest.mark.parametrize("data", [{"t": "ndarray", "dtype": "|O", "shape": [1], "v": ""}, {"t": "int", "v": "1"},
+                                  {"t": "int", "v": True}, {"t": "eval", "v": "1"}, [], "x",
+                                  {"t": "np", "dtype": "<M8[s]", "v": 0}, {"t": "list", "v": 3}])
+def test_forged_records_are_refused(data):
+    assert isinstance(decode(data), Refused)
+
+
+# --- the notebook that runs ---------------------------------------------------------------------------------
+
+
+def _cell(source, cid, kind="code", tags=(), **meta):
+    metadata = {"tags": list(tags), **meta} if tags else dict(meta)
+    return {"cell_type": kind, "id": cid, "metadata": metadata, "source": source, "outputs": [],
+            **({"execution_count": None} if kind == "code" else {})}
+
+
+HANDOUT = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+    _cell("import numpy as np\nscale = 2.0", "setup"),
+    _cell("**Question 1.**", "q1-md", kind="markdown"),
+    _cell("answer = ...", "q1-answer", tags=["otter_answer_cell"]),
+    _cell('grader.check("q1")', "q1-check", otter={"tests": ["q1"]}),
+    _cell("shown = 42  # the cell that shows the result", "reveal"),
+    _cell("def noise(shape, rng):\n    ...", "q2-answer", tags=["otter_answer_cell"]),
+    _cell('grader.check("q2")', "q2-check", otter={"tests": ["q2"]}),
+]}
+
+
+def _submission(**answers):
+    nb = json.loads(json.dumps(HANDOUT))
+    for cell in nb["cells"]:
+        if cell["id"] in answers:
+            cell["source"] = answers[cell["id"]]
+    return nb
+
+
+def test_only_answer_cells_come_from_the_submission_and_added_cells_are_dropped():
+    sub = _submission(**{"q1-answer": "answer = 3", "setup": "import builtins; builtins.exec = print",
+                         "reveal": "answer = 42"})
+    sub["cells"].insert(1, _cell("import configparser  # reads ./tests", "added-1"))
+    cells, dropped, answers = rebuild(HANDOUT, sub)
+    assert [c["id"] for c in cells] == [c["id"] for c in HANDOUT["cells"]]
+    assert cells[0]["source"] == HANDOUT["cells"][0]["source"] and cells[4]["source"] == "shown = 42  # the cell " \
+                                                                                          "that shows the result"
+    assert cells[2]["source"] == "answer = 3" and answers["q1-answer"] == "answer = 3"
+    assert dropped == ["added-1"]
+
+
+def test_a_submission_without_cell_ids_is_matched_by_its_answer_cells_order():
+    sub = _submission(**{"q1-answer": "answer = 5"})
+    for cell in sub["cells"]:
+        del cell["id"]
+    sub["cells"].append({"cell_type": "code", "metadata": {}, "source": "extra = 1", "outputs": []})
+    cells, dropped, _ = rebuild(HANDOUT, sub)
+    assert cells[2]["source"] == "answer = 5" and dropped == ["cell 7"]
+
+
+def test_only_the_dump_cells_own_first_record_counts():
+    def out(text):
+        return [{"output_type": "stream", "name": "stdout", "text": text}]
+
+    record = {"question": "q1", "values": {"answer": encode(3)}}
+    forged = {"question": "q1", "values": {"answer": encode(99)}}
+    executed = {"cells": [
+        {"id": "q1-answer", "cell_type": "code", "outputs": out(MARKER + json.dumps(forged) + "\n")},
+        {"id": "blowfish-answers-q1", "cell_type": "code",
+         "outputs": out(MARKER + json.dumps(record) + "\n" + MARKER + json.dumps(forged) + "\n")},
+        {"id": "blowfish-answers-q2", "cell_type": "code", "outputs": out(MARKER + json.dumps(record) + "\n")},
+    ]}
+    assert read_answers(executed) == {"q1": {"answer": 3}}
+
+
+# --- code answers in a child interpreter ----------------------------------------------------------------------
+
+
+def test_the_proxy_forwards_calls_and_advances_the_callers_generator():
+    proxy = CodeProxy(["import numpy as np\nscale = 2.0"],
+                      "def noise(shape, rng):\n    return rng.laplace(0.0, scale, size=shape)", "noise")
+    try:
+        rng, local = np.random.default_rng(5), np.random.default_rng(5)
+        got = proxy((3,), rng)
+        assert np.array_equal(got, local.laplace(0.0, 2.0, size=(3,)))
+        assert rng.random() == local.random()  # the child's draws advanced the caller's generator
+        assert proxy.__name__ == "noise"
+    finally:
+        proxy.close()
+
+
+def test_the_proxy_refuses_what_is_not_plain_data_and_reports_errors():
+    proxy = CodeProxy([], "def f(k):\n    if k:\n        raise ValueError('no')\n    return object()", "f")
+    try:
+        with pytest.raises(RuntimeError, match="returned"):
+            proxy(0)
+        with pytest.raises(RuntimeError, match="ValueError"):
+            proxy(1)
+    finally:
+        proxy.close()
+    with pytest.raises(RuntimeError, match="NameError"):
+        CodeProxy([], "x = undefined_name", "f")
+
+
+def test_a_code_answer_that_hangs_is_stopped():
+    proxy = CodeProxy([], "import time\ndef f():\n    time.sleep(30)", "f", timeout=0.5)
+    try:
+        with pytest.raises(RuntimeError, match="took longer"):
+            proxy()
+    finally:
+        proxy.close()
+
+
+# --- the three hooks, with an exec per cell for the kernel ---------------------------------------------------------
+
+TESTS = {
+    "q1": ("from otter.test_files import test_case\nOK_FORMAT = False\nname = 'q1'\npoints = [0, 1.0]\n"
+           "@test_case(points=None, hidden=False)\ndef test_q1(answer):\n    pass\n"
+           "@test_case(points=None, hidden=True)\ndef test_q1_0(answer):\n"
+           "    assert type(answer) is int and answer == 3, 'wrong'\n"),
+    "q2": ("from otter.test_files import test_case\nOK_FORMAT = False\nname = 'q2'\npoints = [1.0]\n"
+           "@test_case(points=None, hidden=True)\ndef test_q2_0(noise):\n    import numpy as np\n"
+           "    z = np.asarray(noise((20000,), np.random.default_rng(1)))\n"
+           "    assert z.shape == (20000,) and abs(np.abs(z).mean() - 2.0) < 0.1, 'wrong'\n"),
+}
+
+
+def _grade(tmp_path, submission, *, kernel_extra="", questions=tuple(TESTS)):
+    """Drive LabGrader as otter's python runner does; the kernel is an exec per cell, its prints the outputs."""
+    import nbformat
+    from otter.test_files import GradingResults
+
+    sub, source = tmp_path / "submission", tmp_path / "source"
+    for folder in (sub / "tests", source / "tests"):
+        folder.mkdir(parents=True)
+        for q in questions:
+            (folder / f"{q}.py").write_text(TESTS[q])
+    plugin = LabGrader(str(sub / "lab.ipynb"), {}, {"lab": "lab00", "handout": HANDOUT})
+    with contextlib.chdir(sub):
+        plugin.before_grading(types.SimpleNamespace(autograder_dir=str(tmp_path)))
+        assert not list(sub.glob("tests/*")) and not (source / "tests").exists()
+        import otter.execute
+
+        # the results pickle the kernel writes is never unpickled in otter's process (it could run code there)
+        assert otter.execute.pickle.load(io.BytesIO(b"cos\nsystem\n(S'true'\ntR.")).results == {}
+        nb = plugin.before_execution(nbformat.reads(json.dumps(submission), as_version=4))
+        ns = {"grader": types.SimpleNamespace(check=lambda q: None)}
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                try:
+                    exec(cell.source + kernel_extra, ns)
+                except Exception:
+                    pass
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=buf.getvalue())]
+        results = GradingResults([], notebook=nb)
+        plugin.after_grading(results)
+        assert otter.execute.pickle is __import__("pickle")  # otter's loader is back once grading is done
+    return results, plugin
+
+
+def test_the_hooks_grade_the_answers_at_their_check_cells_outside_the_kernel(tmp_path):
+    sub = _submission(**{"q1-answer": "answer = 3",
+                         "q2-answer": "def noise(shape, rng):\n    return rng.laplace(0.0, scale, size=shape)"})
+    results, plugin = _grade(tmp_path, sub)
+    assert results.total == 2 and results.possible == 2
+    assert plugin.generate_report().startswith("Graded outside")
+
+
+def test_an_answer_copied_after_its_check_cell_and_added_cells_score_nothing(tmp_path):
+    sub = _submission(**{"q1-answer": "answer = 0", "reveal": "answer = 3"})
+    sub["cells"].insert(3, _cell("answer = 3", "added"))  # right before the check cell
+    results, plugin = _grade(tmp_path, sub, questions=("q1",))
+    assert results.total == 0 and plugin.dropped == ["added"]
+
+
+def test_forged_records_printed_by_the_kernel_change_nothing(tmp_path):
+    """The kernel prints a forged record at the end of every cell: only the dump cell's own first record counts,
+    and it holds the kernel's real value."""
+    forged = MARKER + json.dumps({"question": "q1", "values": {"answer": encode(3)}})
+    sub = _submission(**{"q1-answer": "answer = 0"})
+    results, _ = _grade(tmp_path, sub, kernel_extra=f"\nprint({forged!r})", questions=("q1",))
+    assert results.get_score("q1") == 0
+
+
+def test_dump_prints_one_record_of_plain_data(capsys):
+    dump("q1", ["a", "b", "gone"], {"a": np.float64(0.5), "b": object()})
+    line = capsys.readouterr().out
+    assert line.startswith(MARKER)
+    values = {k: decode(v) for k, v in json.loads(line[len(MARKER):])["values"].items()}
+    assert values["a"] == 0.5 and isinstance(values["b"], Refused) and values["gone"] is None
+
+
+def test_the_build_names_the_plugin_with_its_handout_in_the_zip(tmp_path):
+    """build._grade_outside (run on every lab's zip by make labs): the zip's otter_config.json names the plugin with
+    the student notebook; every other member is kept as it was."""
+    import zipfile
+
+    from blowfish_nb.labs.build import _grade_outside
+
+    archive, handout = tmp_path / "lab-autograder.zip", tmp_path / "lab.ipynb"
+    handout.write_text(json.dumps(HANDOUT))
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("otter_config.json", json.dumps({"lang": "python"}))
+        z.writestr("tests/q1.py", TESTS["q1"])
+    _grade_outside(archive, handout, "lab00")
+    with zipfile.ZipFile(archive) as z:
+        config = json.loads(z.read("otter_config.json"))
+        assert z.read("tests/q1.py").decode() == TESTS["q1"]
+    assert config == {"lang": "python", "plugins": [{"blowfish_nb.labs._plugin.LabGrader":
+                                                       {"lab": "lab00", "handout": HANDOUT}}]}
+
+
+def test_lab_9s_classroom_crosses_as_its_ledger_and_an_edit_is_found_outside_the_kernel():
+    """q5b's verdict (``expect_ledger_edited``) on the classroom as it crosses: its ledger and key files, audited in
+    this process. The untouched ledger fails, the lab's edit of the file passes."""
+    import sqlite3
+
+    import blowfish_nb as bf
+    from blowfish_nb.labs import lab09
+    from blowfish_nb.labs._grade import expect_ledger_edited
+
+    with lab09.classroom(lab09.data()) as room:
+        ana = bf.connect(room.url, room.tokens["ana"])
+        ana.release("histogram", "age", epsilon=0.1)
+        untouched = decode(json.loads(json.dumps(encode(room))))
+        with sqlite3.connect(room.ledger_file) as db:
+            db.execute("UPDATE accounts SET spent = '0'")
+        db.close()
+        edited = decode(json.loads(json.dumps(encode(room))))
+        ana.close()
+    with pytest.raises(AssertionError, match="no edit"):
+        expect_ledger_edited(untouched)
+    expect_ledger_edited(edited)
+    assert isinstance(decode({"t": "ledger", "files": {"../escape": ""}}), Refused)
