@@ -281,8 +281,20 @@ class Adaptive(Mechanism):
     def _release(self, x, workload: Workload, policy: Policy, epsilon: float, rng) -> np.ndarray:
         if not _histogram(workload, x.size):  # the statistic speaks of cells: other workloads go to DAWA whole
             return self.dependent.release(x, workload, policy, epsilon, rng=rng)
+        rest = (1 - self.rho(x.size, epsilon)) * epsilon
+        self._fallback_can_release(workload, policy, rest)
         chosen = self.dependent if self.choose(x, policy, epsilon, rng) == self.dependent.name else self.fallback
-        return chosen.release(x, workload, policy, (1 - self.rho(x.size, epsilon)) * epsilon, rng=rng)
+        return chosen.release(x, workload, policy, rest, rng=rng)
+
+    def _fallback_can_release(self, workload: Workload, policy: Policy, epsilon: float) -> None:
+        """Raise the fallback's own refusal at ε (e.g. a noise scale above ``noise.MAX_SCALE``) before the choice.
+
+        Otherwise a budget the fallback refuses would raise only when the private choice picked it, so whether a
+        release failed would follow the choice (attack35a, at ε = 10⁻¹²). The fallback is data-independent: whether
+        it refuses depends on k, the workload, the policy and ε, never on the counts, so it is probed on an all-zero
+        histogram with a generator of its own (the caller's draws are untouched).
+        """
+        self.fallback.release(np.zeros(policy.domain.size), workload, policy, epsilon, rng=np.random.default_rng(0))
 
     def choose(self, x, policy: Policy, epsilon: float, rng: np.random.Generator) -> str:
         """The name of the release chosen ((share·ε, policy)-private; see the module notes).
