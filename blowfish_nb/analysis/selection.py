@@ -275,12 +275,20 @@ def _choose(workload: Workload, policy: Policy, epsilon: float,
             errors[id(mech)] = _error_row(mech, workload, policy, epsilon, bound, candidates)
         quoted.append(mech)
     rows = [errors[id(m)] for m in quoted]
+    while True:
+        best = int(np.argmin([r["expected_error"] for r in rows]))
+        if not np.isfinite(rows[best]["expected_error"]):
+            raise InvalidParameterError(f"no candidate mechanism can answer this workload: {rows[0]['note']}")
+        if not np.isnan(rows[best]["sensitivity"]):
+            break
+        # no bound, so no Δ scans for the table: the chosen one's, exact. A Δ that cannot be computed refuses that
+        # candidate as an error would have (its row says why) and the next best is taken: a release would need it
+        try:
+            rows[best]["sensitivity"] = quoted[best].sensitivity(policy)
+            break
+        except BlowfishError as exc:
+            rows[best].update(sensitivity=np.nan, expected_error=np.inf, ratio_to_lower_bound=np.nan, note=str(exc))
     table = pd.DataFrame(rows).set_index("mechanism")
-    best = int(np.argmin(table["expected_error"].to_numpy()))
-    if not np.isfinite(table["expected_error"].iloc[best]):
-        raise InvalidParameterError(f"no candidate mechanism can answer this workload: {rows[0]['note']}")
-    if np.isnan(table["sensitivity"].iloc[best]):  # no bound, so no Δ scans for the table: the chosen one's, exact
-        table.iloc[best, table.columns.get_loc("sensitivity")] = quoted[best].sensitivity(policy)
     return best, table, tuple(quoted)
 
 
