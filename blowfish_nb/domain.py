@@ -239,9 +239,16 @@ class OrderedAttribute:
         path); integers are exact in float only up to 2^53, so larger bounds
         are not taken.
         """
-        e, k = self.edges, self.size
+        e = self.edges
         if self._width is None or max(abs(e[0]), abs(e[-1])) > 2.0**53:
             return None
+        # a function of the edges alone, and every release builds its attribute afresh: found once per edges
+        # (0.18 ms of a 4,096-bin release's fixed cost, issue 28)
+        return _affine_form_of(e.tobytes())
+
+    def _find_affine_form(self) -> bool | None:
+        """:attr:`_affine_form` computed (equal widths, bounds within 2^53: checked by the caller)."""
+        e, k = self.edges, self.size
         idx = np.arange(k)
         for divide in (False, True):
             at = self._affine(e, np.empty(e.size), divide=divide).astype(np.intp)
@@ -853,6 +860,12 @@ def _interval_labels(name: str, edges: bytes) -> pd.IntervalIndex:
 
 
 _SCRATCH = threading.local()
+
+
+@functools.lru_cache(maxsize=64)
+def _affine_form_of(edges: bytes) -> bool | None:
+    """:attr:`OrderedAttribute._affine_form` for these (equal-width) edges, found once per edges."""
+    return OrderedAttribute("edges", np.frombuffer(edges, dtype=float))._find_affine_form()
 
 
 def _scratch(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
