@@ -107,7 +107,7 @@ class OrderedAttribute:
 
     def _values(self, values) -> np.ndarray:
         """The column as a numeric numpy array (no copy when it already is one); text raises."""
-        series = pd.Series(values)
+        series = values if isinstance(values, pd.Series) else pd.Series(values)  # a Series already: not re-wrapped
         if not _numeric(series):
             raise DomainError(_not_numeric(self.name, series.dtype))
         v = series.to_numpy()
