@@ -721,8 +721,7 @@ def _ordered_attribute(series, name, bins, width, bounds) -> OrderedAttribute:
         raise InvalidParameterError(f"width must be a positive finite number, got {width!r}")
     lo, hi = _public_bounds(series, name, bounds)
     if bins is not None:
-        edges = np.linspace(lo, hi, int(bins) + 1)
-        what = f"bins={bins!r}"
+        return _equal_bins(name, float(lo), float(hi), int(bins))
     else:
         span = (hi - lo) / width
         if not math.isfinite(span) or span > CELL_LIMIT:
@@ -734,7 +733,24 @@ def _ordered_attribute(series, name, bins, width, bounds) -> OrderedAttribute:
         count = max(1, math.ceil(span - 1e-9))
         edges = lo + width * np.arange(count + 1, dtype=float)
         edges[-1] = max(edges[-1], hi)
-        what = f"width={width!r}"
+    return _checked_attribute(name, edges, f"width={width!r}", lo, hi)
+
+
+@functools.lru_cache(maxsize=32)
+def _equal_bins(name: str, lo: float, hi: float, bins: int) -> OrderedAttribute:
+    """The attribute of ``bins`` equal bins over public bounds, built once per (name, bounds, count) and shared.
+
+    Every release builds its domain afresh; these arguments fix the attribute
+    (its edges, and what is derived from them: labels, the counting route),
+    and building it was ~0.1 ms of a 4,096-bin release (issue 28). The shared
+    attribute is immutable: a frozen dataclass whose edges are read-only.
+    """
+    edges = np.linspace(lo, hi, bins + 1)
+    edges.flags.writeable = False
+    return _checked_attribute(name, edges, f"bins={bins!r}", lo, hi)
+
+
+def _checked_attribute(name: str, edges: np.ndarray, what: str, lo: float, hi: float) -> OrderedAttribute:
     if np.any(np.diff(edges) <= 0):  # bins narrower than the spacing of floats near the bounds
         raise InvalidParameterError(
             f"{what} cuts bounds ({_num(lo)}, {_num(hi)}) of column {name!r} into bins too narrow to tell apart in "
