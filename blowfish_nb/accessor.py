@@ -22,6 +22,7 @@ import pandas as pd
 from ._validation import as_generator
 from .domain import CELL_LIMIT
 from .mechanisms import Mechanism
+from .mechanisms.base import sensitivities_remembered
 from .planning import (  # noqa: F401  (re-exported)
     MECHANISMS, Budgeted, Plan, Request, execute, histogram, plan_budget, prepare, release_counts,
 )
@@ -124,10 +125,11 @@ def release(
     plan = prepare(df, request.query, columns, column=column, bins=bins, width=width, bounds=bounds, policy=policy,
                    theta=theta, blocks=blocks, attributes=attributes, constraints=constraints,
                    **request.template_parameters())
-    budgeted = plan_budget(plan, request)
-    if rng is not None:  # a bad rng is refused before the pass over the rows (None, OS entropy, is always good)
-        as_generator(rng)
-    return execute(histogram(df, plan.domain), budgeted, rng=rng)
+    with sensitivities_remembered():  # the Δ plan_budget computes for the noise scale serves the release too
+        budgeted = plan_budget(plan, request)
+        if rng is not None:  # a bad rng is refused before the pass over the rows (None, OS entropy, is always good)
+            as_generator(rng)
+        return execute(histogram(df, plan.domain), budgeted, rng=rng)
 
 
 @pd.api.extensions.register_dataframe_accessor("blowfish")

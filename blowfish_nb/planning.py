@@ -31,6 +31,7 @@ from .analysis.selection import default_candidates, fitted
 from .domain import CELL_LIMIT, Domain
 from .exceptions import DomainError, InvalidParameterError, PolicyError
 from .mechanisms import REGISTRY, Laplace, Mechanism, by_name
+from .mechanisms.base import sensitivities_remembered
 from .mechanisms.noise import check_scale
 from .mechanisms.sulq import SuLQ
 from .policy import Policy, project
@@ -178,7 +179,12 @@ DATA_DEPENDENT_SCALE = 32.0
 
 
 def execute(x: np.ndarray, b: Budgeted, rng=None) -> Release:
-    """Run a budgeted plan on the counts ``x``."""
+    """Run a budgeted plan on the counts ``x`` (the mechanism's Δ computed once: :func:`sensitivities_remembered`)."""
+    with sensitivities_remembered():
+        return _execute(x, b, rng)
+
+
+def _execute(x: np.ndarray, b: Budgeted, rng) -> Release:
     generator = as_generator(rng)
     m, run, eps = b.mechanism, b.run, b.epsilon
     answers = m.release(run.data(x), run.workload, run.policy, eps, rng=generator)

@@ -274,7 +274,10 @@ class Adaptive(Mechanism):
         InvalidParameterError
             Off the histogram, or when the fallback has no analytic figure.
         """
-        self.expected_error(workload, policy, epsilon)  # the same refusals
+        if not _histogram(workload, workload.shape[1]):  # expected_error's refusal (without its figure at ε)
+            raise InvalidParameterError(
+                f"{self.name} is data-dependent: it has no analytic expected error off the histogram; measure it")
+        epsilon = check_epsilon(epsilon)
         rest = (1 - self.rho(policy.domain.size, epsilon)) * epsilon
         return self.fallback.expected_error(workload, policy, rest)
 
@@ -380,9 +383,10 @@ class Adaptive(Mechanism):
 
 
 def _histogram(workload: Workload, k: int) -> bool:
+    if isinstance(workload, Identity):  # before as_ranges, which would build the identity's 4,096 ranges
+        return True
     r = as_ranges(workload)
-    return isinstance(workload, Identity) or (
-        r is not None and r.lo.size == k and np.array_equal(r.lo, np.arange(k)) and np.array_equal(r.hi, r.lo))
+    return r is not None and r.lo.size == k and np.array_equal(r.lo, np.arange(k)) and np.array_equal(r.hi, r.lo)
 
 
 def choice_cap(dependent: Mechanism, policy: Policy, epsilon: float) -> float:

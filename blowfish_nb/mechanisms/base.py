@@ -25,7 +25,11 @@ analyst panel pick it up from the registry.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from typing import ClassVar
 
 import numpy as np
@@ -40,7 +44,8 @@ from .factors import Factor, IdentityFactor, PrefixFactor, TreeFactor
 from .kron import apply_grid, as_boxes, grid_variances, lstsq_grid
 
 # ColumnSlice lives in blowfish_nb.operators; it is offered here too, where mechanisms/__init__ imports it
-__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "REGISTRY", "by_name", "auto_candidates", "apply_rows"]
+__all__ = ["Mechanism", "MatrixMechanism", "ColumnSlice", "REGISTRY", "by_name", "auto_candidates", "apply_rows",
+           "sensitivities_remembered"]
 
 #: name → (class, constructor arguments), filled by the classes' ``registry`` declarations
 REGISTRY: dict[str, tuple[type, dict]] = {}
@@ -88,6 +93,62 @@ def auto_candidates(policy: Policy) -> tuple["Mechanism", ...]:
     return tuple(out)
 
 
+_DELTAS: contextvars.ContextVar[dict | None] = contextvars.ContextVar("blowfish_nb_deltas", default=None)
+
+
+@contextlib.contextmanager
+def sensitivities_remembered(memo: dict | None = None) -> Iterator[dict]:
+    """Within the block, each mechanism's Δ under each policy object is computed once and then recalled.
+
+    A release asks its mechanism's Δ several times (the noise scale when it is
+    budgeted, the release, its expected error, its provenance); for a fitted
+    strategy each ask is an edge-by-edge scan (issue 28: three scans were ~6 of
+    the 8 ms of the explorer's ε step). The memo is keyed by the *objects*
+    (the ``sensitivity`` method of each class in the chain, the mechanism, the
+    policy) and holds references to them, so an id is never reused while its
+    entry lives; mechanisms and policies are immutable values, so Δ is a
+    function of them. ``memo``: a dict to keep across blocks (the explorer's,
+    one per widget); None keeps the enclosing block's memo, or starts an empty
+    one that ends with the block. Exceptions are not remembered (asked again,
+    they are raised again). Nothing here reads data: Δ is a public quantity.
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, policy
+    >>> from blowfish_nb.mechanisms import Laplace
+    >>> m, p = Laplace(), policy.line(Domain.grid(8))
+    >>> with sensitivities_remembered() as memo:
+    ...     first, again = m.sensitivity(p), m.sensitivity(p)
+    >>> first == again == 2.0, len(memo)
+    (True, 1)
+    """
+    active = _DELTAS.get()
+    memo = memo if memo is not None else (active if active is not None else {})
+    token = _DELTAS.set(memo)
+    try:
+        yield memo
+    finally:
+        _DELTAS.reset(token)
+
+
+def _remembered(fn):
+    """``fn(self, policy)`` (a class's own ``sensitivity``), recalled inside :func:`sensitivities_remembered`."""
+    @functools.wraps(fn)
+    def sensitivity(self, policy):
+        memo = _DELTAS.get()
+        if memo is None:
+            return fn(self, policy)
+        key = (fn, id(self), id(policy))
+        hit = memo.get(key)
+        if hit is not None and hit[0] is self and hit[1] is policy:
+            return hit[2]
+        value = fn(self, policy)
+        memo[key] = (self, policy, value)
+        return value
+
+    return sensitivity
+
+
 class Mechanism(ABC):
     """A mechanism: parameters in the constructor, data and privacy inputs in the call (see the module notes).
 
@@ -117,6 +178,8 @@ class Mechanism(ABC):
         super().__init_subclass__(**kwargs)
         for key, params in cls.__dict__.get("registry", {}).items():
             REGISTRY[key] = (cls, dict(params))
+        if "sensitivity" in cls.__dict__:  # every Δ a class computes may be remembered (sensitivities_remembered)
+            cls.sensitivity = _remembered(cls.__dict__["sensitivity"])
         if cls.__dict__.get("auto"):
             AUTO_CLASSES.append(cls)
 

@@ -17,6 +17,7 @@ import pandas as pd
 from bqplot.interacts import BrushIntervalSelector
 
 from .._validation import as_generator, check_epsilon
+from ..mechanisms.base import sensitivities_remembered
 from ..planning import Budgeted, Plan, execute, plan_budget
 from ..spec import domain_for, resolve_policy
 from ..domain import OrderedAttribute
@@ -175,6 +176,9 @@ class CuratorExplorer(w.VBox):
         self.true_answers: pd.Series
         self.recomputations = 0  # how many releases the controls caused (tests and the benchmark read it)
         self._plans: dict = {}
+        # every Δ computed for the plans above (mechanism and policy objects: an ε step reuses them), and the
+        # queries' Δ the readout shows; issue 28: three strategy scans were ~6 of an ε step's 8 ms
+        self._deltas: dict = {}
         self._last_choice: dict = {}
         self._pending = None
         self._syncing = False
@@ -333,6 +337,7 @@ class CuratorExplorer(w.VBox):
         self._x = self.domain.histogram(self._df)
         k = self.domain.size
         self._plans.clear()
+        self._deltas.clear()
         self._last_choice.clear()
         self._tradeoff_key = None
         with self.hold_trait_notifications():
@@ -425,6 +430,12 @@ class CuratorExplorer(w.VBox):
 
     # -- recomputation -------------------------------------------------------------------------
     def _recompute(self) -> None:
+        if len(self._deltas) > DELTAS_KEPT:  # entries hold their policies: bounded like the plans they serve
+            self._deltas.clear()
+        with sensitivities_remembered(self._deltas):  # Δ once per (mechanism, policy), not once per use and step
+            self._recompute_now()
+
+    def _recompute_now(self) -> None:
         family, query, eps = self.family_dropdown.value, self.query_dropdown.value, self.epsilon
         self.theta_slider.disabled = family != "threshold"
         self.block_slider.disabled = family != "partition"
@@ -491,7 +502,9 @@ class CuratorExplorer(w.VBox):
         if pol.family == "threshold":
             width = self._theta_span(int(pol.params["theta"]))
             theta = f" · θ = {pol.params['theta']} bins" + (f" = {html.escape(width)}" if width else "")
-        query_delta = float(pol.sensitivity(b.plan.query.workload))  # what the canvas shows as Δ
+        # what the canvas shows as Δ; under the plan's policy object (``pol``, rebuilt from the controls at each
+        # step, is an equal policy but a new object)
+        query_delta = self._query_delta(b.plan.policy, b.plan.query.workload)
         strategy_delta = release.provenance.get("sensitivity")
         if strategy_delta is None:  # data-dependent mechanisms: no one strategy
             deltas = f"Δ of the query = {query_delta:g} (the mechanism adapts to the data)"
@@ -509,6 +522,14 @@ class CuratorExplorer(w.VBox):
         return (f"<span class='blowfish-readout-plain'>{plain}</span> "
                 f"<details class='blowfish-readout-details' style='display:inline'><summary>details</summary>"
                 f"{details}</details>")
+
+    def _query_delta(self, pol: Policy, workload) -> float:
+        """The query's own Δ under ``pol``, once per (policy, workload) objects (kept with the strategies' Δ)."""
+        key = ("query", id(pol), id(workload))
+        hit = self._deltas.get(key)
+        if hit is None or hit[0] is not pol or hit[1] is not workload:
+            hit = self._deltas[key] = (pol, workload, float(pol.sensitivity(workload)))
+        return hit[2]
 
     def _protects(self, pol: Policy) -> str:
         """What the policy hides, in words and data units."""
@@ -598,6 +619,8 @@ class CuratorExplorer(w.VBox):
 Explorer = CuratorExplorer
 
 
+#: Δ entries the explorer keeps (its plans' strategies and queries; the plans themselves are capped at 64)
+DELTAS_KEPT = 512
 #: how far (a factor, on log axes) the error–θ plot reaches beyond its points
 LOG_PAD = 1.3
 #: the slack the bars' pinned y scale leaves above the values (a share of their span) and below negative ones (a share

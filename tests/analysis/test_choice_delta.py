@@ -13,7 +13,8 @@ import pytest
 from blowfish_nb import Domain, policy, workload
 from blowfish_nb.analysis.lower_bound import LOWER_BOUND_LIMIT
 from blowfish_nb.analysis.selection import choose_mechanism, default_candidates
-from blowfish_nb.exceptions import BlowfishError
+from blowfish_nb.exceptions import BlowfishError, InvalidParameterError, PolicyError
+from blowfish_nb.mechanisms import Laplace
 from blowfish_nb.planning import Plan, execute, plan_budget
 from blowfish_nb.queries import Query
 from blowfish_nb.ranges import Ranges
@@ -71,3 +72,31 @@ def test_small_domain_table_still_lists_every_delta(case):
     for m, delta, err in zip(candidates, table["sensitivity"], table["expected_error"]):
         if np.isfinite(err):
             assert delta == m.sensitivity(p)
+
+
+class _DeltaRefused(Laplace):
+    """A candidate quoting a finite error whose own Δ cannot be computed (none ships; attack34's what-if)."""
+
+    name = "DeltaRefused"
+
+    def expected_error(self, workload, policy, epsilon):
+        return 1e-9  # lower than anything real: auto would pick it
+
+    def sensitivity(self, policy):
+        raise PolicyError("no Δ here (a test candidate)")
+
+
+def test_a_chosen_candidate_whose_delta_raises_is_refused_and_the_next_best_taken():
+    """_choose computes the chosen candidate's Δ after the errors (large domains): when that raises, the candidate
+    is refused like one whose error raised (its row infinite, the reason noted) and the next best is chosen, so the
+    release goes ahead with a mechanism whose Δ is known; with no other candidate, auto refuses cleanly."""
+    w, p = _cases(LARGE)[8]  # dp, ranges
+    real = default_candidates(p, optimized=False)
+    chosen, table = choose_mechanism(w, p, 1.0, (_DeltaRefused(),) + real)
+    assert repr(chosen) == repr(real[_reference(w, p, real)])
+    row = table.loc["DeltaRefused"]
+    assert row["expected_error"] == np.inf and "no Δ here" in row["note"]
+    best = int(np.argmin(table["expected_error"].to_numpy()))
+    assert table["sensitivity"].iloc[best] == chosen.sensitivity(p)
+    with pytest.raises(InvalidParameterError, match="no candidate mechanism can answer"):
+        choose_mechanism(w, p, 1.0, (_DeltaRefused(),))

@@ -84,3 +84,26 @@ def test_an_epsilon_step_sends_one_message_per_changed_mark(monkeypatch):
                     id(ex.current_point): ("y",)}
         assert {id(w): keys for w, keys in sent} == expected
     assert ex.recomputations == 2 + len(steps)
+
+
+@pytest.mark.parametrize("query", ["histogram", "cumulative"])
+def test_an_epsilon_step_computes_no_sensitivity_again(query, monkeypatch):
+    """Δ of the strategy and of the query depend on the policy, not on ε: after the first release under a policy, an
+    ε step recalls them (issue 28: three strategy scans were ~6 of an ε step's 8 ms); what it shows is checked
+    against a fresh explorer above."""
+    ex = _explorer(query)
+    ex.epsilon_slider.set_state({"value": 0.5})
+    cls = type(ex._budget.run.policy)
+    scans = []
+    original = cls.sensitivity
+
+    def counted(self, strategy):
+        scans.append(type(strategy).__name__)
+        return original(self, strategy)
+
+    monkeypatch.setattr(cls, "sensitivity", counted)
+    for eps in (0.3, 2.0, 0.7):
+        ex.epsilon_slider.set_state({"value": eps})
+    assert scans == []
+    ex.theta_slider.value = 3  # a new policy: its Δs are computed (and then remembered)
+    assert scans
