@@ -298,9 +298,10 @@ def expect_laplace_noise(noise: Callable, cells: int, scale: float, *, runs: int
 
     Examples
     --------
-    >>> expect_laplace_noise(lambda rng: rng.laplace(0.0, 2.0, size=6), 6, 2.0, runs=2000, seed=1)
+    >>> expect_laplace_noise(lambda rng: rng.laplace(0.0, 2.0, size=6), 6, 2.0, runs=1000, seed=1)
+    >>> uniform = lambda rng: rng.uniform(-2.0 * 6**0.5, 2.0 * 6**0.5, size=6)  # the right variance, not Laplace
     >>> try:
-    ...     expect_laplace_noise(lambda rng: rng.normal(0.0, 2.0 * 2**0.5, size=6), 6, 2.0, seed=1)
+    ...     expect_laplace_noise(uniform, 6, 2.0, runs=1000, seed=1)
     ... except AssertionError as e:
     ...     print(e)
     not independent Laplace noise of the right scale (law)
