@@ -170,7 +170,7 @@ _Q2_HINTS = {
 def q2(noise) -> None:
     """Question 2's check: the *shape* of your fixed mechanism's noise ``fixed_noise(rng)``, never its scale.
 
-    Calls ``noise`` 5,000 times, each with a generator of its own seeded afresh at each check, and tests what needs
+    Calls ``noise`` 3,000 times, each with a generator of its own seeded afresh at each check, and tests what needs
     no answer (see :func:`blowfish_nb.labs._grade.laplace_noise_verdict`): the noise comes from the generator, the
     cells' noises are independent with mean zero, never exactly 0, and each cell's noise follows a Laplace law
     (continuous, or the library's whole-number one) *at the scale your own draws show*. Uniform or Gaussian noise
@@ -184,7 +184,7 @@ def q2(noise) -> None:
         raise LabCheckFailed(f"{question}: not yet. Hint: {_Q2_HINTS['not a function']}")
     try:
         scale = _own_scale(noise)
-        why = None if scale is None else laplace_noise_verdict(noise, K, scale, runs=5_000, seed=_Q2_SEED)
+        why = None if scale is None else laplace_noise_verdict(noise, K, scale, runs=3_000, seed=_Q2_SEED)
         if scale is None:  # the draws are not numbers of the right shape, or show no noise: let the verdict say which
             why = laplace_noise_verdict(noise, K, 1.0, runs=400, seed=_Q2_SEED)
     except Exception as e:  # the student's own code: say what broke, whatever it was

@@ -87,9 +87,9 @@ def test_a_laplace_difference_of_the_right_scale_keeps_the_point(noise):
     expect_range_noise(noise, B, seed=1)
 
 
-def test_the_hidden_test_passes_the_solution_and_fails_gaussian_noise(monkeypatch):
+def test_the_hidden_test_passes_the_law_and_fails_gaussian_noise(monkeypatch):
     """The hidden test the build writes (its source, as the autograder runs it, with its own copy of _grade) passes
-    the lab's solution (the library's discrete Laplace; it also passes under ``otter run`` in
+    the solution's law (the library's discrete Laplace; the solution itself passes it under ``otter run`` in
     tests/labs/test_grading.py) and fails Gaussian noise of the right variance. Its generators' seeds are drawn at
     grading time; here SeedSequence is pinned so that the test is deterministic."""
     q = load_key("lab03")["q3"]
@@ -100,7 +100,7 @@ def test_the_hidden_test_passes_the_solution_and_fails_gaussian_noise(monkeypatc
         3 if entropy is None else entropy, **kw))
     namespace = {}
     exec(source, namespace)
-    namespace["test_q3_0"](solution)
+    namespace["test_q3_0"](discrete)
     with pytest.raises(AssertionError, match=r"\((law|shape)\)"):
         namespace["test_q3_0"](ATTACKS["gaussian, same variance"][0])
 

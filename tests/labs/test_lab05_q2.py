@@ -28,7 +28,7 @@ from blowfish_nb.mechanisms.noise import discrete_laplace
 SCALE = 2.0 / lab05.EPSILON  # Δ of the histogram under the line policy is 2
 K = lab05.K
 X = np.array([3.0, 0.0, 7.0, 1.0, 1.0, 12.0])  # the notebook's histogram (buggy_draw's example)
-RUNS = 4000  # the structural attacks fail at any size; the grader's 20,000 calls are for the scale's power
+RUNS = 2000  # the structural attacks fail at any size; the grader's 20,000 calls are for the scale's power
 
 
 def laplace(s=SCALE):
@@ -128,19 +128,17 @@ def test_the_hidden_test_and_the_public_check_refuse_them(name, monkeypatch):
     assert "\n" not in str(e.value) and "2.0" not in str(e.value)  # one line, never the scale
 
 
-@pytest.mark.parametrize("scale, why", [(1.95, "too little"), (2.05, "too much")])
-def test_the_grader_tells_the_scale_within_two_and_a_half_percent(scale, why):
-    assert laplace_noise_verdict(laplace(scale), K, SCALE, seed=11) == why
+def test_the_grader_tells_the_scale_within_two_and_a_half_percent():
+    """At the grader's 20,000 calls a scale of 1.95 for 2 is ~8 standard errors off (2.05 likewise, the other way)."""
+    assert laplace_noise_verdict(laplace(1.95), K, SCALE, seed=11) == "too little"
 
 
-def test_independent_laplace_of_the_right_scale_keeps_the_point(monkeypatch):
+def test_independent_laplace_of_the_right_scale_keeps_the_point():
     """The lab's solution's law at the grader's size, and the library's whole-number law (at a smaller size here;
-    tests/labs/noise_rates.py counts both over 300 seeds at the grader's size)."""
+    tests/labs/noise_rates.py counts both over seeds at the grader's size; the public check passes both in
+    tests/labs/test_lab05.py)."""
     assert laplace_noise_verdict(laplace(), K, SCALE, seed=1) is None
     assert laplace_noise_verdict(discrete, K, SCALE, runs=RUNS, seed=1) is None
-    monkeypatch.setattr(lab05, "_Q2_SEED", 101)
-    lab05.q2(laplace())
-    lab05.q2(discrete)
 
 
 def test_the_grader_passes_nothing_but_a_generator_like_an_analysts():
@@ -193,8 +191,8 @@ def test_a_proxy_that_pickles_each_generator_grades_alike():
     def through_a_pickle(noise):
         return lambda rng: noise(pickle.loads(pickle.dumps(rng)))
 
-    assert laplace_noise_verdict(through_a_pickle(laplace()), K, SCALE, runs=2000, seed=4) is None
-    assert laplace_noise_verdict(through_a_pickle(ATTACKS["a generator of its own"][0]), K, SCALE, runs=2000,
+    assert laplace_noise_verdict(through_a_pickle(laplace()), K, SCALE, runs=1000, seed=4) is None
+    assert laplace_noise_verdict(through_a_pickle(ATTACKS["a generator of its own"][0]), K, SCALE, runs=1000,
                                  seed=4) == "ignores rng"
 
 
