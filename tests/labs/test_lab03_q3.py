@@ -20,7 +20,7 @@ import pytest
 from blowfish_nb import Domain, policy
 from blowfish_nb.labs import lab03
 from blowfish_nb.labs._check import LabCheckFailed
-from blowfish_nb.labs._grade import expect_range_noise, range_noise_verdict
+from blowfish_nb.labs._grade import range_noise_verdict
 from blowfish_nb.labs._key import hidden_test, load_key
 from blowfish_nb.mechanisms import Ordered
 from blowfish_nb.mechanisms.noise import discrete_laplace
@@ -76,15 +76,16 @@ ATTACKS = {
 }
 
 
+#: the attacks that fail on structure (not on the law's power) at any size: run at 1,000 calls, not the grader's 3,000
+STRUCTURAL = {"hard-coded array of noise", "hard-coded number", "stored noise, one per call",
+              "stored noise drawn by rng (real numbers)", "the release, not the noise", "a generator of its own",
+              "no noise on a fresh generator (an analyst's one release)"}
+
+
 @pytest.mark.parametrize("name", list(ATTACKS))
 def test_wrong_code_loses_the_point(name):
     noise, why = ATTACKS[name]
-    assert range_noise_verdict(noise, B, seed=11) in why
-
-
-@pytest.mark.parametrize("noise", [continuous, discrete], ids=["continuous", "discrete"])
-def test_a_laplace_difference_of_the_right_scale_keeps_the_point(noise):
-    expect_range_noise(noise, B, seed=1)
+    assert range_noise_verdict(noise, B, runs=1000 if name in STRUCTURAL else 3000, seed=11) in why
 
 
 def test_the_hidden_test_passes_the_law_and_fails_gaussian_noise(monkeypatch):
@@ -120,7 +121,7 @@ def test_the_grader_passes_nothing_but_a_generator():
     namespace = {}
     exec(hidden_test("q3", q, 0, q.parts[0]), namespace)
     namespace["test_q3_0"](spy)
-    grader = len(seen)
+    grader = len(seen)  # and the continuous Laplace difference passed (the discrete one: the test above)
     lab03.q3(spy)
     assert grader >= 3000 and len(seen) > grader
     assert all(len(a) == 1 and not kw and type(a[0]) is np.random.Generator for a, kw in seen)
