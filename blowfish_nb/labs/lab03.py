@@ -1,7 +1,7 @@
 """Lab 3 — why ranges get orders of magnitude better: the Ordered mechanism, its error, the trade-off.
 
 Each ``qN(answer)`` is a hint check: it knows hints, not answers (question 3's checks the shape of the student's
-function ``release_range``; its hidden test runs it and tests the law of its noise).
+function ``range_noise``; its hidden test runs it and tests the law of the noise).
 
 The lab's setting is public and fixed here so that the notebook and its checks agree: a histogram of
 ``K`` = 4096 ordered cells, ε = ``EPSILON``, and the range query ``RANGE`` (inclusive cell indices).
@@ -78,42 +78,38 @@ def range_query(k: int = K, span: tuple[int, int] = RANGE) -> Ranges:
     return Ranges(k, [span[0]], [span[1]])
 
 
-def q3(release_range) -> None:
-    """Question 3's check: the *shape* of your function ``release_range(x, rng)``, never its noise scale.
+def q3(range_noise) -> None:
+    """Question 3's check: the *shape* of your function ``range_noise(rng)``, never its noise scale.
 
-    Calls it 200 times on a histogram of its own (generators seeded afresh at each check) and tests what
-    needs no answer: one number per call, drawn from the generator it is given (two generators of one seed agree,
-    two of different seeds do not always), the histogram it is given released (not the notebook's ``x``), errors
-    that average to about zero and are not all equal. The law and the scale of the noise are the hidden test's
-    business (:func:`blowfish_nb.labs._grade.range_noise_verdict` runs your function a few thousand times): a check
-    that judged the scale would give it away.
+    Calls it 200 times (generators seeded afresh at each check) and tests what needs no answer: one number per call,
+    drawn from the generator it is given (two generators of one seed agree, and the noise varies), and noise that
+    averages to about zero (the noise, not the release: the lab adds it to the true count). The law and the scale of
+    the noise are the hidden test's business (:func:`blowfish_nb.labs._grade.range_noise_verdict` runs your function
+    a few thousand times, each call with a generator of its own): a check that judged the scale would give it away.
     """
-    question = "q3 (one release of the range)"
-    if unanswered(release_range):
+    question = "q3 (the noise of one release of the range)"
+    if unanswered(range_noise):
         raise LabCheckFailed(f"{question}: replace the `...` with your answer, then run this check again.")
-    if not callable(release_range):
-        raise LabCheckFailed(f"{question}: not yet. Hint: store a function release_range(x, rng) (write it with def).")
-    lo, hi = RANGE
-    seeds = np.random.SeedSequence(_Q3_SEED).spawn(3)
-    x = np.random.default_rng(seeds[0]).integers(0, 100, size=K).astype(np.int64)
-    truth = float(x[lo:hi + 1].sum())
+    if not callable(range_noise):
+        raise LabCheckFailed(f"{question}: not yet. Hint: store a function range_noise(rng) (write it with def).")
+    seeds = np.random.SeedSequence(_Q3_SEED).spawn(2)
     try:
-        first = [_one(release_range(x.copy(), np.random.default_rng(seeds[1]))) for _ in range(2)]
-        rng = np.random.default_rng(seeds[2])
-        # 200 releases: cheap (the hidden test runs thousands)
-        dev = np.array([_one(release_range(x.copy(), rng)) for _ in range(200)]) - truth
+        first = [_one(range_noise(np.random.default_rng(seeds[0]))) for _ in range(2)]
+        rng = np.random.default_rng(seeds[1])
+        # 200 calls: cheap (the hidden test runs thousands)
+        dev = np.array([_one(range_noise(rng)) for _ in range(200)])
     except _NotOne as e:
         raise LabCheckFailed(f"{question}: not yet. Hint: {e}") from None
     except Exception as e:  # the student's own code: say what broke, whatever it was
-        raise LabCheckFailed(f"{question}: not yet. Hint: calling release_range(x, rng) failed with "
+        raise LabCheckFailed(f"{question}: not yet. Hint: calling range_noise(rng) failed with "
                              f"{type(e).__name__}: {e}") from None
     if first[0] != first[1]:
         hint = "draw the noise from the generator `rng` you are given (pass rng=rng to the release), nothing else."
     elif np.ptp(dev) == 0:
-        hint = "every release must draw new noise from `rng`: all your releases came out equal."
+        hint = "every call must draw new noise from `rng`: all your noise values came out equal."
     elif abs(float(dev.mean())) > 5 * float(dev.std(ddof=1)) / math.sqrt(dev.size):
-        hint = "release the histogram `x` your function is given (not the notebook's): its errors, around the true " \
-               "count of that x, should average to about zero."
+        hint = "return the noise alone (the noisy answer minus the true count), not the noisy answer: it should " \
+               "average to about zero."
     else:
         return None
     raise LabCheckFailed(f"{question}: not yet. Hint: {hint}")
@@ -129,17 +125,17 @@ class _NotOne(Exception):
 
 def _one(out) -> float:
     if out is None or out is Ellipsis:
-        raise _NotOne("replace the `...` in the function with your code (it must return the noisy count), then run "
+        raise _NotOne("replace the `...` in the function with your code (it must return the noise), then run "
                       "this check again.")
     try:
         a = np.asarray(out, dtype=float)
     except (TypeError, ValueError):
-        raise _NotOne("release_range must return a number, the noisy count.") from None
+        raise _NotOne("range_noise must return a number, the noise of one release.") from None
     if a.size != 1:
-        raise _NotOne("release_range must return one number, the noisy count (the release is an array of one: "
-                      "take its element).")
+        raise _NotOne("range_noise must return one number, the noise of one release of the range (a release is an "
+                      "array of one: take its element).")
     if not math.isfinite(float(a.reshape(()))):
-        raise _NotOne("the noisy count must be a finite number.")
+        raise _NotOne("the noise must be a finite number.")
     return float(a.reshape(()))
 
 

@@ -6,8 +6,8 @@ Part B: three published claims that the project found not to hold, each checked 
 sensitivity: He et al. 2014 Lemma 6.1 (k-means sums), Haney et al. 2015 §5.2.2 (edge counts on a grid),
 He et al. 2014 §8 (known counts, Thm 8.6).
 
-Each ``qN(answer)`` is a hint check: it knows hints, not answers (question 2's asks the library for the noise scale
-and never shows it).
+Each ``qN(answer)`` is a hint check: it knows hints, not answers (question 2's tests the law of the student's noise
+function at the scale its own draws show, and never shows the right one).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ._grade import laplace_noise_verdict
 __all__ = ["K", "EPSILON", "THETA", "VARIANTS", "line_policy", "theta_policy", "variant", "kmeans_setting",
            "kmeans_edge_change", "grid_policy", "edge_counts_matrix", "constraint_setting", "forced_pair",
            "q1", "q2", "q3",
-           "q4a", "q4b", "q5", "q6", "unanswered", "LabCheckFailed", "Q2_DATA"]
+           "q4a", "q4b", "q5", "q6", "unanswered", "LabCheckFailed"]
 
 #: cells of the small domains the hunter searches
 K = 6
@@ -36,8 +36,6 @@ K = 6
 EPSILON = 1.0
 #: θ of the cumulative-histogram variants of q3
 THETA = 2
-#: the histogram question 2's check releases with the student's ``draw``
-Q2_DATA = (3.0, 0.0, 7.0, 1.0, 1.0, 12.0)
 #: the names of q3's variants (one of them leaks)
 VARIANTS = ("clamp", "sort", "theta")
 
@@ -150,50 +148,48 @@ def forced_pair() -> tuple[list[int], list[int]]:
 _Q2_SEED: int | None = None
 
 _Q2_HINTS = {
-    "none": "replace the `...` in the function with your code (it must return the releases), then run this check "
-            "again.",
-    "not numbers": "draw(x, size, rng) must return an array of numbers, like buggy_draw.",
-    "shape": "draw(x, size, rng) must return one row per release (size rows) and one column per cell, like "
-             "buggy_draw.",
-    "not finite": "the releases must be finite numbers.",
-    "ignores rng": "the releases must come from the generator `rng` you are given (draw the noise with it): "
-                   "a mechanism that ignores it is deterministic, and deterministic releases are not private.",
-    "depends on the data": "your noise changes with the counts: the same generator must give the same noise "
-                           "whatever the histogram (the noise is added to the counts, never computed from them).",
-    "repeats": "your releases repeat values that fresh noise would not: draw fresh noise for every release, from "
-               "`rng` (no stored values).",
-    "exact release": "some releases are the true counts: every release needs its noise (a point mass on the "
-                     "true answer leaks it).",
-    "correlated": "draw an independent noise value for every cell and every release (one value shared by the "
-                  "cells releases their differences exactly).",
-    "mean": "the noise must have mean zero: add noise to the true counts, nothing else.",
+    "none": "replace the `...` in the function with your code (it must return the noise), then run this check again.",
+    "not a function": "store a function fixed_noise(rng), like buggy_noise.",
+    "not numbers": "fixed_noise(rng) must return an array of numbers, like buggy_noise.",
+    "shape": f"fixed_noise(rng) must return the noise of one release: one number per cell ({K} numbers), like "
+             "buggy_noise.",
+    "not finite": "the noise must be finite numbers.",
+    "ignores rng": "the noise must come from the generator `rng` you are given, and from nothing else (no generator, "
+                   "table or counter of your own): the same generator must give the same noise, and deterministic "
+                   "noise is no noise.",
+    "repeats": "your noise repeats values that fresh noise would not: draw it fresh at every call, from `rng` (no "
+               "stored values).",
+    "exact release": "some of your noise values are exactly 0: every release needs its noise (a point mass on the "
+                     "true count leaks it).",
+    "correlated": "draw an independent noise value for every cell (one value shared by the cells releases their "
+                  "differences exactly).",
+    "mean": "the noise must have mean zero: return the noise alone (the lab adds it to the counts).",
 }
 
 
-def q2(draw) -> None:
-    """Question 2's check: the *shape* of your fixed mechanism ``draw(x, size, rng)``'s noise, never its scale.
+def q2(noise) -> None:
+    """Question 2's check: the *shape* of your fixed mechanism's noise ``fixed_noise(rng)``, never its scale.
 
-    Calls ``draw`` with generators seeded afresh at each check (20,000 releases of a fixed histogram) and tests
-    what needs no answer (see :func:`blowfish_nb.labs._grade.laplace_noise_verdict`): the releases depend on the
-    generator, the cells' noises are independent with mean zero, no release is the true histogram, and each cell's
-    noise follows a Laplace law (continuous, or the library's whole-number one) *at the scale your own draws
-    show*. Uniform or Gaussian noise fails that (it is not ε-private: run the hunter on it). Whether the scale is
-    the right one is question 1's business and the hidden tests': a check that knew it would give it away (try
-    scales until one passes).
+    Calls ``noise`` 3,000 times, each with a generator of its own seeded afresh at each check, and tests what needs
+    no answer (see :func:`blowfish_nb.labs._grade.laplace_noise_verdict`): the noise comes from the generator, the
+    cells' noises are independent with mean zero, never exactly 0, and each cell's noise follows a Laplace law
+    (continuous, or the library's whole-number one) *at the scale your own draws show*. Uniform or Gaussian noise
+    fails that (it is not ε-private: run the hunter on it). Whether the scale is the right one is question 1's
+    business and the hidden tests': a check that knew it would give it away (try scales until one passes).
     """
     question = "q2 (the fixed mechanism)"
-    if unanswered(draw):
+    if unanswered(noise):
         raise LabCheckFailed(f"{question}: replace the `...` with your answer, then run this check again.")
-    if not callable(draw):
-        raise LabCheckFailed(f"{question}: not yet. Hint: store a function draw(x, size, rng), like buggy_draw.")
+    if not callable(noise):
+        raise LabCheckFailed(f"{question}: not yet. Hint: {_Q2_HINTS['not a function']}")
     try:
-        scale = _own_scale(draw)
-        why = None if scale is None else laplace_noise_verdict(draw, Q2_DATA, scale, runs=20_000, seed=_Q2_SEED)
+        scale = _own_scale(noise)
+        why = None if scale is None else laplace_noise_verdict(noise, K, scale, runs=3_000, seed=_Q2_SEED)
+        if scale is None:  # the draws are not numbers of the right shape, or show no noise: let the verdict say which
+            why = laplace_noise_verdict(noise, K, 1.0, runs=400, seed=_Q2_SEED)
     except Exception as e:  # the student's own code: say what broke, whatever it was
-        raise LabCheckFailed(f"{question}: not yet. Hint: calling draw(x, size, rng) failed with "
+        raise LabCheckFailed(f"{question}: not yet. Hint: calling fixed_noise(rng) failed with "
                              f"{type(e).__name__}: {e}") from None
-    if scale is None:  # the draws are not numbers of the right shape, or show no noise: let the verdict say which
-        why = laplace_noise_verdict(draw, Q2_DATA, 1.0, runs=400, seed=_Q2_SEED)
     if why is None or why in ("too little", "too much"):  # the scale is the hidden tests' business
         return None
     if why == "none":
@@ -203,16 +199,15 @@ def q2(draw) -> None:
     raise LabCheckFailed(f"{question}: not yet. Hint: {hint}")
 
 
-def _own_scale(draw) -> float | None:
-    """The Laplace scale the student's own draws show (by the mean absolute deviation; for whole-number noise the
-    discrete Laplace's q solved from E|z| = 2q/(1 − q²)); ``None`` when there is no noise to measure."""
-    x = np.array(Q2_DATA, dtype=float)
-    out = draw(x.copy(), 20_000, np.random.default_rng(_Q2_SEED))
+def _own_scale(noise) -> float | None:
+    """The Laplace scale the student's own noise shows (by the mean absolute value of 2,000 calls; for whole-number
+    noise the discrete Laplace's q solved from E|z| = 2q/(1 − q²)); ``None`` when there is no noise to measure."""
+    rng = np.random.default_rng(_Q2_SEED)
     try:
-        dev = np.asarray(out, dtype=float) - x[None, :]
-    except (TypeError, ValueError):
+        dev = np.array([np.asarray(noise(rng), dtype=float).reshape(K) for _ in range(2000)])
+    except (TypeError, ValueError, AttributeError):
         return None
-    if dev.ndim != 2 or dev.shape[1] != x.size or not np.all(np.isfinite(dev)):
+    if not np.all(np.isfinite(dev)):
         return None
     m = float(np.abs(dev).mean())
     if m <= 0:

@@ -84,10 +84,10 @@ def test_the_general_hint_is_shown_on_request_whatever_the_answer():
 
 
 def test_the_grader_reports_a_broken_student_function_in_one_line(tmp_path):
-    def fixed_draw(x, size, rng):
+    def fixed_noise(rng):
         raise ZeroDivisionError("oops")
 
-    result = Grader("lab05", attempts_dir=tmp_path).check("q2", {"fixed_draw": fixed_draw})
+    result = Grader("lab05", attempts_dir=tmp_path).check("q2", {"fixed_noise": fixed_noise})
     assert result.hinted and "ZeroDivisionError: oops" in result.message and "\n" not in result.message
 
 

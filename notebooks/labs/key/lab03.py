@@ -36,10 +36,11 @@ def questions() -> dict[str, Question]:
                                                         "noisy prefix sums."),
         ], otherwise="the range [lo, hi] = P[hi] − P[lo − 1]; every noisy prefix sum carries Laplace noise of scale "
                      "b = Δ/ε, whose variance is 2b².")])
-    # graded by running the student's release_range on histograms and generators of the hidden test's own
-    q["q3"] = Question("q3 (one release of the range by the Ordered mechanism)", [Part(
-        "release_range", None, kind="code", otherwise="",
-        grade=f"expect_range_noise({{arg}}, {K!r}, {tuple(RANGE)!r}, {float(b)!r})")])
+    # graded by running the student's range_noise(rng) with generators of the hidden test's own; the lab, not the
+    # student, adds the noise to the true count, so the function never sees a histogram
+    q["q3"] = Question("q3 (the noise of one release of the range by the Ordered mechanism)", [Part(
+        "range_noise", None, kind="code", otherwise="",
+        grade=f"expect_range_noise({{arg}}, {float(b)!r})")])
     laplace_dp = Laplace().expected_error(range_query(), gdp, EPSILON)
     ratio = laplace_dp / expected
     q["q4"] = Question("q4 (Laplace under DP against Ordered under the line policy)", [Part(

@@ -6,9 +6,8 @@ import numpy as np
 
 from blowfish_nb.clustering import sulq_sensitivity
 from blowfish_nb.labs._key import Part, Question, Wrong
-from blowfish_nb.labs.lab05 import (EPSILON, K, Q2_DATA, VARIANTS, constraint_setting, edge_counts_matrix,
-                                    forced_pair, grid_policy, kmeans_edge_change, kmeans_setting, line_policy,
-                                    theta_policy)
+from blowfish_nb.labs.lab05 import (EPSILON, K, VARIANTS, constraint_setting, edge_counts_matrix, forced_pair,
+                                    grid_policy, kmeans_edge_change, kmeans_setting, line_policy, theta_policy)
 from blowfish_nb.mechanisms import Laplace
 from blowfish_nb.policy import constrained
 from blowfish_nb.workload import matrix, prefix
@@ -23,9 +22,11 @@ def questions() -> dict[str, Question]:
                  "policy (how many counts does one move change?). The hunter reports a lower bound at 95% confidence, "
                  "not the exact loss.")])
     scale = Laplace().sensitivity(line_policy()) / EPSILON
+    # graded by running the student's fixed_noise(rng) with generators of the hidden test's own; the lab, not the
+    # student, adds the noise to the counts, so the function never sees a histogram
     q["q2"] = Question("q2 (the fixed mechanism)", [Part(
-        "fixed_draw", scale, otherwise="",
-        grade=f"expect_laplace_noise({{arg}}, {list(Q2_DATA)!r}, {scale!r})")])
+        "fixed_noise", None, kind="code", otherwise="",
+        grade=f"expect_laplace_noise({{arg}}, {K!r}, {float(scale)!r})")])
     leaking = [n for n in VARIANTS if n == "theta"
                and line_policy().sensitivity(prefix(K)) < theta_policy().sensitivity(prefix(K))]
     hints3 = {"clamp": "clamping a private output at 0 is post-processing: it cannot leak more than its input.",
