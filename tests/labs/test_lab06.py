@@ -131,7 +131,7 @@ MISTAKES = [
     ("q4b", min(lab06.BLOCK_EPSILONS), "into the other"),
     ("q5", 4.0, "variance?"),
     ("q5", 0.5, "costs *more*"),
-    ("q5", 1.0, "the ε changes"),
+    ("q5", 1.0, "cannot cost the same"),
 ]
 
 

@@ -126,6 +126,7 @@ def questions() -> dict[str, Question]:
         Wrong(4.0, "that would be so if α followed the noise's variance. Which does α measure, a width of the noise "
                    "or its variance?", rtol=0.1),
         Wrong(0.5, "a tighter α needs less noise, and less noise costs *more* ε.", rtol=0.1),
-        Wrong(1.0, "type the two α into the panel (or quote both): the ε changes.", rtol=0.05),
+        Wrong(1.0, "a tighter α leaves less room for noise, and less noise is paid for in ε: it cannot cost the "
+                   "same.", rtol=0.02),
     ], otherwise="quote both accuracies (panel or `s.quote(..., accuracy=...)`) and divide.")])
     return q
