@@ -40,10 +40,9 @@ EXPECTED = {
     "lab03_timeit_payload": [ADDED, "imports timeit", "calls bytes of list", "decodes bytes("],
     "lab03_range_stego_added_cell": [ADDED, "the answer cell of q1 does not assign delta_prefix",
                                      "the answer cell of q3 makes no release where the lab's solution simulates",
-                                     "branches (x is None) inside release_range",
                                      "rounds by adding and taking away c inside release_range",
                                      "takes bits (int(x[j]) >> 2 * s & 3) inside release_range"],
-    "lab05_q2_exact_when_size1": [ADDED, "branches (size == 1) inside fixed_draw", "imports configparser",
+    "lab05_q2_exact_when_size1": [ADDED, "imports configparser",
                                   "reads check.k_true_loss, not a constant the lab module declares"],
     "lab05_stego_ulps_and_config_reader": [ADDED, "rounds by adding and taking away 192.0 inside fixed_draw",
                                            "takes bits (np.arange(size) & 3) inside fixed_draw",
@@ -144,13 +143,14 @@ def test_an_answer_is_worked_out_in_its_own_cell_from_the_labs_names(built_labs,
 def test_the_simulation_must_release_on_a_path_that_runs(built_labs, tmp_path):
     student, solution = built_versions(built_labs, SLUGS["03"])
     handout = next("".join(c["source"]) for c in json.loads(student.read_text(encoding="utf-8"))["cells"]
-                   if "".join(c["source"]).startswith("def release_range"))
+                   if "".join(c["source"]).startswith("def range_noise"))
     head = handout.split("    ...")[0] if "    ..." in handout else handout.rsplit("\n", 1)[0] + "\n"
-    live = head + "    return ordered.release(x, R, line, eps, rng=rng)[0]\n"
+    zero = "np.zeros(k, dtype=np.int64)"
+    live = head + f"    return ordered.release({zero}, R, line, eps, rng=rng)[0]\n"
     assert _whys(_edited(student, tmp_path / "live.ipynb", answers={handout: live}), student, solution) == []
-    for dead in ("    if False:\n        ordered.release(x, R, line, eps, rng=rng)\n",
-                 "    return 1.0\n    ordered.release(x, R, line, eps, rng=rng)\n",
-                 "    def unused():\n        return ordered.release(x, R, line, eps, rng=rng)\n"):
+    for dead in (f"    if False:\n        ordered.release({zero}, R, line, eps, rng=rng)\n",
+                 f"    return 1.0\n    ordered.release({zero}, R, line, eps, rng=rng)\n",
+                 f"    def unused():\n        return ordered.release({zero}, R, line, eps, rng=rng)\n"):
         body = dead if "return 1.0" in dead else dead + "    return float(rng.laplace(0.0, 1 / eps))\n"
         path = _edited(student, tmp_path / "dead.ipynb", answers={handout: head + body})
         assert any("makes no release where the lab's solution simulates" in w
