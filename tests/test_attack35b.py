@@ -151,3 +151,36 @@ def test_counts_equal_exact_comparisons_at_and_next_to_every_edge(lo, hi, bins):
                 except DomainError:
                     got = None
                 assert got == expected, (dtype, vals[:3])
+
+
+# ---------------------------------------------------------------- the explorer's memo across ε steps
+
+
+@pytest.mark.xfail(strict=True, reason="attack35b: in a running kernel (provisional choice) the explorer re-plans a "
+                   "policy object mutated in place (ex.canvas.policy.theta = 9, a public attribute of a public trait) "
+                   "with the same mechanism object, and its memo kept across ε steps serves Δ = 5 (θ = 5): the release "
+                   "is calibrated and its readout quotes Δ 5 where the exact Δ is 9 (ε spent 0.9, not 0.5); new since 68a6d6a")
+def test_explorer_after_an_in_place_policy_edit_charges_the_exact_delta(monkeypatch):
+    from blowfish_nb import datasets
+    from blowfish_nb.widgets import CuratorExplorer
+
+    monkeypatch.setattr("blowfish_nb.mechanisms.optimized.AUTO_COST", 0)  # no Optimized fits (the tradeoff grid)
+    ex = CuratorExplorer(datasets.salaries(n=300, seed=5), column="salary", bins=25, theta=1, query="cumulative",
+                         epsilon=1.0, rng=0)
+    monkeypatch.setattr(ex._refiner, "deferring", lambda: True)  # what a running kernel's event loop makes it say
+    monkeypatch.setattr(ex._refiner, "trigger", lambda: None)  # the full choice not back yet
+    grid = {k[2].params.get("theta") for k in ex._plans}
+    assert 4 in grid and not {5, 9} & grid  # the tradeoff plot's θs: 4 is planned, 5 and 9 are not
+    ex.canvas.policy = policy.threshold(ex.domain, 4)  # an edit to a planned θ: its mechanism is the last choice
+    ex._recompute()
+    p = policy.threshold(ex.domain, 5)
+    ex.canvas.policy = p  # an edit: the custom family, planned at once on p itself with the last choice
+    ex._recompute()
+    assert ex._budget.plan.policy is p and ex.release.provenance["sensitivity"] == 5.0
+    p.theta = 9  # in place: no trait event, so nothing recomputes yet
+    ex.epsilon_slider.value = 0.5
+    ex._recompute()
+    b = ex._budget
+    exact = type(b.mechanism).sensitivity.__wrapped__(b.mechanism, b.run.policy)  # Δ computed now, not recalled
+    assert b.run.policy is p and exact == 9.0
+    assert ex.release.provenance["sensitivity"] == exact
