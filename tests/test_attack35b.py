@@ -197,3 +197,40 @@ def test_explorer_after_an_in_place_policy_edit_charges_the_exact_delta(monkeypa
     exact = type(b.mechanism).sensitivity.__wrapped__(b.mechanism, b.run.policy)  # Δ computed now, not recalled
     assert b.run.policy is p and exact == 9.0
     assert ex.release.provenance["sensitivity"] == exact
+
+
+# ---------------------------------------------------------------- _choose: a raising Δ refuses that candidate
+
+
+def test_a_candidate_whose_delta_raises_changes_nothing_data_dependent():
+    """9627204: which candidate's Δ raises is a function of (mechanism, policy) alone, decided before any count is
+    read; the release that follows charges the exact Δ of what it runs, whatever the data."""
+    from blowfish_nb import workload
+    from blowfish_nb.analysis.selection import choose_mechanism, default_candidates
+    from blowfish_nb.exceptions import PolicyError
+    from blowfish_nb.mechanisms import Laplace
+    from blowfish_nb.planning import Plan, execute, plan_budget
+    from blowfish_nb.queries import Query
+
+    class Refused(Laplace):
+        name = "Refused"
+
+        def expected_error(self, workload, policy, epsilon):
+            return 1e-9
+
+        def sensitivity(self, policy):
+            raise PolicyError("no Δ")
+
+    k = 1024  # past LOWER_BOUND_LIMIT // 4: the table scans the chosen candidate's Δ only
+    d = Domain.grid(k)
+    p, w = policy.threshold(d, 4), workload.prefix(k)
+    cands = (Refused(),) + default_candidates(p, optimized=False)
+    chosen, table = choose_mechanism(w, p, 1.0, cands)
+    assert not isinstance(chosen, Refused) and table.loc["Refused", "expected_error"] == np.inf
+    exact = type(chosen).sensitivity.__wrapped__(chosen, p)
+    plan = Plan(d, Query("workload", w, pd.RangeIndex(k)), p, ["x"])
+    b = plan_budget(plan, epsilon=1.0, projection=False)
+    rng = np.random.default_rng(3)
+    for x in (np.zeros(k), rng.integers(0, 50, k).astype(float)):
+        r = execute(x, b, rng=0)
+        assert r.mechanism == b.mechanism.name and r.provenance["sensitivity"] == exact
