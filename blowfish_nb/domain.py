@@ -120,6 +120,8 @@ class OrderedAttribute:
         if not v.size:
             return True
         vmin, vmax = v.min(), v.max()
+        if v.dtype.kind in "iu":  # Python compares int with float exactly; numpy would round 2^53 + 1 to 2^53
+            return int(vmin) >= float(self.edges[0]) and int(vmax) <= float(self.edges[-1])
         return bool(vmin >= self.edges[0] and vmax <= self.edges[-1])  # False for NaN and ±inf too
 
     def _raise_misfit(self, v: np.ndarray) -> None:
@@ -262,7 +264,7 @@ class OrderedAttribute:
 
         ``codes`` (intp), ``r`` (float) and ``flags`` (bool), each of
         ``part``'s size, are optional scratch arrays (see :meth:`_count`).
-        Truncation equals floor for r ≥ 0; every r that is not within 1e-9 of
+        Truncation equals floor for r ≥ 0; every r that is not within :meth:`_recode_window` of
         an integer above it (r < 0 included) is re-coded by the edges.
         """
         e, k = self.edges, self.size
@@ -283,7 +285,7 @@ class OrderedAttribute:
         t = np.subtract(r, codes, out=r)
         np.subtract(t, 0.5, out=t)
         np.abs(t, out=t)
-        np.less_equal(t, 0.5 - 1e-9, out=flags)  # False near an edge, for r < 0, and for NaN/inf
+        np.less_equal(t, 0.5 - self._recode_window(), out=flags)  # False near an edge, for r < 0, and for NaN/inf
         if not flags.all():
             near = np.flatnonzero(~flags)
             x = part[near]
@@ -292,6 +294,18 @@ class OrderedAttribute:
             fixed[~np.isfinite(x)] = -1
             codes[near] = fixed
         return codes
+
+    def _recode_window(self) -> float:
+        """How close to a whole number (in bins) an r must come to be re-coded by the edges.
+
+        r = (v − e₀)/w carries the rounding of v − e₀ (an ulp of the edges' magnitude), and the edges themselves
+        (``linspace``) differ from e₀ + i·w by ulps of that magnitude: in bins, a few ε·(|e₀| + |e_k|)/w. 1e-9 of a
+        bin was narrower than that for narrow bins far from zero (attack35b: bounds (1e9, 1e9 + 1) in 3 bins, unix
+        times in 1,000 bins), where values on an edge were counted in the bin below. When the window reaches half a
+        bin every value is re-coded (binary search over the edges: exact, slower).
+        """
+        e = self.edges
+        return max(1e-9, 16 * np.finfo(float).eps * (abs(float(e[0])) + abs(float(e[-1]))) / float(self._width))
 
     def _codes(self, v: np.ndarray) -> np.ndarray:
         """Bin indices of in-domain values: arithmetic for equal-width bins, binary search otherwise."""

@@ -22,8 +22,6 @@ from blowfish_nb.policy.custom import Custom
 # ---------------------------------------------------------------- the Δ memo
 
 
-@pytest.mark.xfail(strict=True, reason="attack35b: the memo assumes policies are immutable, but Threshold.theta is a "
-                   "plain public attribute: mutated inside a scope, the stale Δ (θ=1) is served for θ=4")
 def test_memo_serves_the_delta_of_the_policy_as_it_is_now():
     d = Domain.grid(16)
     m, p = by_name("ordered"), policy.threshold(d, 1)
@@ -104,18 +102,12 @@ def _domain(lo, hi, bins):
     return Domain.from_column(pd.Series([float(lo)], name="v"), bins=bins, bounds=(lo, hi))
 
 
-@pytest.mark.xfail(strict=True, reason="attack35b: an int64 just above an upper edge of 2^53 (unit-width bins) makes "
-                   "histogram return None: _count refuses it exactly, _validated compares in float (2^53+1 → 2^53) "
-                   "and raises nothing; not from ead71bf (the parent does the same)")
 def test_an_integer_just_past_an_upper_edge_of_2_53_is_refused_unit_bins():
     d = _domain(B - 8, B, 8)
     with pytest.raises(DomainError):
         d.histogram(pd.DataFrame({"v": np.array([B + 1], dtype=np.int64)}))
 
 
-@pytest.mark.xfail(strict=True, reason="attack35b: an int64 just above an upper edge of 2^53 (width-2 bins) is "
-                   "counted in the last bin (float compare and affine map round 2^53+1 to 2^53); pd.cut puts it "
-                   "outside; not from ead71bf")
 def test_an_integer_just_past_an_upper_edge_of_2_53_is_refused_wide_bins():
     d = _domain(B - 8, B, 4)
     with pytest.raises(DomainError):
@@ -135,12 +127,6 @@ def test_a_longdouble_just_below_an_interior_edge_stays_below():
     assert d.histogram(pd.DataFrame({"v": values})).tolist() == [0, 1, 0, 0, 0, 0]
 
 
-@pytest.mark.xfail(strict=True, reason="attack35b: on the non-affine float path (_float_codes) a value exactly on an "
-                   "interior edge is counted in the bin below when the bins are narrow next to the edges' magnitude: "
-                   "linspace edges differ from e0 + i·w by ulps of e0, more than the 1e-9-of-a-bin window that is "
-                   "re-coded by the edges (bounds (1e9, 1e9 + 1), 3 bins: e[2] = 1000000000.6666666 lands in bin 1; "
-                   "unix times (1700000000.5, 1700086400.5), 1000 bins: 200 of the values at or next to the edges); "
-                   "pd.cut puts them in the bin above; not from ead71bf (its parent does the same)")
 @pytest.mark.parametrize("lo,hi,bins", [(1e9, 1e9 + 1, 3), (1_700_000_000.5, 1_700_086_400.5, 1000)])
 def test_a_value_on_an_interior_edge_of_narrow_bins_far_from_zero_counts_in_the_bin_above(lo, hi, bins):
     d = _domain(lo, hi, bins)
@@ -186,10 +172,6 @@ def test_counts_equal_exact_comparisons_at_and_next_to_every_edge(lo, hi, bins):
 # ---------------------------------------------------------------- the explorer's memo across ε steps
 
 
-@pytest.mark.xfail(strict=True, reason="attack35b: in a running kernel (provisional choice) the explorer re-plans a "
-                   "policy object mutated in place (ex.canvas.policy.theta = 9, a public attribute of a public trait) "
-                   "with the same mechanism object, and its memo kept across ε steps serves Δ = 5 (θ = 5): the release "
-                   "is calibrated and its readout quotes Δ 5 where the exact Δ is 9 (ε spent 0.9, not 0.5); new since 68a6d6a")
 def test_explorer_after_an_in_place_policy_edit_charges_the_exact_delta(monkeypatch):
     from blowfish_nb import datasets
     from blowfish_nb.widgets import CuratorExplorer

@@ -140,13 +140,46 @@ def _remembered(fn):
             return fn(self, policy)
         key = (fn, id(self), id(policy))
         hit = memo.get(key)
-        if hit is not None and hit[0] is self and hit[1] is policy:
+        if hit is not None and hit[0] is self and hit[1] is policy and unchanged(hit[3], self, policy):
             return hit[2]
         value = fn(self, policy)
-        memo[key] = (self, policy, value)
+        memo[key] = (self, policy, value, attribute_state(self, policy))
         return value
 
     return sensitivity
+
+
+_MISSING = object()
+
+
+def attribute_state(*objects) -> tuple:
+    """The attributes of ``objects`` as they are now (shallow: the attribute values themselves, held).
+
+    A remembered Δ is served only while every attribute of its mechanism and policy is still the *same object*
+    (:func:`unchanged`): a public attribute reassigned in place (``Threshold.theta = 9``, a refit strategy) is
+    another Δ (attack35b: the explorer's memo kept across ε steps served θ = 5's Δ after ``theta`` became 9,
+    so ε 0.9 was spent against 0.5 claimed). An array changed element by element inside an attribute is not
+    seen; only code in the curator's own process can do that, which can read the data anyway.
+    """
+    return tuple(_attributes(o) for o in objects)
+
+
+def unchanged(state: tuple, *objects) -> bool:
+    """True when every attribute of ``objects`` is the same object as in ``state`` (:func:`attribute_state`)."""
+    for before, obj in zip(state, objects):
+        now = _attributes(obj)
+        if len(now) != len(before) or any(now.get(k, _MISSING) is not v for k, v in before.items()):
+            return False
+    return True
+
+
+def _attributes(obj) -> dict:
+    found = dict(getattr(obj, "__dict__", {}))
+    for cls in type(obj).__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            if name not in ("__dict__", "__weakref__"):
+                found[name] = getattr(obj, name, _MISSING)
+    return found
 
 
 class Mechanism(ABC):

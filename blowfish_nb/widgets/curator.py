@@ -17,7 +17,7 @@ import pandas as pd
 from bqplot.interacts import BrushIntervalSelector
 
 from .._validation import as_generator, check_epsilon
-from ..mechanisms.base import sensitivities_remembered
+from ..mechanisms.base import attribute_state, sensitivities_remembered, unchanged
 from ..planning import Budgeted, Plan, execute, plan_budget
 from ..spec import domain_for, resolve_policy
 from ..domain import OrderedAttribute
@@ -527,8 +527,8 @@ class CuratorExplorer(w.VBox):
         """The query's own Δ under ``pol``, once per (policy, workload) objects (kept with the strategies' Δ)."""
         key = ("query", id(pol), id(workload))
         hit = self._deltas.get(key)
-        if hit is None or hit[0] is not pol or hit[1] is not workload:
-            hit = self._deltas[key] = (pol, workload, float(pol.sensitivity(workload)))
+        if hit is None or hit[0] is not pol or hit[1] is not workload or not unchanged(hit[3], pol, workload):
+            hit = self._deltas[key] = (pol, workload, float(pol.sensitivity(workload)), attribute_state(pol, workload))
         return hit[2]
 
     def _protects(self, pol: Policy) -> str:
