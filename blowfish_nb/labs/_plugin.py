@@ -5,8 +5,14 @@
 
 * ``before_grading`` (otter's own process, before any student code runs): the tests of ``tests/`` (the grading
   folder's copy and the zip's ``source/tests``) are read into memory and deleted, so no file the kernel can open
-  holds an expected value; otter then finds no test to run in the kernel. The modules the verdicts need are
-  imported now, before the kernel could rewrite any file of the installed package.
+  holds an expected value; otter then finds no test to run in the kernel. Every module otter's process imports
+  later to grade (the lab's module and every ``blowfish_nb.labs`` module, what the hidden tests' ``_grade``
+  imports, otter's test files: :data:`PRELOAD`) is imported now, before the kernel could rewrite a file of the
+  installed package. A snapshot of the grading environment is taken (:mod:`blowfish_nb.labs._integrity`: the
+  files of the installed ``blowfish_nb`` and ``otter``, the start-up hooks and entries of every path directory and
+  of the grading folder), the start-up hooks already active are listed in the report, and one the environment does
+  not ship (a ``sitecustomize`` on a site or path folder, an unknown executable ``.pth`` line) refuses the grading.
+  ``PYTHONDONTWRITEBYTECODE`` is set for the kernel and the code answers' children (no legitimate new ``.pyc``).
 * ``before_execution``: the notebook executed is the *handout* (the built student notebook, carried in this
   plugin's configuration) with only its answer cells (``otter_answer_cell``) taken from the submission, matched by
   cell id; every other cell is the handout's, cells the student added are dropped and listed in the report. After
@@ -15,25 +21,34 @@
   lists of them, NumPy scalars and numeric arrays, lab 9's classroom as its ledger files; anything else is
   refused. otter's process records that output while the cell runs (a later cell cannot change it), so the answer
   graded is the one held at the check cell.
-* ``after_grading``: the hidden tests run in otter's process against those values (never the kernel's objects),
+* ``after_grading``: first the snapshot is taken again; any changed or new file or entry (gamer35: a code answer
+  rewrote ``lab05.py``; another planted a ``sitecustomize``) grades every question 0 with a message naming the
+  paths, and nothing of the submission is run here (no child, no verdict). The refusal's test files fix their score
+  at 0 in their own class, so a hook that patched otter's ``TestFile.score`` does not reach it. Otherwise
+  the hidden tests run in otter's process against those values (never the kernel's objects),
   and their results replace what the kernel reported (otter's report and Gradescope's JSON show them). The
   results file the kernel writes is never unpickled here (a pickle can run code in the process that loads it).
   An answer that is a function (a code question) is run in a fresh child interpreter that executes the handout's
   set-up cells before the question and the submitted answer cell; the test gets a proxy that forwards each call
   (arguments pickled to the child; the reply parsed as plain data; a ``numpy.random.Generator`` argument has the
-  child's advanced state copied back).
+  child's advanced state copied back). The public test cases of 0 points (hints for ``grader.check``) are not run
+  here: they import the lab's module and grade nothing; their result reads "not run when grading".
 
 What this does not protect: the kernel runs as the same operating-system user as otter. Under ``otter run`` on a
 teacher's machine it can read the zip wherever it lies; in ``otter grade``'s containers and on Gradescope only the
-extracted zip exists, and its tests are gone before the notebook starts. A kernel that writes files otter's process
-imports later (the installed packages) is not stopped by this plugin; the modules the verdicts use are imported
-before the notebook runs.
+extracted zip exists, and its tests are gone before the notebook starts. A kernel that rewrites what the snapshot
+watches is found and scores 0, but the environment must then be rebuilt (a planted hook is already on disk for the
+next process). Files outside the snapshot (NumPy's, SciPy's, the interpreter's) are not watched, and a kernel of the
+same user can do whatever the operating system lets that user do; the real fix is running the notebook as another
+user or in a sandbox (bwrap, otter grade's containers with a read-only environment).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -44,6 +59,7 @@ try:  # otter-grader is the labs extra (the build and the grading environment ha
 except ImportError:  # pragma: no cover - only without otter
     AbstractOtterPlugin = object
 
+from . import _integrity
 from ._answers import DUMP_ID, MARKER, CodeProxy, Refused, decode
 
 __all__ = ["LabGrader", "PLUGIN", "rebuild", "read_answers"]
@@ -118,6 +134,9 @@ class LabGrader(AbstractOtterPlugin):
         self.started = False
         self.cells: list[dict] = []
         self._pickle = None
+        self.refused: list[str] = []
+        self.snapshot: dict | None = None
+        self.cwd = Path(".")
 
     # before the notebook runs: the tests leave the disk
     def before_grading(self, config):
@@ -133,8 +152,18 @@ class LabGrader(AbstractOtterPlugin):
                 shutil.rmtree(folder)
         (here / "tests").mkdir()  # otter's kernel expects the folder; it stays empty
         self.started = True
-        _preload()
+        lab = self.plugin_config.get("lab") if isinstance(self.plugin_config, dict) else None
+        _preload(lab if isinstance(lab, str) else None)
         self._guard_results()
+        # the kernel and the code answers' children inherit this: no .pyc written by a legitimate import (a new one
+        # in the packages is then the kernel's own file, and the snapshot finds it)
+        os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        hooks = _integrity.startup_hooks(here)
+        self.notes += [f"start-up hook of the grading interpreter: {h}" for h in hooks]
+        self.refused = [f"a start-up hook the grading environment does not ship: {b}"
+                        for b in _integrity.unexpected_hooks(here)]
+        self.snapshot = _integrity.snapshot(here)
+        self.cwd = here
 
     def _guard_results(self):
         """otter unpickles the kernel's results file in this process; a kernel could write a pickle that runs code
@@ -187,6 +216,15 @@ class LabGrader(AbstractOtterPlugin):
 
         if self._pickle is not None:
             execute.pickle = self._pickle
+        changed = _integrity.changes(self.snapshot, _integrity.snapshot(self.cwd)) if self.snapshot else []
+        if changed:
+            self.refused.append("the notebook changed the grading environment: " + "; ".join(changed[:20])
+                                + (f" (and {len(changed) - 20} more)" if len(changed) > 20 else "")
+                                + ". Rebuild the grading environment (container / venv) before grading again")
+        if self.refused:
+            self.notes += self.refused
+            self._refuse(results, " | ".join(self.refused))
+            return
         answers = read_answers(results.notebook)
         files = []
         proxies: list[CodeProxy] = []
@@ -200,14 +238,30 @@ class LabGrader(AbstractOtterPlugin):
                             proxies.append(proxy)
                             env[name] = proxy
                 tf = ExceptionTestFile.from_string(self.tests[question], path=f"tests/{question}.py")
-                tf.run(env)
+                _run_graded_cases(tf, env)
                 files.append(tf)
         finally:
             for proxy in proxies:
                 proxy.close()
+        self._set(results, files)
+
+    def _set(self, results, files):
         results.results = {tf.name: tf for tf in files}
         results._catastrophic_error = None
         results.set_plugin_data(PLUGIN, {"dropped_cells": list(self.dropped), "notes": list(self.notes)})
+
+    def _refuse(self, results, message: str):
+        """Every question 0, every test case failed with ``message``; nothing of the submission is run."""
+        from otter.test_files.abstract_test import TestCaseResult
+
+        files = []
+        for question in sorted(self.tests, key=_natural):
+            tf = _not_graded_class().from_string(self.tests[question], path=f"tests/{question}.py")
+            tf.test_case_results = [TestCaseResult(test_case=tc, message=f"❌ not graded: {message}", passed=False)
+                                    for tc in tf.test_cases]
+            tf.update_score(0)
+            files.append(tf)
+        self._set(results, files)
 
     def generate_report(self):
         lines = ["Graded outside the notebook's kernel (blowfish_nb.labs._plugin)."]
@@ -282,13 +336,66 @@ def _natural(name: str) -> tuple:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
 
 
-def _preload() -> None:
-    """Import now, before the kernel runs, what the verdicts import later."""
-    import importlib
+#: what the verdicts, the report and the refusal import in otter's process (the hidden tests carry ``_grade``'s
+#: source; it imports NumPy, SciPy's stats and, for lab 9, the service)
+PRELOAD = ("blowfish_nb.labs", "blowfish_nb.labs._grade", "blowfish_nb.labs._check", "blowfish_nb.labs._answers",
+           "blowfish_nb.labs._integrity", "scipy.stats", "otter.test_files", "otter.test_files.abstract_test",
+           "otter.test_files.exception_test", "select", "json", "math", "ast", "re", "sqlite3",
+           "blowfish_nb.service.chain", "blowfish_nb.service.ledger")
 
-    for module in ("blowfish_nb.labs._grade", "scipy.stats", "otter.test_files.exception_test", "select",
-                   "blowfish_nb.service.chain", "blowfish_nb.service.ledger"):
+
+def _preload(lab: str | None = None) -> None:
+    """Import now, before the kernel runs, every module otter's process imports later to grade: the lab's module
+    and every ``blowfish_nb.labs`` module, what the hidden tests' ``_grade`` imports, otter's test files. A module
+    imported after the kernel ran would be read from a disk the kernel can write (gamer35's rewritten lab05.py)."""
+    import importlib
+    import pkgutil
+
+    import blowfish_nb.labs as labs
+
+    names = list(PRELOAD) + [f"blowfish_nb.labs.{m.name}" for m in pkgutil.iter_modules(labs.__path__)
+                             if m.name not in ("scan", "build")]
+    if lab and re.fullmatch(r"lab\d\d", lab):
+        names.append(f"blowfish_nb.labs.{lab}")
+    for module in names:
         try:
             importlib.import_module(module)
         except ImportError:
             pass
+
+
+def _not_graded_class():
+    """otter's test file with its score fixed at 0 by its own class: a hook already active in otter's process that
+    patched ``TestFile.score`` (gamer35's ``sitecustomize``) does not reach it."""
+    global _NotGraded
+    if _NotGraded is None:
+        from otter.test_files.exception_test import ExceptionTestFile
+
+        class NotGraded(ExceptionTestFile):
+            score = property(lambda self: 0)
+            grade = property(lambda self: 0)
+            passed_all = property(lambda self: False)
+
+        NotGraded.__module__, NotGraded.__qualname__ = __name__, "_NotGraded"
+        _NotGraded = NotGraded
+    return _NotGraded
+
+
+_NotGraded = None
+
+
+def _run_graded_cases(tf, env) -> None:
+    """``tf.run(env)`` for the test cases that give points (and hidden reports); a public test case of 0 points (a
+    hint the student's ``grader.check`` shows) is not run in otter's process: it imports the lab's module, and it
+    grades nothing."""
+    from otter.test_files.abstract_test import TestCaseResult
+
+    public = [tc for tc in tf.test_cases if not tc.hidden and not tc.points]
+    graded = [tc for tc in tf.test_cases if tc not in public]
+    tf.test_cases = graded
+    try:
+        tf.run(env)
+    finally:
+        tf.test_cases = public + graded
+    tf.test_case_results = [TestCaseResult(test_case=tc, message="public test (0 points): not run when grading",
+                                           passed=True) for tc in public] + list(tf.test_case_results)

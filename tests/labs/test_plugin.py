@@ -159,6 +159,24 @@ def test_a_code_answer_that_hangs_is_stopped():
 
 # --- the three hooks, with an exec per cell for the kernel ---------------------------------------------------------
 
+
+@pytest.fixture(autouse=True)
+def _environment(tmp_path, monkeypatch):
+    """The grading environment the integrity check watches, kept inside ``tmp_path``: an "installed package" (one lab
+    module) and the path directories under ``tmp_path`` (the test's grading folder, a folder a test puts on
+    ``sys.path``). The real package and path are not watched here: another test process may write them meanwhile."""
+    from blowfish_nb.labs import _integrity
+
+    package = tmp_path / "env" / "installed" / "labpkg"
+    package.mkdir(parents=True)
+    (package / "lab00.py").write_text("def q1(answer):\n    pass\n")
+    real = _integrity._directories
+    monkeypatch.setattr(_integrity, "_package_roots", lambda: [package])
+    monkeypatch.setattr(_integrity, "_directories",
+                        lambda cwd: [d for d in real(cwd) if d.is_relative_to(tmp_path)] + [package.parent])
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # before_grading sets it; restored afterwards
+    return package
+
 TESTS = {
     "q1": ("from otter.test_files import test_case\nOK_FORMAT = False\nname = 'q1'\npoints = [0, 1.0]\n"
            "@test_case(points=None, hidden=False)\ndef test_q1(answer):\n    pass\n"
@@ -171,8 +189,10 @@ TESTS = {
 }
 
 
-def _grade(tmp_path, submission, *, kernel_extra="", questions=tuple(TESTS)):
-    """Drive LabGrader as otter's python runner does; the kernel is an exec per cell, its prints the outputs."""
+def _grade(tmp_path, submission, *, kernel_extra="", questions=tuple(TESTS), tests=TESTS, lab="lab00",
+           after_start=None):
+    """Drive LabGrader as otter's python runner does; the kernel is an exec per cell, its prints the outputs.
+    ``after_start()`` runs right after before_grading (before the kernel)."""
     import nbformat
     from otter.test_files import GradingResults
 
@@ -180,10 +200,12 @@ def _grade(tmp_path, submission, *, kernel_extra="", questions=tuple(TESTS)):
     for folder in (sub / "tests", source / "tests"):
         folder.mkdir(parents=True)
         for q in questions:
-            (folder / f"{q}.py").write_text(TESTS[q])
-    plugin = LabGrader(str(sub / "lab.ipynb"), {}, {"lab": "lab00", "handout": HANDOUT})
+            (folder / f"{q}.py").write_text(tests[q])
+    plugin = LabGrader(str(sub / "lab.ipynb"), {}, {"lab": lab, "handout": HANDOUT})
     with contextlib.chdir(sub):
         plugin.before_grading(types.SimpleNamespace(autograder_dir=str(tmp_path)))
+        if after_start is not None:
+            after_start()
         assert not list(sub.glob("tests/*")) and not (source / "tests").exists()
         import otter.execute
 
@@ -281,3 +303,111 @@ def test_lab_9s_classroom_crosses_as_its_ledger_and_an_edit_is_found_outside_the
         expect_ledger_edited(untouched)
     expect_ledger_edited(edited)
     assert isinstance(decode({"t": "ledger", "files": {"../escape": ""}}), Refused)
+
+
+# --- the grading environment: what the kernel writes is found before any verdict runs (gamer35) ------------------
+
+RIGHT = {"q1-answer": "answer = 3",
+         "q2-answer": "def noise(shape, rng):\n    return rng.laplace(0.0, scale, size=shape)"}
+
+
+def _messages(results):
+    return [r.message for tf in results.results.values() for r in tf.test_case_results]
+
+
+def test_a_lab_module_rewritten_by_the_kernel_scores_zero_on_every_question(tmp_path, _environment):
+    """gamer35's lab05_rewrites_lab_module: an answer cell rewrites a file of the installed package (and could put
+    it back later): right answers or not, every question scores 0 and the message names the file."""
+    target = _environment / "lab00.py"
+    sub = _submission(**{**RIGHT, "q1-answer": f"answer = 3\nopen({str(target)!r}, 'a').write('# payload')"})
+    results, plugin = _grade(tmp_path, sub)
+    assert results.total == 0 and results.possible == 2
+    assert all("the notebook changed the grading environment" in m and str(target) in m for m in _messages(results))
+    assert "Rebuild the grading environment" in plugin.generate_report()
+
+
+def test_a_new_sitecustomize_on_the_path_is_detected(tmp_path, monkeypatch):
+    """gamer35's lab05_plants_startup_hook: a start-up hook written into a folder on the grading interpreter's path."""
+    folder = tmp_path / "on_path"
+    folder.mkdir()
+    monkeypatch.syspath_prepend(str(folder))
+    sub = _submission(**{**RIGHT, "q1-answer": f"answer = 3\nopen({str(folder / 'sitecustomize.py')!r}, 'w')"
+                                               f".write('import os')"})
+    results, plugin = _grade(tmp_path, sub)
+    assert results.total == 0
+    assert f"new: {folder / 'sitecustomize.py'}" in plugin.generate_report()
+
+
+def test_a_start_up_hook_already_active_refuses_the_grading_even_with_otter_patched(tmp_path, monkeypatch):
+    """The next grading after gamer35's hook: ``sitecustomize`` is loaded from a path folder and has patched otter's
+    ``TestFile.score`` to the points possible. The grading is refused, the report names the hook's file, and the
+    refusal's score is not the patched one."""
+    from otter.test_files.abstract_test import TestFile
+
+    folder = tmp_path / "on_path"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text("import os\n")
+    monkeypatch.syspath_prepend(str(folder))
+    hook = types.ModuleType("sitecustomize")
+    hook.__file__ = str(folder / "sitecustomize.py")
+    monkeypatch.setitem(__import__("sys").modules, "sitecustomize", hook)
+    monkeypatch.setattr(TestFile, "score", property(lambda s: s.possible))
+    results, plugin = _grade(tmp_path, _submission())
+    assert results.total == 0 and results.possible == 2
+    report = plugin.generate_report()
+    assert f"loaded sitecustomize: {folder / 'sitecustomize.py'}" in report
+    assert "does not ship" in report
+
+
+def test_an_untouched_environment_grades_normally_with_an_installers_pth(tmp_path, monkeypatch):
+    folder = tmp_path / "on_path"
+    folder.mkdir()
+    (folder / "distutils-precedence.pth").write_text(
+        "import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.environ.get(var, 'local') == 'local'; "
+        "enabled and __import__('_distutils_hack').add_shim(); \n")
+    (folder / "planted.pth").write_text(str(folder) + "\n")  # a path line runs nothing
+    monkeypatch.syspath_prepend(str(folder))
+    results, plugin = _grade(tmp_path, _submission(**RIGHT))
+    assert results.total == 2 and not plugin.refused
+    assert "executable .pth" in plugin.generate_report()  # listed for the teacher, not refused
+
+
+def test_an_unknown_executable_pth_refuses_the_grading(tmp_path, monkeypatch):
+    folder = tmp_path / "on_path"
+    folder.mkdir()
+    (folder / "zz.pth").write_text("import os; os.environ.get('x')\n")
+    monkeypatch.syspath_prepend(str(folder))
+    results, plugin = _grade(tmp_path, _submission(**RIGHT))
+    assert results.total == 0 and "zz.pth" in plugin.generate_report()
+
+
+def test_preloaded_modules_are_not_imported_from_disk_and_public_tests_do_not_run(tmp_path):
+    """After before_grading nothing otter's process grades with is read from disk: the public test (which imports
+    the lab's module) is not run, the hidden test's imports (the lab module, SciPy, otter) are already loaded."""
+    import sys
+
+    tests = {"q1": ("from otter.test_files import test_case\nOK_FORMAT = False\nname = 'q1'\npoints = [0, 1.0]\n"
+                    "@test_case(points=None, hidden=False)\ndef test_q1(answer):\n"
+                    "    from blowfish_nb.labs import lab05\n    raise AssertionError('the public test ran')\n"
+                    "@test_case(points=None, hidden=True)\ndef test_q1_0(answer):\n"
+                    "    import scipy.stats\n    from blowfish_nb.labs import _grade, _check, lab05\n"
+                    "    _grade.expect_number(answer, 3)\n")}
+    seen = []
+
+    class Watch:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            seen.append(name)
+            return None
+
+    def watch():
+        sys.meta_path.insert(0, Watch)
+
+    try:
+        results, plugin = _grade(tmp_path, _submission(**{"q1-answer": "answer = 3"}), questions=("q1",),
+                                 tests=tests, lab="lab05", after_start=watch)
+    finally:
+        sys.meta_path.remove(Watch)
+    assert results.total == 1
+    assert not [n for n in seen if n.split(".")[0] in ("blowfish_nb", "otter", "scipy", "numpy")], seen
+    assert any("not run when grading" in m for m in _messages(results))

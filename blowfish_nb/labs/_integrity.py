@@ -1,0 +1,204 @@
+"""What the grading plugin checks of the grading environment: files the student's kernel could rewrite so that
+otter's process (or a later grading) runs code of the student's.
+
+The kernel runs as the same operating-system user as otter (gamer35: a code answer overwrote the installed
+``blowfish_nb/labs/lab05.py``, which otter's process imported later, and another planted a ``sitecustomize`` that gave
+the next ``otter run`` of a blank notebook full marks). :mod:`blowfish_nb.labs._plugin` takes a :func:`snapshot`
+before the kernel starts and compares it (:func:`changes`) before any verdict runs:
+
+* sha256 and size of every file of the installed ``blowfish_nb`` and ``otter`` packages (``__pycache__`` included:
+  a forged ``.pyc`` whose header matches its source is loaded instead of the source);
+* sha256 and size of every ``.pth``, ``sitecustomize`` and ``usercustomize`` entry of every directory on
+  ``sys.path``, the site directories (``site.getsitepackages()``, the user site) and the grading folder;
+* the set of entry names of each of those directories (a new module next to the path's others shadows or adds one).
+
+:func:`startup_hooks` lists the start-up hooks already active or present when grading starts, with the ones the
+environment does not ship (:func:`unexpected_hooks`): those refuse the grading.
+
+Not checked: the other installed packages' files (NumPy, SciPy, pandas, ``_distutils_hack``...; stat-ing all of
+site-packages takes seconds), and anything a kernel does outside these directories. A kernel of the same user can
+do anything the operating system lets that user do; the real fix is to run it as another user or in a sandbox.
+
+Examples
+--------
+>>> before = snapshot(".")
+>>> changes(before, snapshot("."))
+[]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import site
+import sys
+import sysconfig
+from pathlib import Path
+
+__all__ = ["snapshot", "changes", "startup_hooks", "unexpected_hooks", "PACKAGES"]
+
+#: the packages whose every file is hashed (what otter's process imports to grade)
+PACKAGES = ("blowfish_nb", "otter")
+_HOOKS = ("sitecustomize", "usercustomize")
+#: the executable ``.pth`` lines installers write (setuptools' distutils shim, editable finders, virtualenv)
+_KNOWN_PTH = (
+    re.compile(r"import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os\.environ\.get\(var, '(local|stdlib)'\) "
+               r"== 'local'; enabled and __import__\('_distutils_hack'\)\.add_shim\(\); ?"),
+    re.compile(r"import (__editable___[A-Za-z0-9_]+_finder); \1\.install\('[^'\\]*'\)"),
+    re.compile(r"import _virtualenv"),
+)
+
+
+def _digest(path: Path) -> tuple[int, str]:
+    data = path.read_bytes()
+    return len(data), hashlib.sha256(data).hexdigest()
+
+
+def _package_root(name: str) -> Path | None:
+    module = sys.modules.get(name)
+    if module is None:
+        import importlib
+
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            return None
+    return Path(module.__file__).resolve().parent if getattr(module, "__file__", None) else None
+
+
+def _package_roots() -> list[Path]:
+    return [r for r in map(_package_root, PACKAGES) if r is not None]
+
+
+def _directories(cwd) -> list[Path]:
+    dirs = [Path(p or os.getcwd()) for p in sys.path]
+    dirs += [Path(p) for p in site.getsitepackages()] + [Path(site.getusersitepackages()), Path(cwd)]
+    out, seen = [], set()
+    for d in dirs:
+        key = os.path.abspath(d)
+        if key not in seen:
+            seen.add(key)
+            out.append(Path(key))
+    return out
+
+
+def _is_hook(name: str) -> bool:
+    return name.endswith(".pth") or name.split(".")[0] in _HOOKS
+
+
+def snapshot(cwd=".") -> dict[str, object]:
+    """The state :func:`changes` compares: ``file:<path>`` -> (size, sha256), ``dir:<path>`` -> its entry names."""
+    out: dict[str, object] = {}
+    for root in _package_roots():
+        for folder, _, files in os.walk(root):
+            out[f"dir:{folder}"] = tuple(sorted(files))
+            for f in files:
+                path = Path(folder) / f
+                try:
+                    out[f"file:{path}"] = _digest(path)
+                except OSError:
+                    out[f"file:{path}"] = None
+    for d in _directories(cwd):
+        try:
+            names = tuple(sorted(os.listdir(d)))
+        except OSError:
+            out[f"dir:{d}"] = None
+            continue
+        out[f"dir:{d}"] = names
+        for name in names:
+            if _is_hook(name):
+                path = d / name
+                targets = [path / "__init__.py"] if path.is_dir() else [path]
+                for t in targets:
+                    try:
+                        out[f"file:{t}"] = _digest(t)
+                    except OSError:
+                        out[f"file:{t}"] = None
+    return out
+
+
+def changes(before: dict, after: dict) -> list[str]:
+    """What differs between two snapshots, one line a path (new entries of a directory named one by one)."""
+    lines = []
+    for key in sorted(set(before) | set(after)):
+        old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
+        kind, path = key.split(":", 1)
+        if kind == "dir" and old is not None and new is not None:
+            lines += [f"new: {os.path.join(path, n)}" for n in sorted(set(new) - set(old))]
+            lines += [f"removed: {os.path.join(path, n)}" for n in sorted(set(old) - set(new))]
+        elif kind == "dir" or (kind == "file" and old is not None and new is not None):
+            lines.append(f"changed: {path}")
+        elif kind == "file" and old is None:
+            lines.append(f"new: {path}")
+        else:
+            lines.append(f"removed: {path}")
+    return list(dict.fromkeys(lines))
+
+
+def _shipped(path: str) -> bool:
+    """A start-up module the Python installation itself ships (a distribution's ``sitecustomize`` in the standard
+    library or ``/etc``), not one in a site directory, on ``PYTHONPATH`` or in the grading folder."""
+    real = os.path.realpath(path)
+    stdlib = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
+    return os.path.dirname(real) in stdlib or real.startswith("/etc/")
+
+
+def startup_hooks(cwd=".") -> list[str]:
+    """The start-up hooks of this interpreter, one line each: loaded ``sitecustomize``/``usercustomize`` modules (with
+    their files) and ``.pth`` files with executable lines in the site directories and on the path."""
+    lines = []
+    for name in _HOOKS:
+        module = sys.modules.get(name)
+        if module is not None:
+            lines.append(f"loaded {name}: {getattr(module, '__file__', None) or '(no file)'}")
+    for d in _directories(cwd):
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            continue
+        for n in names:
+            if n.split(".")[0] in _HOOKS:
+                lines.append(f"present {n}: {d / n}")
+            elif n.endswith(".pth"):
+                try:
+                    text = (d / n).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                code = [ln for ln in text.splitlines() if ln.startswith(("import ", "import\t"))]
+                if code:
+                    lines.append(f"executable .pth: {d / n}")
+    return lines
+
+
+def unexpected_hooks(cwd=".") -> list[str]:
+    """The start-up hooks the grading environment does not ship: a ``sitecustomize``/``usercustomize`` outside the
+    Python installation's own folders (loaded or present on the path), a ``.pth`` line that runs code other than an
+    installer's known lines. Any of them refuses the grading."""
+    bad = []
+    for name in _HOOKS:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None) if module is not None else None
+        if module is not None and not (path and _shipped(path)):
+            bad.append(f"{name} loaded from {path or '(no file)'}")
+    for d in _directories(cwd):
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            continue
+        for n in names:
+            if n.split(".")[0] in _HOOKS and not _shipped(str(d / n)):
+                bad.append(f"{d / n}")
+            elif n.endswith(".pth"):
+                try:
+                    text = (d / n).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                for ln in text.splitlines():
+                    if ln.startswith(("import ", "import\t")) and not any(p.fullmatch(ln.rstrip("\n"))
+                                                                          for p in _KNOWN_PTH):
+                        bad.append(f"{d / n} (runs: {ln[:80]})")
+                        break
+    return list(dict.fromkeys(bad))
