@@ -25,7 +25,8 @@
   rewrote ``lab05.py``; another planted a ``sitecustomize``) grades every question 0 with a message naming the
   paths, and nothing of the submission is run here (no child, no verdict). The refusal's test files fix their score
   at 0 in their own class, so a hook that patched otter's ``TestFile.score`` does not reach it. Otherwise
-  the hidden tests run in otter's process against those values (never the kernel's objects),
+  the hidden tests run in otter's process against those values (never the kernel's objects; the snapshot is
+  compared once more after them, for a process the kernel left running),
   and their results replace what the kernel reported (otter's report and Gradescope's JSON show them). The
   results file the kernel writes is never unpickled here (a pickle can run code in the process that loads it).
   An answer that is a function (a code question) is run in a fresh child interpreter that executes the handout's
@@ -216,13 +217,7 @@ class LabGrader(AbstractOtterPlugin):
 
         if self._pickle is not None:
             execute.pickle = self._pickle
-        changed = _integrity.changes(self.snapshot, _integrity.snapshot(self.cwd)) if self.snapshot else []
-        if changed:
-            self.refused.append("the notebook changed the grading environment: " + "; ".join(changed[:20])
-                                + (f" (and {len(changed) - 20} more)" if len(changed) > 20 else "")
-                                + ". Rebuild the grading environment (container / venv) before grading again")
-        if self.refused:
-            self.notes += self.refused
+        if self._environment_changed():
             self._refuse(results, " | ".join(self.refused))
             return
         answers = read_answers(results.notebook)
@@ -243,7 +238,22 @@ class LabGrader(AbstractOtterPlugin):
         finally:
             for proxy in proxies:
                 proxy.close()
+        # again once the children ran: a process the kernel left running could rewrite a file after the first check
+        if self._environment_changed():
+            self._refuse(results, " | ".join(self.refused))
+            return
         self._set(results, files)
+
+    def _environment_changed(self) -> bool:
+        """Whether grading is refused: a start-up hook found by before_grading, or the snapshot differs now."""
+        changed = _integrity.changes(self.snapshot, _integrity.snapshot(self.cwd)) if self.snapshot else []
+        if changed:
+            self.refused.append("the notebook changed the grading environment: " + "; ".join(changed[:20])
+                                + (f" (and {len(changed) - 20} more)" if len(changed) > 20 else "")
+                                + ". Rebuild the grading environment (container / venv) before grading again")
+        if self.refused:
+            self.notes = [n for n in self.notes if n not in self.refused] + self.refused
+        return bool(self.refused)
 
     def _set(self, results, files):
         results.results = {tf.name: tf for tf in files}

@@ -411,3 +411,24 @@ def test_preloaded_modules_are_not_imported_from_disk_and_public_tests_do_not_ru
     assert results.total == 1
     assert not [n for n in seen if n.split(".")[0] in ("blowfish_nb", "otter", "scipy", "numpy")], seen
     assert any("not run when grading" in m for m in _messages(results))
+
+
+def test_a_file_changed_while_the_verdicts_run_is_found_by_the_second_check(tmp_path, _environment):
+    """A process the kernel left running rewrites the lab module after the first check (while the code answers'
+    children run): the check after the verdicts finds it."""
+    from blowfish_nb.labs import _integrity
+
+    target = _environment / "lab00.py"
+    real, calls = _integrity.snapshot, []
+
+    def snapshot(cwd="."):
+        calls.append(cwd)
+        if len(calls) == 3:  # before_grading, the first check, the second check
+            target.write_text("# rewritten later\n")
+        return real(cwd)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_integrity, "snapshot", snapshot)
+        results, plugin = _grade(tmp_path, _submission(**RIGHT))
+    assert len(calls) == 3 and results.total == 0
+    assert f"changed: {target}" in plugin.generate_report()
