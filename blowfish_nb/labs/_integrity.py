@@ -10,7 +10,8 @@ before the kernel starts and compares it (:func:`changes`) before any verdict ru
   a forged ``.pyc`` whose header matches its source is loaded instead of the source);
 * sha256 and size of every ``.pth``, ``sitecustomize`` and ``usercustomize`` entry of every directory on
   ``sys.path``, the site directories (``site.getsitepackages()``, the user site) and the grading folder;
-* the set of entry names of each of those directories (a new module next to the path's others shadows or adds one).
+* the set of importable entry names of each of those directories (a new module, package or extension next to the
+  path's others shadows or adds one; the lab's own data files in the grading folder do not count).
 
 :func:`startup_hooks` lists the start-up hooks already active or present when grading starts, with the ones the
 environment does not ship (:func:`unexpected_hooks`): those refuse the grading.
@@ -87,6 +88,17 @@ def _is_hook(name: str) -> bool:
     return name.endswith(".pth") or name.split(".")[0] in _HOOKS
 
 
+def _importable(folder: Path, name: str) -> bool:
+    """An entry of a path directory that an import or the interpreter's start-up can run: a module file (``.py``,
+    ``.pyc``, an extension), a ``.pth``, a directory (a package, or a namespace package), a start-up hook. A data
+    file (the lab's ``lab02-first-attempts.json`` in the grading folder) is not one."""
+    import importlib.machinery
+
+    if _is_hook(name) or name.endswith(tuple(importlib.machinery.all_suffixes())):
+        return True
+    return (folder / name).is_dir()
+
+
 def snapshot(cwd=".") -> dict[str, object]:
     """The state :func:`changes` compares: ``file:<path>`` -> (size, sha256), ``dir:<path>`` -> its entry names."""
     out: dict[str, object] = {}
@@ -101,7 +113,7 @@ def snapshot(cwd=".") -> dict[str, object]:
                     out[f"file:{path}"] = None
     for d in _directories(cwd):
         try:
-            names = tuple(sorted(os.listdir(d)))
+            names = tuple(sorted(n for n in os.listdir(d) if _importable(d, n)))
         except OSError:
             out[f"dir:{d}"] = None
             continue

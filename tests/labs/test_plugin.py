@@ -432,3 +432,14 @@ def test_a_file_changed_while_the_verdicts_run_is_found_by_the_second_check(tmp_
         results, plugin = _grade(tmp_path, _submission(**RIGHT))
     assert len(calls) == 3 and results.total == 0
     assert f"changed: {target}" in plugin.generate_report()
+
+
+def test_a_data_file_in_the_grading_folder_is_not_a_change_but_a_module_is(tmp_path):
+    """The lab's Grader writes ``labNN-first-attempts.json`` into the grading folder (on the code answers' path):
+    not importable, not a change. A ``numpy.py`` there would shadow NumPy in the children: a change."""
+    results, plugin = _grade(tmp_path / "a", _submission(**{**RIGHT, "q1-answer": "answer = 3\nopen('lab00-first-"
+                                                                                    "attempts.json', 'w').write('{}')"}))
+    assert results.total == 2 and not plugin.refused
+    results, plugin = _grade(tmp_path / "b", _submission(**{**RIGHT, "q1-answer": "answer = 3\nopen('numpy.py', "
+                                                                                    "'w').write('')"}))
+    assert results.total == 0 and "numpy.py" in plugin.generate_report()
