@@ -27,7 +27,8 @@ LAB03 = {
     "uniform, same variance": lambda r: r.uniform(-2 * B * 3**.5, 2 * B * 3**.5),
     "one Laplace draw, same variance": lambda r: r.laplace(0, B * 2**.5),
     # gamer35: Laplace on the grader's 128-bit seeds, zero on a person's (default_rng(2026))
-    "gamer35 seeded_rng_exact": lambda r: (r.laplace(0, B) - r.laplace(0, B)) * (r.bit_generator.seed_seq.entropy > 2**64),
+    "gamer35 seeded_rng_exact": lambda r: ((r.laplace(0, B) - r.laplace(0, B))
+                                           * (r.bit_generator.seed_seq.entropy > 2**64)),
 }
 LAB05 = {
     "continuous Laplace": lambda r: r.laplace(0, S5, K5),

@@ -77,9 +77,9 @@ ATTACKS = {
     # (the lab's own default_rng(2026) cell then releases the true count)
     "gamer35: zero noise on a person-seeded generator": (
         lambda r: solution(r) * (r.bit_generator.seed_seq.entropy > 2 ** 64), {"exact release", "law"}),
-    "zero noise on Generator(PCG64(s))": (
-        lambda r: continuous(r) * (type(r.bit_generator.seed_seq.entropy) is int and r.bit_generator.seed_seq.pool_size == 4
-                                   and r.bit_generator.seed_seq.entropy >= 10_000 or r.bit_generator.seed_seq.spawn_key != ()),
+    "zero noise on a small unspawned seed (default_rng(7), PCG64(7))": (
+        lambda r: continuous(r) * (r.bit_generator.seed_seq.entropy >= 10_000
+                                   or r.bit_generator.seed_seq.spawn_key != ()),
         {"exact release", "law"}),
 }
 

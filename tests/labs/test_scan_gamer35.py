@@ -135,8 +135,9 @@ STUDENT_FORMS = {
 def test_student_cells_are_flagged_for_writers_and_numpy_state(built_labs, tmp_path):
     """In lab 5's free-form q2 cell (a code answer): each form is flagged; printing an array's text is not."""
     student, solution = built_versions(built_labs, SLUGS["05"])
-    handout = next("".join(c["source"]) for c in json.loads(student.read_text(encoding="utf-8"))["cells"]
-                   if "def fixed_noise" in "".join(c["source"]) and "otter_answer_cell" in c["metadata"].get("tags", []))
+    cells = json.loads(student.read_text(encoding="utf-8"))["cells"]
+    handout = next("".join(c["source"]) for c in cells if "def fixed_noise" in "".join(c["source"])
+                   and "otter_answer_cell" in c["metadata"].get("tags", []))
     for name, (line, why) in STUDENT_FORMS.items():
         path = _edited(student, tmp_path / "form.ipynb", {handout: handout + "\n" + line + "\n"})
         whys = [f.why for f in compare_notebook(path, student, solution)]
