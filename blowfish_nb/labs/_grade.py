@@ -317,10 +317,11 @@ def _noise_sample(noise: Callable, runs: int, seed: int | None, read: Callable, 
     return out, is_fresh, kind
 
 
-def _groups(fresh: np.ndarray, kind: np.ndarray) -> list[np.ndarray]:
-    """The samples a noise law is tested on: every call, the fresh calls alone, and each kind of generator alone."""
+def _groups(fresh: np.ndarray, kind: np.ndarray, least: int = 50) -> list[np.ndarray]:
+    """The samples a noise law is tested on: every call, the fresh calls alone, and each kind of generator alone
+    (a kind with fewer than ``least`` calls, in a small run, only within the whole sample)."""
     return [np.ones(fresh.size, dtype=bool), fresh] + [kind == k for k in range(len(GENERATOR_KINDS))
-                                                        if np.any(kind == k)]
+                                                        if np.count_nonzero(kind == k) >= least]
 
 
 def _noise_vector(out: Any, cells: int) -> np.ndarray | str:
