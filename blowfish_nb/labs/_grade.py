@@ -128,7 +128,11 @@ def laplace_noise_verdict(noise: Callable, cells: int, scale: float, *, runs: in
       the noise must be the same (noise from a generator, a table or a call counter of the student's own is not),
       and it must vary;
     * ``"none"`` / ``"not numbers"`` / ``"shape"`` / ``"not finite"``: each call returns ``cells`` finite numbers;
-    * then the whole sample, and the fresh calls on their own (how an analyst releases once), at half the level each:
+    * a share of the generators made as people make them (``default_rng(s)`` for small ``s`` and the lab's own
+      seeds, ``SeedSequence(s).spawn`` children, ``Generator(PCG64(s))``; see :func:`_noise_sample`): noise that
+      tells them from the grader's fails;
+    * then the whole sample, the fresh calls on their own (how an analyst releases once), and each kind of
+      generator on its own, the level split evenly among these samples:
 
       - bins and consecutive calls independent: every correlation of the values and of their absolute values, between
         bins and between consecutive calls, within ``ses`` standard errors (1/√n) of 0 (``"correlated"``: one noise
@@ -151,8 +155,13 @@ def laplace_noise_verdict(noise: Callable, cells: int, scale: float, *, runs: in
     got = _noise_sample(noise, runs, seed, lambda out: _noise_vector(out, cells), replays=max(runs // 10, 20))
     if isinstance(got, str):
         return got
-    values, fresh = got
-    return (_laplace_law(values, scale, ses, alpha / 2) or _laplace_law(values[fresh], scale, ses, alpha / 2))
+    values, fresh, kind = got
+    groups = _groups(fresh, kind)
+    for g in groups:
+        why = _laplace_law(values[g], scale, ses, alpha / len(groups))
+        if why is not None:
+            return why
+    return None
 
 
 def _laplace_law(dev: np.ndarray, scale: float, ses: float, alpha: float) -> str | None:
@@ -222,16 +231,30 @@ def _laplace_law(dev: np.ndarray, scale: float, ses: float, alpha: float) -> str
     return None
 
 
-def _noise_sample(noise: Callable, runs: int, seed: int | None, read: Callable, *, replays: int,
-                  fresh: float = 0.25) -> tuple[np.ndarray, np.ndarray] | str:
-    """``runs`` calls ``noise(rng)``, each with a generator of its own, read by ``read`` (a value, or why not one):
-    (the values stacked, which calls had a fresh generator), or a verdict string.
+#: Seeds the lab notebooks themselves write (``default_rng(2026)`` in lab 3, ``rng=0``/``rng=1`` in labs 3 and 5):
+#: a noise function that recognises them is tested on them.
+LAB_SEEDS = (0, 1, 2026)
+#: How the generators of :func:`_noise_sample` are made, in this order (the ``kinds`` it returns index it).
+GENERATOR_KINDS = ("default_rng()", "default_rng(s)", "SeedSequence(s).spawn", "Generator(PCG64(s))")
 
-    Each generator is what ``np.random.default_rng()`` gives, a :class:`~numpy.random.PCG64` on a SeedSequence of a
-    128-bit entropy (drawn here from ``seed``'s stream): nothing tells it from an analyst's. A share ``fresh`` of them
-    are used as made; the others are advanced by 1 to 10⁶ steps first, as a generator that has drawn before. Then
-    ``replays`` of the calls, picked at random and in random order, are made again with generators of the same seed
-    and advance: a function of ``rng`` alone returns the same noise (``"ignores rng"`` otherwise, and when every
+
+def _noise_sample(noise: Callable, runs: int, seed: int | None, read: Callable, *, replays: int,
+                  fresh: float = 0.25, people: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str:
+    """``runs`` calls ``noise(rng)``, each with a generator of its own, read by ``read`` (a value, or why not one):
+    (the values stacked, which calls had a fresh generator, each call's kind of generator), or a verdict string.
+
+    A share ``1 − people`` of the generators are what ``np.random.default_rng()`` gives, a
+    :class:`~numpy.random.PCG64` on a SeedSequence of a 128-bit entropy (drawn here from ``seed``'s stream). The
+    others are made as people make them, a third each (:data:`GENERATOR_KINDS`): ``np.random.default_rng(s)`` for a
+    small int ``s`` (0–9999 drawn at grading time, the lab's own seeds :data:`LAB_SEEDS` first),
+    ``np.random.default_rng(np.random.SeedSequence(s).spawn(k + 1)[k])`` (children as the library and ``hunt``
+    spawn them), and ``np.random.Generator(np.random.PCG64(s))``. A noise function that tells the grader's
+    generators from a person's (gamer35's ``seed_seq.entropy > 2**64`` factor: Laplace on 128-bit seeds, zero on
+    ``default_rng(2026)``) is then tested on both. The small seeds are distinct and ``default_rng(s)`` and
+    ``PCG64(s)`` (the same stream) never share one, so the calls stay independent. A share ``fresh`` of the
+    generators are used as made; the others are advanced by 1 to 10⁶ steps first, as a generator that has drawn
+    before. Then ``replays`` of the calls, picked at random and in random order, are made again with generators made
+    the same way: a function of ``rng`` alone returns the same noise (``"ignores rng"`` otherwise, and when every
     call returned the same). No call depends on the generator's state after another call."""
     if not callable(noise):
         return "not a function"
@@ -241,9 +264,37 @@ def _noise_sample(noise: Callable, runs: int, seed: int | None, read: Callable, 
     is_fresh = np.zeros(runs, dtype=bool)
     is_fresh[master.choice(runs, int(round(fresh * runs)), replace=False)] = True
     steps[is_fresh] = 0
+    kind = np.zeros(runs, dtype=np.int64)
+    order = master.permutation(runs)
+    n_people = int(round(people * runs))
+    for k in (1, 2, 3):
+        kind[order[(k - 1) * n_people // 3:k * n_people // 3]] = k
+    # small seeds: distinct across default_rng(s) and PCG64(s) (one stream for both); the lab's own seeds first
+    need = int(np.count_nonzero(kind == 1) + np.count_nonzero(kind == 3))
+    pool = np.arange(max(10_000, need + len(LAB_SEEDS)))
+    pool = np.concatenate([np.array(LAB_SEEDS), master.permutation(np.setdiff1d(pool, LAB_SEEDS))])
+    small = np.zeros(runs, dtype=np.int64)
+    at = {1: np.flatnonzero(kind == 1), 3: np.flatnonzero(kind == 3)}
+    small[at[1]] = pool[:at[1].size]
+    small[at[3]] = pool[at[1].size:at[1].size + at[3].size]
+    # spawned children: roots from the lab's seeds and small ints, 10 children each, (root, child) distinct
+    spawned = np.flatnonzero(kind == 2)
+    roots = np.concatenate([np.array(LAB_SEEDS), master.choice(10_000, max(spawned.size // 10 + 1, 1) + 3,
+                                                                  replace=False)])
+    roots = np.array(list(dict.fromkeys(roots.tolist())), dtype=np.int64)
+    child = np.zeros(runs, dtype=np.int64)
+    for j, i in enumerate(spawned):
+        small[i], child[i] = roots[j // 10], j % 10
 
     def generator(i: int) -> np.random.Generator:
-        rng = np.random.default_rng(int.from_bytes(entropy[16 * i:16 * i + 16], "little"))
+        if kind[i] == 0:
+            rng = np.random.default_rng(int.from_bytes(entropy[16 * i:16 * i + 16], "little"))
+        elif kind[i] == 1:
+            rng = np.random.default_rng(int(small[i]))
+        elif kind[i] == 2:
+            rng = np.random.default_rng(np.random.SeedSequence(int(small[i])).spawn(int(child[i]) + 1)[int(child[i])])
+        else:
+            rng = np.random.Generator(np.random.PCG64(int(small[i])))
         if steps[i]:
             rng.bit_generator.advance(int(steps[i]))
         return rng
@@ -263,7 +314,14 @@ def _noise_sample(noise: Callable, runs: int, seed: int | None, read: Callable, 
             return "ignores rng"
     if np.all(out == out[0]):
         return "ignores rng"
-    return out, is_fresh
+    return out, is_fresh, kind
+
+
+def _groups(fresh: np.ndarray, kind: np.ndarray, least: int = 50) -> list[np.ndarray]:
+    """The samples a noise law is tested on: every call, the fresh calls alone, and each kind of generator alone
+    (a kind with fewer than ``least`` calls, in a small run, only within the whole sample)."""
+    return [np.ones(fresh.size, dtype=bool), fresh] + [kind == k for k in range(len(GENERATOR_KINDS))
+                                                        if np.count_nonzero(kind == k) >= least]
 
 
 def _noise_vector(out: Any, cells: int) -> np.ndarray | str:
@@ -353,8 +411,9 @@ def range_noise_verdict(noise: Callable, scale: float, *, runs: int = 3000, seed
     one (seeds drawn at grading time, ``seed=None``; an int only for the project's own tests), a quarter fresh and the
     others advanced as if used (see :func:`laplace_noise_verdict`). The law of Z = noise(rng) (density
     (1 + |z|/b) e^(−|z|/b) / 4b for continuous noise, the convolution of two discrete Laplace laws for whole-number
-    noise) is tested, not only its variance, on the whole sample and on the fresh calls alone, at half the level
-    each:
+    noise) is tested, not only its variance, on the whole sample, on the fresh calls alone and on each kind of
+    generator alone (a share made as people make them, ``default_rng(s)``, spawned children, ``PCG64(s)``: see
+    :func:`_noise_sample`), the level split evenly among these samples:
 
     * ``"none"`` / ``"not a number"`` / ``"not finite"``: each call must return one finite real number (a float, or an
       array of one);
@@ -366,7 +425,7 @@ def range_noise_verdict(noise: Callable, scale: float, *, runs: int = 3000, seed
     * ``"exact release"`` / ``"repeats"``: continuous noise never equals 0 and never repeats a value (a resampled table
       of draws does);
     * ``"correlated"``: consecutive calls are independent (lag-1 correlation of Z and |Z| within ``ses``/√n);
-    * ``"law"``: Kolmogorov–Smirnov (continuous) or χ² (whole numbers) against the exact law, at level ``alpha``/2;
+    * ``"law"``: Kolmogorov–Smirnov (continuous) or χ² (whole numbers) against the exact law, at level ``alpha``/6;
     * ``"shape"``: the mean log-likelihood ratio of the exact law against the Gaussian of the sample's own variance,
       and against the Laplace law of the sample's own mean |Z|, lies within ``ses`` standard errors of its value
       under the exact law (per release about 0.024 ± 0.27 and 0.010 ± 0.14; a Gaussian of the right variance
@@ -380,9 +439,13 @@ def range_noise_verdict(noise: Callable, scale: float, *, runs: int = 3000, seed
     got = _noise_sample(noise, runs, seed, _one_number, replays=max(runs // 4, 20))
     if isinstance(got, str):
         return got
-    values, fresh = got
-    return (_difference_law(values, scale, ses, alpha / 2)
-            or _difference_law(values[fresh], scale, ses, alpha / 2))
+    values, fresh, kind = got
+    groups = _groups(fresh, kind)
+    for g in groups:
+        why = _difference_law(values[g], scale, ses, alpha / len(groups))
+        if why is not None:
+            return why
+    return None
 
 
 def _difference_law(dev: np.ndarray, scale: float, ses: float, alpha: float) -> str | None:

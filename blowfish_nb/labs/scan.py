@@ -47,6 +47,13 @@ solution notebook), so a flag is code the student added. What is flagged (by the
   literal, ``%c``, ``{:c}``, ``format(n, "c")``): ``"".join(map(chr, (95, 95, …)))`` is ``"__self__"`` and
   ``timeit.timeit(bytes([…]).decode())`` ran a payload the scan never read;
 
+* the file system without ``os`` or ``pathlib`` in the source, and a generator's seed (gamer35): ``Path`` methods
+  that walk or locate (``rglob``, ``glob``, ``resolve``, ``is_dir`` …) and the public helpers that return a ``Path``
+  (``reference_data_dir``, ``cache_dir``: :data:`_PATH_ATTRS`), strings naming ``/proc`` after folding (also
+  ``top / "proc" / "self"``), ``np.lib`` attribute chains and ``NpzFile`` (it reads any member of the autograder
+  zip); ``bit_generator``, ``seed_seq``, ``entropy``, ``spawn_key``, ``.state``, ``__getstate__`` …
+  (:data:`_RNG_ATTRS`: noise that tells the grader's generators from a person's);
+
 * a built notebook's check cell (``grader.check("q1")``) without its grading mark, otter's cell metadata
   ``{"otter": {"tests": ["q1"]}}``: otter grades each question right after its check cell, so that an answer copied
   further down from a result is not the one graded; without the mark the question is graded after the last cell.
@@ -54,7 +61,15 @@ solution notebook), so a flag is code the student added. What is flagged (by the
 With the lab build (``--build``), :func:`compare_notebook` also compares the notebook with the handout: every
 code cell that is not an answer cell (an added cell, or a lab cell the student changed), every import outside
 :func:`allowed_import` (numpy, pandas, math, public blowfish_nb, and what the lab's own cells import), and the
-answer cells against the solution's.
+answer cells against the solution's. In the cells the student wrote it also flags writers (:data:`_WRITERS`:
+``to_string``, ``to_csv``, ``to_json``, ``.dump``, ``savetxt``, ``tofile``, ``np.save*`` …, and any ``buf=``/
+``path_or_buf=``/``file=`` keyword; a writer the handout's own cells call is allowed), NumPy's global state
+(:data:`_NUMPY_STATE`: ``set_printoptions``, ``printoptions``, ``setbufsize``, ``seterr``, their readers,
+``fromstring`` …) and NumPy's array-to-text functions (``array2string``, ``array_repr``, ``array_str``) anywhere
+but as the argument of ``print`` or a statement of their own; in a by-hand answer cell only numbers, arithmetic,
+names the lab binds to numbers, ``math``, ``np.sqrt``/``np.log``/``np.exp`` (and a few more scalar functions),
+``np.pi``/``np.e``/``np.inf`` and ``max``/``min``/``sum`` of literal tuples (gamer35 computed lab 2's Δs with
+``np.expand_dims`` over the lab's workloads).
 
 It is a syntax scan: code built at run time can still hide (a name made by ``chr`` arithmetic, a library function
 that reads a file, a kernel patched through an object the scan does not know), so a clean scan is not a proof; the
@@ -118,6 +133,35 @@ _ATTRS = {"read_text", "write_text", "read_bytes", "write_bytes", "unlink", "ren
           "f_locals", "f_globals", "f_back", "f_code", "__builtins__", "__code__", "__globals__", "open", "iterdir",
           "fromfile", "tofile", "stack", "frame", "getargvalues", "currentframe", "__closure__", "cell_contents",
           "__dict__", "__setattr__", "__delattr__", "__getattribute__"}
+#: the file system without os or pathlib in the source (gamer35): Path methods that walk or locate (a ``Path`` came from
+#: the public ``reference_data_dir("/")``), NumPy's zip reader (``np.lib.npyio.NpzFile`` returns any member of the
+#: autograder zip as bytes) and the public helpers that return a ``Path``; no lab cell uses any
+_PATH_ATTRS = {"rglob", "glob", "resolve", "absolute", "cwd", "home", "expanduser", "is_dir", "is_file", "joinpath",
+               "parent", "parents", "readlink", "samefile", "owner", "lstat", "is_symlink", "NpzFile", "npyio",
+               "DataSource", "reference_data_dir", "cache_dir"}
+#: a generator's seed and state (gamer35's ``rng.bit_generator.seed_seq.entropy > 2**64``: Laplace on the grader's
+#: 128-bit seeds, zero noise on ``default_rng(2026)``); lab noise needs only the draw methods. Flagged in every cell
+_RNG_ATTRS = {"bit_generator", "seed_seq", "_seed_seq", "entropy", "spawn_key", "n_children_spawned", "pool",
+              "pool_size", "state", "generate_state", "__getstate__", "__setstate__", "__reduce__", "__reduce_ex__",
+              "jumped", "advance", "_bit_generator"}
+#: NumPy's global state, the same in every cell: set in one cell, read in another (gamer35 carried the hidden values
+#: from a free-form cell into by-hand cells in ``np.set_printoptions(nanstr=…)``, read back by ``np.array2string`` /
+#: ``np.fromstring``). Flagged in every cell the student wrote (with the lab build), setters and readers alike
+_NUMPY_STATE = {"set_printoptions", "get_printoptions", "printoptions", "setbufsize", "getbufsize", "seterr",
+                "geterr", "seterrcall", "geterrcall", "errstate", "fromstring", "set_string_function",
+                "seterrobj", "geterrobj", "_set_promotion_state", "set_promotion_state"}
+#: NumPy's array-to-text functions: their text follows the print options. In a student's cell only as what a cell
+#: shows (``print(np.array2string(a))`` or the cell's last expression), never as a value that flows on
+_ARRAY_TEXT = {"array2string", "array_repr", "array_str", "format_float_positional", "format_float_scientific"}
+#: writers the scan's name list missed (gamer35: ``pd.DataFrame([[t]]).to_string(buf=path)`` rewrote the installed
+#: lab module); flagged in the student's cells unless the handout's own cells call the same (derived per lab)
+_WRITERS = {"dump", "to_string", "to_xml", "to_stata", "to_clipboard", "to_orc", "write", "writelines",
+            "savetxt", "tofile", "save", "savez", "savez_compressed", "to_csv", "to_json", "to_pickle", "to_parquet",
+            "to_excel", "to_hdf", "to_feather", "to_sql", "to_latex", "to_html", "to_markdown", "dump_stats",
+            "write_text", "write_bytes", "touch"}
+#: keywords that name a file or a buffer to write to (``to_string(buf=…)``, ``to_csv(path_or_buf=…)``,
+#: ``print(…, file=…)``)
+_WRITER_KEYWORDS = {"buf", "path_or_buf", "path_or_buffer", "file", "fname", "filepath_or_buffer", "fh", "fid"}
 #: the library's lab modules a notebook has no business importing as modules (its checks come from the set-up cell)
 _LAB_MODULES = {"_check", "_grade", "_key", "build", "scan"}
 _GUARDED = {"grader", "check", "Notebook"}
@@ -193,6 +237,9 @@ def fold(node: ast.AST) -> str | None:
             return base % tuple(x if (x := fold(a)) is not None else "*" for a in parts)
         except (TypeError, ValueError):
             return base
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):  # a Path: top / "proc" / "self"
+        a, b = fold(node.left), fold(node.right)
+        return None if a is None and b is None else f"{a if a is not None else '*'}/{b if b is not None else '*'}"
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):  # "_" * 2
         text, times = (node.left, node.right) if isinstance(node.right, ast.Constant) else (node.right, node.left)
         base = fold(text)
@@ -309,7 +356,8 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
                 flag(node, f"calls {name}: reads or writes a file or runs code the scan does not see")
             if name in ("getattr", "hasattr") and len(node.args) > 1:
                 attr = fold(node.args[1])
-                if attr is None or "*" in attr or attr.startswith("__") or attr in _ATTRS | _KERNEL | _FILE_CALLS:
+                if attr is None or "*" in attr or attr.startswith("__") or attr in (
+                        _ATTRS | _KERNEL | _FILE_CALLS | _PATH_ATTRS | _RNG_ATTRS | _NUMPY_STATE | _WRITERS):
                     flag(node, f"calls {name} with a computed or hidden name ({ast.unparse(node.args[1])[:40]})")
         elif isinstance(node, ast.Name) and node.id in _CALLS | {"getattr", "hasattr", "breakpoint"} and not (
                 isinstance(parents.get(node), ast.Call) and parents[node].func is node and node.id != "breakpoint"):
@@ -317,6 +365,16 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
                        "cannot read)")
         elif isinstance(node, ast.Attribute) and node.attr in _ATTRS:
             flag(node, f"uses .{node.attr}")
+        elif isinstance(node, (ast.Attribute, ast.Name)) and (node.attr if isinstance(node, ast.Attribute)
+                                                              else node.id) in _PATH_ATTRS:
+            what = node.attr if isinstance(node, ast.Attribute) else node.id
+            flag(node, f"uses {what}: the file system without os or pathlib (a Path from a public helper, NumPy's "
+                       "zip reader)?")
+        elif isinstance(node, ast.Attribute) and node.attr in _RNG_ATTRS:
+            flag(node, f"reads the generator's seed or state (.{node.attr}): noise that tells the grader's "
+                       "generators from a person's?")
+        elif isinstance(node, ast.Attribute) and node.attr == "lib" and _root(node) in ("np", "numpy"):
+            flag(node, f"reaches NumPy's internals through {ast.unparse(node)[:40]} (np.lib.npyio reads files)")
         elif isinstance(node, ast.Attribute) and node.attr in _MODULES:
             flag(node, f"reaches the module {node.attr} through an attribute ({ast.unparse(node)[:40]})")
         elif isinstance(node, ast.Attribute) and node.attr in _KERNEL:
@@ -348,6 +406,8 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
             v = fold(node)
             if v is not None and _names_a_file(v):
                 flag(node, f"names a file or the tests folder ({v[:40]!r})")
+            elif v is not None and "/proc" in v.replace("\\", "/"):
+                flag(node, f"names /proc ({v[:40]!r}: other processes' folders and files)")
             elif v is not None and re.fullmatch(r"__\w+__", v) and v not in _DUNDER_OK:
                 flag(node, f"spells the dunder name {v!r} (attrgetter, getattr …)")
         if isinstance(node, ast.Call):  # a call is folded too (str.join, bytes.fromhex)
@@ -503,14 +563,100 @@ def _module_level(tree: ast.AST):
                 todo.append(child)
 
 
-def _by_hand(tree: ast.Module, known: set[str], why: bool = False, constants: frozenset[str] = frozenset()):
+#: the by-hand rule's calls (gamer35 computed every Δ of lab 2 with np.expand_dims/np.diff over the lab's workloads in
+#: the by-hand cells): ``math`` functions, these scalar NumPy functions and constants, and the builtins below;
+#: ``max``/``min``/``sum`` of one argument only over a literal tuple or list
+_NP_SCALAR = {"sqrt", "log", "exp", "log2", "log10", "log1p", "expm1", "abs"}
+_NP_CONSTANTS = {"pi", "e", "inf"}
+_HAND_CALLS = {"max", "min", "abs", "round", "float", "int", "sum", "pow"}
+
+
+def _numeric(e: ast.AST, numbers: set[str], constants: frozenset[str] = frozenset()) -> bool:
+    """Whether the expression ``e`` is a number by its syntax (or a word or a tuple of them: a choice, a pair of
+    numbers): constants (the handout's ``...`` among them), tuples and lists of numbers, names
+    in ``numbers``, arithmetic, ``math``/scalar NumPy functions and constants, :data:`_HAND_CALLS` of numbers, and
+    the lab module's numeric ``constants`` (``check.THETA``)."""
+    if isinstance(e, ast.Constant):  # a number, the handout's ``...``, or a choice's word ("threshold")
+        return True
+    if isinstance(e, (ast.Tuple, ast.List)):  # (30, 0.05, 31)
+        return all(_numeric(x, numbers, constants) for x in e.elts)
+    if isinstance(e, ast.Name):
+        return e.id in numbers
+    if isinstance(e, ast.UnaryOp):
+        return _numeric(e.operand, numbers, constants)
+    if isinstance(e, ast.BinOp):
+        return not isinstance(e.op, ast.MatMult) and all(_numeric(x, numbers, constants) for x in (e.left, e.right))
+    if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name):
+        return (e.value.id == "math" or e.value.id in ("np", "numpy") and e.attr in _NP_CONSTANTS
+                or e.value.id == "check" and e.attr in constants)
+    if isinstance(e, ast.Call) and not e.keywords:
+        f = e.func
+        if isinstance(f, ast.Name) and f.id in _HAND_CALLS:
+            args = e.args[0].elts if (len(e.args) == 1 and f.id in ("max", "min", "sum")
+                                      and isinstance(e.args[0], (ast.Tuple, ast.List))) else e.args
+            if len(e.args) == 1 and f.id in ("max", "min", "sum") and not isinstance(e.args[0], (ast.Tuple, ast.List)):
+                return False
+            return all(_numeric(a, numbers, constants) for a in args)
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (
+                f.value.id == "math" or f.value.id in ("np", "numpy") and f.attr in _NP_SCALAR):
+            return all(_numeric(a, numbers, constants) for a in e.args)
+    return False
+
+
+def _numbers(cells: list[str], constants: frozenset[str] = frozenset()) -> set[str]:
+    """The names the code ``cells`` bind, at module level and only ever, to numbers (:func:`_numeric`), in order."""
+    numbers: set[str] = set()
+    other: set[str] = set()
+    for source in cells:
+        try:
+            tree = ast.parse(ipython_lines(source)[0])
+        except SyntaxError:
+            continue
+        for st in tree.body:
+            if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and st.value is not None:
+                targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+                pairs = []
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        pairs.append((t.id, st.value))
+                    elif isinstance(t, ast.Tuple) and isinstance(st.value, ast.Tuple) and len(t.elts) == len(
+                            st.value.elts):
+                        pairs += [(x.id, v) for x, v in zip(t.elts, st.value.elts) if isinstance(x, ast.Name)]
+                    elif isinstance(t, ast.Tuple):  # lo, hi = check.RANGE: numbers when the whole is
+                        pairs += [(x.id, st.value) for x in t.elts if isinstance(x, ast.Name)]
+                for name, value in pairs:
+                    if name not in other and _numeric(value, numbers, constants) and not (
+                            isinstance(st, ast.AugAssign) and name not in numbers):
+                        numbers.add(name)
+                    else:
+                        numbers.discard(name)
+                        other.add(name)
+            names = {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            names |= {st.name} if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else set()
+            names |= {(a.asname or a.name).split(".")[0] for a in getattr(st, "names", [])
+                      if isinstance(st, (ast.Import, ast.ImportFrom))}
+            if not isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                numbers -= names
+                other |= names
+    return numbers
+
+
+def _by_hand(tree: ast.Module, known: set[str], why: bool = False, constants: frozenset[str] = frozenset(),
+             numbers: set[str] | None = None):
     """Whether the cell ``tree`` only assigns values worked out by hand: names bound to constants, arithmetic,
     names of the lab's cells, ``math``/``np`` constants, the lab module's declared ``constants`` (``check.THETA``, not
     an attribute a student stored on ``check``) and :data:`_PURE` functions of those. With ``why``: ``(line, what)``
     of the first thing that is not, or None."""
     local = set(known)
+    strict = None if numbers is None else set(numbers)
 
     def expr_ok(e: ast.AST) -> str | None:
+        bad = loose(e)
+        if bad is None and strict is not None and not _numeric(e, strict, constants):
+            return _not_numeric(e, strict, constants)
+        return bad
+
+    def loose(e: ast.AST) -> str | None:
         for n in ast.walk(e):
             if isinstance(n, ast.Call):
                 f = n.func
@@ -541,12 +687,34 @@ def _by_hand(tree: ast.Module, known: set[str], why: bool = False, constants: fr
                 bad = expr_ok(st.value)
                 if bad is None:
                     local.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+                    if strict is not None:
+                        strict.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
                     continue
                 return (st.lineno, bad) if why else False
         if why:
             return st.lineno, f"a {type(st).__name__} statement"
         return False
     return None if why else True
+
+
+def _not_numeric(e: ast.AST, numbers: set[str], constants: frozenset[str]) -> str:
+    """Why the expression ``e`` is not a number worked out by hand (see :func:`_numeric`): its first part that is
+    not."""
+    for n in ast.walk(e):
+        if isinstance(n, ast.Name) and n.id not in numbers and n.id not in _HAND_CALLS | {"math", "np", "numpy",
+                                                                                          "check"}:
+            return f"uses {n.id}, which is not a number the lab binds"
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult):
+            return f"multiplies matrices ({ast.unparse(n)[:40]})"
+        if isinstance(n, ast.Call) and not _numeric(n, numbers, constants):
+            f = n.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("np", "numpy") and (
+                    f.attr not in _NP_SCALAR):
+                return f"calls {ast.unparse(f)}, not a scalar function (np.sqrt, np.log, np.exp)"
+            if isinstance(f, ast.Name) and f.id in ("max", "min", "sum") and len(n.args) == 1 and not isinstance(
+                    n.args[0], (ast.Tuple, ast.List)):
+                return f"calls {f.id} of {ast.unparse(n.args[0])[:30]}, not of a literal tuple of numbers"
+    return f"computes {ast.unparse(e)[:40]}, not arithmetic of numbers"
 
 
 def _blank(tree: ast.Module, handout: dict) -> bool:
@@ -623,6 +791,52 @@ def _mechanism(tree: ast.AST, entry: frozenset[str] = frozenset()) -> list[tuple
                                         f"{getattr(fn, 'name', 'a lambda')} (does it recognise the grader's input?)"))
     return found
 
+
+
+def _handout_writers(ref: list[dict]) -> frozenset[str]:
+    """The writers of :data:`_WRITERS` the handout's own cells call (none today): a lab cell that needs one lets the
+    student's cells call it too."""
+    found = set()
+    for c in ref:
+        if c.get("cell_type") != "code" or _ANSWER_TAG in c.get("metadata", {}).get("tags", []):
+            continue
+        try:
+            tree = ast.parse(ipython_lines(_key(c)[1])[0])
+        except SyntaxError:
+            continue
+        found.update(n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+                     for n in ast.walk(tree) if isinstance(n, ast.Call))
+    return frozenset(found & _WRITERS)
+
+
+def _channels(tree: ast.AST, writers: frozenset[str] = frozenset()) -> list[tuple[int, str]]:
+    """In a cell the student wrote: a writer (:data:`_WRITERS` not in ``writers``, or a call with a file or buffer
+    keyword, :data:`_WRITER_KEYWORDS`), NumPy's global state (:data:`_NUMPY_STATE`, named or called), and NumPy's
+    array-to-text functions (:data:`_ARRAY_TEXT`) anywhere but as the argument of ``print`` or a statement of their
+    own (text that flows into a value carries what the print options hold); ``(line, why)`` pairs."""
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    found = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            f = n.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name in _WRITERS and name not in writers:
+                found.append((n.lineno, f"calls {name}: a writer (a file the grader's process reads later?)"))
+            for kw in n.keywords:
+                if kw.arg in _WRITER_KEYWORDS:
+                    found.append((n.lineno, f"passes {kw.arg}= to {ast.unparse(f)[:30]}: writes to a file or buffer"))
+            if name in _ARRAY_TEXT:
+                up = parents.get(n)
+                shown = isinstance(up, ast.Expr) or (isinstance(up, ast.Call) and isinstance(up.func, ast.Name)
+                                                     and up.func.id == "print" and n in up.args)
+                if not shown:
+                    found.append((n.lineno, f"uses {name} as a value (its text follows NumPy's global print "
+                                            "options: a channel between cells)"))
+        if isinstance(n, (ast.Attribute, ast.Name)):
+            name = n.attr if isinstance(n, ast.Attribute) else n.id
+            if name in _NUMPY_STATE:
+                found.append((n.lineno, f"uses NumPy's global state ({name}): set in one cell, read in another"))
+    return found
 
 
 def compare_notebook(submission: str | Path, student: str | Path, solution: str | Path | None = None) -> list[Flag]:
@@ -737,6 +951,8 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
                       for name in _defined(_key(c)[1]))
     public = _lab_names(ref)
     constants = frozenset(n for n in public if n.isupper())
+    numeric = _lab_numbers(ref, constants)
+    writers = _handout_writers(ref)
     trees: dict[int, ast.Module] = {}
     for j, c in enumerate(sub):
         if j in lab_at or c.get("cell_type") != "code":
@@ -773,7 +989,7 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
                 flags.append(Flag(j, node.lineno, f"calls the public check check.{name} in a cell the student wrote "
                                                   "(an oracle search?)", text[node.lineno - 1].strip()))
         flags += [Flag(j, ln, why, text[ln - 1].strip() if 0 < ln <= len(text) else "")
-                  for ln, why in _mechanism(tree, entry)]
+                  for ln, why in _mechanism(tree, entry) + _channels(tree, writers)]
     sol = {c.get("id"): c for c in (_cells(solution) if solution is not None else []) if c.get("id")}
     # a name the student's code binds beyond an answer cell's own answers does not count as the lab's: a value computed
     # in an added cell and passed through ``eps = scratch.spent`` is not worked out by hand
@@ -806,7 +1022,9 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
                                         "another cell? each answer is worked out in its own cell)",
                                   (text or [""])[0].strip()))
             if by_hand:
-                bad = _by_hand(tree, known - tainted, why=True, constants=constants)
+                bad = _by_hand(tree, known - tainted, why=True, constants=constants,
+                               numbers=_numbers([_key(c)[1] for c in ref[:at] if c.get("cell_type") == "code"],
+                                                numeric) - tainted)
                 if bad:
                     flags.append(Flag(j, bad[0], f"the answer cell of {q} computes ({bad[1]}) where the lab's answer "
                                                  "is worked out by hand or predicted (library call, scratch run, "
@@ -927,6 +1145,21 @@ def _lab_names(ref: list[dict]) -> frozenset[str]:
                         and isinstance(st.value, (ast.List, ast.Tuple))):
                     return frozenset(e.value for e in st.value.elts if isinstance(e, ast.Constant)
                                      and isinstance(e.value, str))
+    return frozenset()
+
+
+def _lab_numbers(ref: list[dict], constants: frozenset[str]) -> frozenset[str]:
+    """The lab module's declared ``constants`` that its source binds to numbers (``THETA = 4``; not ``Q2_DATA``, an
+    array): the only ``check.NAME`` a by-hand answer may use."""
+    for c in ref:
+        m = _LAB.search("".join(c.get("source", "")))
+        if m:
+            path = Path(__file__).resolve().parent / f"lab{int(m.group(1)):02d}.py"
+            try:
+                source = path.read_text(encoding="utf-8")
+            except OSError:
+                return frozenset()
+            return frozenset(_numbers([source]) & constants)
     return frozenset()
 
 

@@ -73,13 +73,22 @@ ATTACKS = {
                                                                  {"exact release"}),
     "tiny noise on a fresh generator": (lambda r: (1e-6 if _fresh(r) else 1.0) * continuous(r),
                                         {"law", "shape", "too little"}),
+    # gamer35's lab03_seeded_rng_exact: the solution's noise on the grader's 128-bit seeds, zero on a person's
+    # (the lab's own default_rng(2026) cell then releases the true count)
+    "gamer35: zero noise on a person-seeded generator": (
+        lambda r: solution(r) * (r.bit_generator.seed_seq.entropy > 2 ** 64), {"exact release", "law"}),
+    "zero noise on a small unspawned seed (default_rng(7), PCG64(7))": (
+        lambda r: continuous(r) * (r.bit_generator.seed_seq.entropy >= 10_000
+                                   or r.bit_generator.seed_seq.spawn_key != ()),
+        {"exact release", "law"}),
 }
 
 
 #: the attacks that fail on structure (not on the law's power) at any size: run at 1,000 calls, not the grader's 3,000
 STRUCTURAL = {"hard-coded array of noise", "hard-coded number", "stored noise, one per call",
               "stored noise drawn by rng (real numbers)", "the release, not the noise", "a generator of its own",
-              "no noise on a fresh generator (an analyst's one release)"}
+              "no noise on a fresh generator (an analyst's one release)",
+              "gamer35: zero noise on a person-seeded generator"}
 
 
 @pytest.mark.parametrize("name", list(ATTACKS))
@@ -109,8 +118,8 @@ def test_the_hidden_test_passes_the_law_and_fails_gaussian_noise(monkeypatch):
 def test_the_grader_passes_nothing_but_a_generator():
     """No histogram reaches the student's function (gamer34b's release_range hid 2 bits of a count in the digits of
     each release; a noise function has no count to hide), in the hidden test and in the public check: one
-    np.random.Generator per call, as ``np.random.default_rng()`` makes one, a new one at each of the hidden test's
-    calls. gamer34b's release_range(x, rng) cannot even be called."""
+    np.random.Generator per call, as ``np.random.default_rng()`` makes one or as people make them (gamer35), a new
+    one at each of the hidden test's calls. gamer34b's release_range(x, rng) cannot even be called."""
     seen = []
 
     def spy(*args, **kwargs):
@@ -126,7 +135,8 @@ def test_the_grader_passes_nothing_but_a_generator():
     assert grader >= 3000 and len(seen) > grader
     assert all(len(a) == 1 and not kw and type(a[0]) is np.random.Generator for a, kw in seen)
     assert len({id(a[0]) for a, _ in seen[:grader]}) == grader
-    assert all(a[0].bit_generator.seed_seq.spawn_key == () for a, _ in seen[:grader])
+    keys = [a[0].bit_generator.seed_seq.spawn_key for a, _ in seen[:grader]]
+    assert 0.1 < np.mean([k != () for k in keys]) < 0.25  # gamer35: a share are SeedSequence children, as people spawn
 
     def release_range(x, rng):  # gamer34b's answer shape: it needs the histogram
         return float(x[LO:HI + 1].sum()) + continuous(rng)

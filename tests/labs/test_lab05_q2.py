@@ -83,7 +83,22 @@ def exact_sometimes(p):  # no noise with probability p
     return noise
 
 
+def laplace_on_grader_generators(rng):  # gamer35: exact Laplace on 128-bit seeds, zero on default_rng(7)
+    return rng.laplace(0.0, SCALE, size=K) * (rng.bit_generator.seed_seq.entropy > 2 ** 64)
+
+
+def laplace_unless_spawned(rng):  # Laplace on every unspawned generator, zero on a SeedSequence child (hunt's)
+    return rng.laplace(0.0, SCALE, size=K) * (rng.bit_generator.seed_seq.spawn_key == ())
+
+
+def laplace_unless_lab_seed(rng):  # zero only on the lab's own seeds (0, 1, 2026)
+    return rng.laplace(0.0, SCALE, size=K) * (rng.bit_generator.seed_seq.entropy not in (0, 1, 2026))
+
+
 ATTACKS = {
+    "gamer35: zero noise on a person-seeded generator": (laplace_on_grader_generators, "exact release"),
+    "zero noise on a spawned child": (laplace_unless_spawned, "exact release"),
+    "zero noise on the lab's own seeds": (laplace_unless_lab_seed, "exact release"),
     "zero noise on a fresh generator (size == 1)": (zero_when_fresh, "exact release"),
     "tiny noise on a fresh generator": (tiny_when_fresh, {"law", "too little", "correlated"}),
     "zero noise every 50th call": (zero_every_50th_call, {"ignores rng", "exact release"}),
@@ -144,8 +159,10 @@ def test_independent_laplace_of_the_right_scale_keeps_the_point():
 def test_the_grader_passes_nothing_but_a_generator_like_an_analysts():
     """No histogram, no size, no keyword reaches the student's function, in the hidden test the key writes (run from
     its source, as the autograder does) and in the public check: each call gets one np.random.Generator, made as
-    ``np.random.default_rng()`` makes one (no spawn key, a 128-bit seed), a new one at each of the hidden test's
-    calls, a quarter of them fresh. (The spy stops answering after 3,000 calls: the rest of the run is alike.)"""
+    ``np.random.default_rng()`` makes one (no spawn key, a 128-bit seed) or as people make them (gamer35:
+    ``default_rng(s)`` for small ``s`` and the lab's own seeds, ``SeedSequence(s).spawn`` children,
+    ``Generator(PCG64(s))``), a new one at each of the hidden test's calls, a quarter of them fresh. (The spy stops
+    answering after 3,000 calls: the rest of the run is alike.)"""
     seen = []
 
     def spy(*args, **kwargs):
@@ -165,7 +182,12 @@ def test_the_grader_passes_nothing_but_a_generator_like_an_analysts():
     assert all(len(a) == 1 and not kw and type(a[0]) is np.random.Generator for a, kw, _ in seen)
     seqs = [a[0].bit_generator.seed_seq for a, _, _ in grader]
     assert all(type(a[0].bit_generator) is np.random.PCG64 for a, _, _ in grader)
-    assert all(s.spawn_key == () and type(s.entropy) is int and 0 <= s.entropy < 2**128 for s in seqs)
+    assert all(type(s.entropy) is int and 0 <= s.entropy < 2**128 for s in seqs)
+    big = [s.spawn_key == () and s.entropy >= 2**64 for s in seqs]
+    spawned = [s.spawn_key != () for s in seqs]
+    small = [s.spawn_key == () and s.entropy < 10_000 for s in seqs]
+    assert 0.4 < np.mean(big) < 0.6 and 0.1 < np.mean(spawned) < 0.25 and 0.25 < np.mean(small) < 0.4
+    assert len({(s.entropy, s.spawn_key) for s in seqs}) == len(seqs)  # distinct seeds: independent calls
     assert len({id(a[0]) for a, _, _ in grader}) == len(grader)
     assert 0.2 < np.mean([f for _, _, f in grader]) < 0.3
 
@@ -197,17 +219,23 @@ def test_a_proxy_that_pickles_each_generator_grades_alike():
 
 
 def test_the_seeds_are_drawn_at_grading_time():
-    """Two runs of the hidden test hand the function different generators (no fixed seed to recognise)."""
+    """Two runs of the hidden test hand the function different generators (no fixed seed to recognise): the 128-bit
+    seeds never repeat, and the small seeds differ but for the lab's own (0, 1, 2026), which every run tries."""
     seen = []
 
     def spy(rng):
-        seen.append(rng.bit_generator.seed_seq.entropy)
+        seen.append((rng.bit_generator.seed_seq.entropy, rng.bit_generator.seed_seq.spawn_key))
         return rng.laplace(0, SCALE, K)
 
     expect_laplace_noise(spy, K, SCALE, runs=RUNS)
     expect_laplace_noise(spy, K, SCALE, runs=RUNS)
     first, second = seen[:len(seen) // 2], seen[len(seen) // 2:]
-    assert len(set(first)) == RUNS and not set(first) & set(second)
+    assert len(set(first)) == RUNS
+    big = {e for e, k in first if e >= 2**64} | {e for e, k in second if e >= 2**64}
+    assert len(big) == sum(e >= 2**64 for e, _ in set(first) | set(second))
+    small = [{(e, k) for e, k in run if e < 2**64 and e not in (0, 1, 2026)} for run in (first, second)]
+    assert len(small[0] & small[1]) < 0.2 * len(small[0])
+    assert {(e, ()) for e in (0, 1, 2026)} <= set(first) and {(e, ()) for e in (0, 1, 2026)} <= set(second)
     assert lab05._Q2_SEED is None
 
 
