@@ -1070,6 +1070,14 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
                     flags.append(Flag(j, bad[0], f"the answer cell of {q} computes ({bad[1]}) where the lab's answer "
                                                  "is worked out by hand or predicted (library call, scratch run, "
                                                  "copied value?)", text[bad[0] - 1].strip()))
+            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in model.body):
+                earlier = set().union(*[_binds(ast.parse(ipython_lines(_key(c)[1])[0])) for c in ref[:at]
+                                        if c.get("cell_type") == "code" and _parses(ipython_lines(_key(c)[1])[0])])
+                for ln, name in _foreign_reads(tree, earlier - mine):
+                    flags.append(Flag(j, ln, f"the answer cell of {q} (a function the handout asks for) reads "
+                                             f"{name}: the function may depend only on its arguments and the lab's "
+                                             "names (display/print/In/__name__ tell a kernel from the grader)",
+                                      text[ln - 1].strip() if 0 < ln <= len(text) else ""))
             if _calls(model, "release") and not _live_call(tree, "release", mine) and not _blank(tree, answer):
                 flags.append(Flag(j, 1, f"the answer cell of {q} makes no release where the lab's solution "
                                         "simulates (a made-up simulation?)", (text or [""])[0].strip()))
@@ -1082,6 +1090,46 @@ def _defined(source: str) -> set[str]:
         return {n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     except SyntaxError:
         return set()
+
+
+#: names a code answer reads that tell a kernel from the grader's child or reach the kernel (gamer35b:
+#: ``noise * (display.__name__ == "<lambda>")`` is zero noise in a kernel, Laplace in the grader)
+_TELLS = {"display", "print", "In", "Out", "get_ipython", "globals", "locals", "vars", "dir", "__name__",
+          "__file__", "__builtins__", "sys", "os", "inspect", "exit", "quit", "help", "input", "id", "hash",
+          "open", "type", "_", "__", "___", "_ih", "_oh", "_dh"}
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return False
+    return True
+
+
+def _binds(tree: ast.AST) -> set[str]:
+    """Every name ``tree`` binds anywhere: assignments, parameters, functions, classes, imports, handlers."""
+    out = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        if isinstance(n, ast.arg):
+            out.add(n.arg)
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in n.names}
+        if isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+    return out
+
+
+def _foreign_reads(tree: ast.AST, known: set[str]) -> list[tuple[int, str]]:
+    """In the answer cell of a code question (the function the handout asks for): each read of a name in
+    :data:`_TELLS`, or of a name neither the cell nor the lab's earlier cells bind and not a harmless builtin."""
+    import builtins
+
+    ok = (set(dir(builtins)) - _TELLS) | known | _binds(tree)
+    return [(n.lineno, n.id) for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            and (n.id in _TELLS or n.id not in ok)]
 
 
 def _runs_nothing(source: str) -> bool:
