@@ -138,7 +138,12 @@ _ATTRS = {"read_text", "write_text", "read_bytes", "write_bytes", "unlink", "ren
 #: autograder zip as bytes) and the public helpers that return a ``Path``; no lab cell uses any
 _PATH_ATTRS = {"rglob", "glob", "resolve", "absolute", "cwd", "home", "expanduser", "is_dir", "is_file", "joinpath",
                "parent", "parents", "readlink", "samefile", "owner", "lstat", "is_symlink", "NpzFile", "npyio",
-               "DataSource", "reference_data_dir", "cache_dir"}
+               "DataSource", "reference_data_dir", "cache_dir",
+               # where the installed packages live (gamer35b: ``np.get_include()`` cut at "numpy" is site-packages)
+               "get_include", "getsitepackages", "getusersitepackages", "get_python_lib", "get_paths", "get_path",
+               "as_file"}
+#: modules whose ``__name__`` :func:`fold` knows (gamer35b spelled ".py" as ``np.__name__[3:]``)
+_MODULE_NAMES = {"np": "numpy", "numpy": "numpy", "pd": "pandas", "pandas": "pandas", "math": "math"}
 #: a generator's seed and state (gamer35's ``rng.bit_generator.seed_seq.entropy > 2**64``: Laplace on the grader's
 #: 128-bit seeds, zero noise on ``default_rng(2026)``); lab noise needs only the draw methods. Flagged in every cell
 _RNG_ATTRS = {"bit_generator", "seed_seq", "_seed_seq", "entropy", "spawn_key", "n_children_spawned", "pool",
@@ -158,7 +163,13 @@ _ARRAY_TEXT = {"array2string", "array_repr", "array_str", "format_float_position
 _WRITERS = {"dump", "to_string", "to_xml", "to_stata", "to_clipboard", "to_orc", "write", "writelines",
             "savetxt", "tofile", "save", "savez", "savez_compressed", "to_csv", "to_json", "to_pickle", "to_parquet",
             "to_excel", "to_hdf", "to_feather", "to_sql", "to_latex", "to_html", "to_markdown", "dump_stats",
-            "write_text", "write_bytes", "touch"}
+            "write_text", "write_bytes", "touch", "to_typst", "to_iceberg"}
+#: every ``to_*`` method of pandas' DataFrame, Series, Index and Styler that takes a path or a buffer (pandas 2.x
+#: ``dir()``; gamer35b). Left out, as they write nothing: to_numpy, to_list, to_dict, to_frame, to_flat_index,
+#: to_period, to_timestamp, to_series, to_records, to_xarray
+_PANDAS_WRITERS = {"to_clipboard", "to_csv", "to_excel", "to_feather", "to_hdf", "to_html", "to_iceberg", "to_json",
+                   "to_latex", "to_markdown", "to_orc", "to_parquet", "to_pickle", "to_sql", "to_stata", "to_string",
+                   "to_typst", "to_xml"}
 #: keywords that name a file or a buffer to write to (``to_string(buf=…)``, ``to_csv(path_or_buf=…)``,
 #: ``print(…, file=…)``)
 _WRITER_KEYWORDS = {"buf", "path_or_buf", "path_or_buffer", "file", "fname", "filepath_or_buffer", "fh", "fid"}
@@ -225,6 +236,8 @@ def fold(node: ast.AST) -> str | None:
     """The string an expression builds from constants, with ``*`` for each part that is not constant (``"te" +
     "sts/" + q + ".p" + "y"`` is ``tests/*.py``); also f-strings, ``str.join``, ``bytes.fromhex(…).decode()`` and
     ``.format`` of constants. None when nothing of it is a string constant."""
+    if isinstance(node, ast.Attribute) and node.attr == "__name__":  # np.__name__ is "numpy"
+        return _MODULE_NAMES.get(node.value.id, "*") if isinstance(node.value, ast.Name) else "*"
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
         v = node.value
         return v.decode("latin-1") if isinstance(v, bytes) else v
@@ -276,6 +289,22 @@ def fold(node: ast.AST) -> str | None:
     return None
 
 
+def _walk_values(node: ast.AST):
+    """``ast.walk`` without the insides of subscripts' keys (``t[["analyst", "query"]]`` picks columns by name)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(c for c in ast.iter_child_nodes(n) if not (isinstance(n, ast.Subscript) and c is n.slice))
+
+
+def _names_flagged(v: str) -> bool:
+    """True when ``v`` is a name the scan flags as a call or an attribute (a writer, a reader, the kernel …)."""
+    return v in (_CALLS | _FILE_CALLS | _WRITERS | _PANDAS_WRITERS | _ATTRS | _KERNEL | _PATH_ATTRS | _RNG_ATTRS
+                 | _NUMPY_STATE | _NAMESPACES | {"getattr", "hasattr", "breakpoint"}) or (
+        v.startswith("read_") and v[5:].isidentifier())
+
+
 def _names_a_file(v: str) -> bool:
     v = v.replace("\\", "/")
     return v.rstrip("/") == "tests" or "tests/" in v or v.endswith((".py", ".py*")) or ".py/" in v or ".py*" in v
@@ -322,6 +351,18 @@ def scan_source(source: str, cell: int = 0, aliases: set[str] | None = None,
         return False
 
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call):  # pandas calls a method by its name: df.agg("to_string", 0, path)
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                for sub in _walk_values(arg):
+                    if isinstance(sub, (ast.Constant, ast.BinOp, ast.JoinedStr, ast.Call, ast.Subscript)) and (
+                            (v := fold(sub)) is not None and _names_flagged(v)):
+                        flag(sub, f"passes the string {v[:40]!r} to a call: a method called by name "
+                                  "(DataFrame.agg/apply/pipe, methodcaller) that the scan flags")
+        if isinstance(node, ast.Subscript) and (
+                (isinstance(node.value, ast.Attribute) and node.value.attr in ("__name__", "__file__"))
+                or (isinstance(node.value, ast.Name) and node.value.id in ("__name__", "__file__"))):
+            flag(node, f"cuts {ast.unparse(node)[:40]}: text taken from a name at run time (\".py\" from "
+                       "np.__name__[3:])")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             base = node.module or "" if isinstance(node, ast.ImportFrom) else ""
             for a in node.names:
@@ -1029,6 +1070,14 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
                     flags.append(Flag(j, bad[0], f"the answer cell of {q} computes ({bad[1]}) where the lab's answer "
                                                  "is worked out by hand or predicted (library call, scratch run, "
                                                  "copied value?)", text[bad[0] - 1].strip()))
+            if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in model.body):
+                earlier = set().union(*[_binds(ast.parse(ipython_lines(_key(c)[1])[0])) for c in ref[:at]
+                                        if c.get("cell_type") == "code" and _parses(ipython_lines(_key(c)[1])[0])])
+                for ln, name in _foreign_reads(tree, earlier - mine):
+                    flags.append(Flag(j, ln, f"the answer cell of {q} (a function the handout asks for) reads "
+                                             f"{name}: the function may depend only on its arguments and the lab's "
+                                             "names (display/print/In/__name__ tell a kernel from the grader)",
+                                      text[ln - 1].strip() if 0 < ln <= len(text) else ""))
             if _calls(model, "release") and not _live_call(tree, "release", mine) and not _blank(tree, answer):
                 flags.append(Flag(j, 1, f"the answer cell of {q} makes no release where the lab's solution "
                                         "simulates (a made-up simulation?)", (text or [""])[0].strip()))
@@ -1041,6 +1090,46 @@ def _defined(source: str) -> set[str]:
         return {n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     except SyntaxError:
         return set()
+
+
+#: names a code answer reads that tell a kernel from the grader's child or reach the kernel (gamer35b:
+#: ``noise * (display.__name__ == "<lambda>")`` is zero noise in a kernel, Laplace in the grader)
+_TELLS = {"display", "print", "In", "Out", "get_ipython", "globals", "locals", "vars", "dir", "__name__",
+          "__file__", "__builtins__", "sys", "os", "inspect", "exit", "quit", "help", "input", "id", "hash",
+          "open", "type", "_", "__", "___", "_ih", "_oh", "_dh"}
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return False
+    return True
+
+
+def _binds(tree: ast.AST) -> set[str]:
+    """Every name ``tree`` binds anywhere: assignments, parameters, functions, classes, imports, handlers."""
+    out = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        if isinstance(n, ast.arg):
+            out.add(n.arg)
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in n.names}
+        if isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+    return out
+
+
+def _foreign_reads(tree: ast.AST, known: set[str]) -> list[tuple[int, str]]:
+    """In the answer cell of a code question (the function the handout asks for): each read of a name in
+    :data:`_TELLS`, or of a name neither the cell nor the lab's earlier cells bind and not a harmless builtin."""
+    import builtins
+
+    ok = (set(dir(builtins)) - _TELLS) | known | _binds(tree)
+    return [(n.lineno, n.id) for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            and (n.id in _TELLS or n.id not in ok)]
 
 
 def _runs_nothing(source: str) -> bool:
