@@ -138,9 +138,11 @@ class LabGrader(AbstractOtterPlugin):
         self.refused: list[str] = []
         self.snapshot: dict | None = None
         self.cwd = Path(".")
+        self.start_ns: int | None = None
 
     # before the notebook runs: the tests leave the disk
     def before_grading(self, config):
+        self.start_ns = _integrity.clock_ns()
         here = Path.cwd()
         folders = [here / "tests"]
         ag_dir = getattr(config, "autograder_dir", None)
@@ -155,6 +157,7 @@ class LabGrader(AbstractOtterPlugin):
         self.started = True
         lab = self.plugin_config.get("lab") if isinstance(self.plugin_config, dict) else None
         _preload(lab if isinstance(lab, str) else None)
+        _preload_late()
         self._guard_results()
         # the kernel and the code answers' children inherit this: no .pyc written by a legitimate import (a new one
         # in the packages is then the kernel's own file, and the snapshot finds it)
@@ -165,6 +168,8 @@ class LabGrader(AbstractOtterPlugin):
                         for b in _integrity.unexpected_hooks(here)]
         self.snapshot = _integrity.snapshot(here)
         self.cwd = here
+        # from now until exit, a module whose file changed since the start is not imported (gamer35b)
+        _integrity.install_guard(self.start_ns)
 
     def _guard_results(self):
         """otter unpickles the kernel's results file in this process; a kernel could write a pickle that runs code
@@ -247,6 +252,9 @@ class LabGrader(AbstractOtterPlugin):
     def _environment_changed(self) -> bool:
         """Whether grading is refused: a start-up hook found by before_grading, or the snapshot differs now."""
         changed = _integrity.changes(self.snapshot, _integrity.snapshot(self.cwd)) if self.snapshot else []
+        if self.start_ns is not None:  # any loaded module's file, wherever it lies (outside the snapshot too)
+            changed += [f"changed since grading began: {f}" for f in _integrity.loaded_changed(self.start_ns)
+                        if f"changed: {f}" not in changed]
         if changed:
             self.refused.append("the notebook changed the grading environment: " + "; ".join(changed[:20])
                                 + (f" (and {len(changed) - 20} more)" if len(changed) > 20 else "")
@@ -372,6 +380,33 @@ def _preload(lab: str | None = None) -> None:
             importlib.import_module(module)
         except ImportError:
             pass
+
+
+#: what otter's process imports for the first time after the kernel started (gamer35b's otter_late_imports.txt:
+#: the kernel's client, and at exit the summary table otter prints with pandas)
+LATE = ("ipykernel", "ipykernel.connect", "ipykernel.kernelspec", "psutil", "pandas", "pyarrow.pandas_compat",
+        "pyarrow.vendored.version", "pandas.io.formats.string", "pandas.io.formats.format")
+
+
+def _preload_late() -> None:
+    """Import now what otter's process would import after the notebook ran, and render a small table as otter's
+    summary does (``pd.DataFrame(output["tests"])`` and its printing), so that its formatting modules are loaded
+    before the kernel could rewrite them (gamer35b rewrote ``pandas/io/formats/string.py``, imported at exit)."""
+    import importlib
+
+    for module in LATE:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    try:
+        import pandas as pd
+
+        df = pd.DataFrame([{"name": "q1", "score": 1.0, "max_score": 1.0, "visibility": "visible"}])
+        df = df.drop(columns=["visibility"])
+        df.to_string(), str(df), repr(df), df["score"].sum()
+    except ImportError:  # pragma: no cover - pandas is otter's requirement
+        pass
 
 
 def _not_graded_class():
