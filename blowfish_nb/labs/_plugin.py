@@ -13,6 +13,11 @@
   of the grading folder), the start-up hooks already active are listed in the report, and one the environment does
   not ship (a ``sitecustomize`` on a site or path folder, an unknown executable ``.pth`` line) refuses the grading.
   ``PYTHONDONTWRITEBYTECODE`` is set for the kernel and the code answers' children (no legitimate new ``.pyc``).
+  What otter's process imports only after the kernel started (:data:`LATE`: the kernel client, pandas' table
+  formatting that otter's summary print loads at exit, ``pyarrow.pandas_compat``) is imported now and a small table
+  rendered; then an import guard (:class:`~blowfish_nb.labs._integrity.ImportGuard`, first on ``sys.meta_path``
+  until otter exits) refuses any later import of a file whose change time is after the start (gamer35b: an answer
+  rewrote pandas' ``string.py``, imported by otter's summary print after every check, to rewrite ``results.json``).
 * ``before_execution``: the notebook executed is the *handout* (the built student notebook, carried in this
   plugin's configuration) with only its answer cells (``otter_answer_cell``) taken from the submission, matched by
   cell id; every other cell is the handout's, cells the student added are dropped and listed in the report. After
@@ -22,8 +27,8 @@
   refused. otter's process records that output while the cell runs (a later cell cannot change it), so the answer
   graded is the one held at the check cell.
 * ``after_grading``: first the snapshot is taken again; any changed or new file or entry (gamer35: a code answer
-  rewrote ``lab05.py``; another planted a ``sitecustomize``) grades every question 0 with a message naming the
-  paths, and nothing of the submission is run here (no child, no verdict). The refusal's test files fix their score
+  rewrote ``lab05.py``; another planted a ``sitecustomize``), or a file of any module loaded in otter's process
+  changed since the start (wherever it lies), grades every question 0 with a message naming the paths, and nothing of the submission is run here (no child, no verdict). The refusal's test files fix their score
   at 0 in their own class, so a hook that patched otter's ``TestFile.score`` does not reach it. Otherwise
   the hidden tests run in otter's process against those values (never the kernel's objects; the snapshot is
   compared once more after them, for a process the kernel left running),
