@@ -214,3 +214,71 @@ def unexpected_hooks(cwd=".") -> list[str]:
                         bad.append(f"{d / n} (runs: {ln[:80]})")
                         break
     return list(dict.fromkeys(bad))
+
+
+# --- files changed after grading began (gamer35b: a module otter's process imports only at exit) ------------------
+
+
+def clock_ns() -> int:
+    """The grading start on the file system's clock: the earlier of ``time.time_ns()`` and the change time of a file
+    written now (file times come from a coarse clock that lags ``time_ns`` by up to a tick). A file changed later has
+    ``st_ctime_ns`` at least this; a process of the user cannot set a change time back."""
+    import tempfile
+    import time
+
+    now = time.time_ns()
+    with tempfile.TemporaryFile() as f:
+        return min(now, os.fstat(f.fileno()).st_ctime_ns)
+
+
+def _changed_since(path, start_ns: int) -> bool:
+    try:
+        return os.stat(path).st_ctime_ns >= start_ns
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+class ImportGuard:
+    """A ``sys.meta_path`` finder that refuses to import a module whose file (or cached ``.pyc``) changed since
+    ``start_ns``: otter's process imports some modules for the first time after the notebook ran (pandas' table
+    formatting when it prints the summary), and a kernel of the same user can have rewritten them."""
+
+    def __init__(self, start_ns: int):
+        self.start_ns = start_ns
+        self._busy = False
+
+    def find_spec(self, name, path=None, target=None):
+        import importlib.machinery
+
+        if self._busy:
+            return None
+        self._busy = True
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        finally:
+            self._busy = False
+        if spec is None or not spec.has_location:
+            return None
+        for file in (spec.origin, spec.cached):
+            if file and _changed_since(file, self.start_ns):
+                raise ImportError(f"blowfish_nb.labs: refused: {name} was imported after the notebook ran and "
+                                  f"changed since grading began: {file}", name=name, path=file)
+        return None
+
+
+def install_guard(start_ns: int) -> ImportGuard:
+    """Put an :class:`ImportGuard` first on ``sys.meta_path`` (replacing an earlier one); it stays until exit."""
+    remove_guard()
+    guard = ImportGuard(start_ns)
+    sys.meta_path.insert(0, guard)
+    return guard
+
+
+def remove_guard() -> None:
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, ImportGuard)]
+
+
+def loaded_changed(start_ns: int) -> list[str]:
+    """The files of the modules loaded in this process that changed since ``start_ns``."""
+    files = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
+    return sorted(f for f in files if isinstance(f, str) and _changed_since(f, start_ns))

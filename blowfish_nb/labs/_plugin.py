@@ -13,6 +13,11 @@
   of the grading folder), the start-up hooks already active are listed in the report, and one the environment does
   not ship (a ``sitecustomize`` on a site or path folder, an unknown executable ``.pth`` line) refuses the grading.
   ``PYTHONDONTWRITEBYTECODE`` is set for the kernel and the code answers' children (no legitimate new ``.pyc``).
+  What otter's process imports only after the kernel started (:data:`LATE`: the kernel client, pandas' table
+  formatting that otter's summary print loads at exit, ``pyarrow.pandas_compat``) is imported now and a small table
+  rendered; then an import guard (:class:`~blowfish_nb.labs._integrity.ImportGuard`, first on ``sys.meta_path``
+  until otter exits) refuses any later import of a file whose change time is after the start (gamer35b: an answer
+  rewrote pandas' ``string.py``, imported by otter's summary print after every check, to rewrite ``results.json``).
 * ``before_execution``: the notebook executed is the *handout* (the built student notebook, carried in this
   plugin's configuration) with only its answer cells (``otter_answer_cell``) taken from the submission, matched by
   cell id; every other cell is the handout's, cells the student added are dropped and listed in the report. After
@@ -22,8 +27,8 @@
   refused. otter's process records that output while the cell runs (a later cell cannot change it), so the answer
   graded is the one held at the check cell.
 * ``after_grading``: first the snapshot is taken again; any changed or new file or entry (gamer35: a code answer
-  rewrote ``lab05.py``; another planted a ``sitecustomize``) grades every question 0 with a message naming the
-  paths, and nothing of the submission is run here (no child, no verdict). The refusal's test files fix their score
+  rewrote ``lab05.py``; another planted a ``sitecustomize``), or a file of any module loaded in otter's process
+  changed since the start (wherever it lies), grades every question 0 with a message naming the paths, and nothing of the submission is run here (no child, no verdict). The refusal's test files fix their score
   at 0 in their own class, so a hook that patched otter's ``TestFile.score`` does not reach it. Otherwise
   the hidden tests run in otter's process against those values (never the kernel's objects; the snapshot is
   compared once more after them, for a process the kernel left running),
@@ -138,9 +143,11 @@ class LabGrader(AbstractOtterPlugin):
         self.refused: list[str] = []
         self.snapshot: dict | None = None
         self.cwd = Path(".")
+        self.start_ns: int | None = None
 
     # before the notebook runs: the tests leave the disk
     def before_grading(self, config):
+        self.start_ns = _integrity.clock_ns()
         here = Path.cwd()
         folders = [here / "tests"]
         ag_dir = getattr(config, "autograder_dir", None)
@@ -155,6 +162,7 @@ class LabGrader(AbstractOtterPlugin):
         self.started = True
         lab = self.plugin_config.get("lab") if isinstance(self.plugin_config, dict) else None
         _preload(lab if isinstance(lab, str) else None)
+        _preload_late()
         self._guard_results()
         # the kernel and the code answers' children inherit this: no .pyc written by a legitimate import (a new one
         # in the packages is then the kernel's own file, and the snapshot finds it)
@@ -165,6 +173,8 @@ class LabGrader(AbstractOtterPlugin):
                         for b in _integrity.unexpected_hooks(here)]
         self.snapshot = _integrity.snapshot(here)
         self.cwd = here
+        # from now until exit, a module whose file changed since the start is not imported (gamer35b)
+        _integrity.install_guard(self.start_ns)
 
     def _guard_results(self):
         """otter unpickles the kernel's results file in this process; a kernel could write a pickle that runs code
@@ -247,6 +257,9 @@ class LabGrader(AbstractOtterPlugin):
     def _environment_changed(self) -> bool:
         """Whether grading is refused: a start-up hook found by before_grading, or the snapshot differs now."""
         changed = _integrity.changes(self.snapshot, _integrity.snapshot(self.cwd)) if self.snapshot else []
+        if self.start_ns is not None:  # any loaded module's file, wherever it lies (outside the snapshot too)
+            changed += [f"changed since grading began: {f}" for f in _integrity.loaded_changed(self.start_ns)
+                        if f"changed: {f}" not in changed]
         if changed:
             self.refused.append("the notebook changed the grading environment: " + "; ".join(changed[:20])
                                 + (f" (and {len(changed) - 20} more)" if len(changed) > 20 else "")
@@ -372,6 +385,33 @@ def _preload(lab: str | None = None) -> None:
             importlib.import_module(module)
         except ImportError:
             pass
+
+
+#: what otter's process imports for the first time after the kernel started (gamer35b's otter_late_imports.txt:
+#: the kernel's client, and at exit the summary table otter prints with pandas)
+LATE = ("ipykernel", "ipykernel.connect", "ipykernel.kernelspec", "psutil", "pandas", "pyarrow.pandas_compat",
+        "pyarrow.vendored.version", "pandas.io.formats.string", "pandas.io.formats.format")
+
+
+def _preload_late() -> None:
+    """Import now what otter's process would import after the notebook ran, and render a small table as otter's
+    summary does (``pd.DataFrame(output["tests"])`` and its printing), so that its formatting modules are loaded
+    before the kernel could rewrite them (gamer35b rewrote ``pandas/io/formats/string.py``, imported at exit)."""
+    import importlib
+
+    for module in LATE:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    try:
+        import pandas as pd
+
+        df = pd.DataFrame([{"name": "q1", "score": 1.0, "max_score": 1.0, "visibility": "visible"}])
+        df = df.drop(columns=["visibility"])
+        df.to_string(), str(df), repr(df), df["score"].sum()
+    except ImportError:  # pragma: no cover - pandas is otter's requirement
+        pass
 
 
 def _not_graded_class():

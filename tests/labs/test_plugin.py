@@ -175,7 +175,10 @@ def _environment(tmp_path, monkeypatch):
     monkeypatch.setattr(_integrity, "_directories",
                         lambda cwd: [d for d in real(cwd) if d.is_relative_to(tmp_path)] + [package.parent])
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # before_grading sets it; restored afterwards
-    return package
+    try:
+        yield package
+    finally:
+        _integrity.remove_guard()  # before_grading leaves its import guard until exit: not across tests
 
 TESTS = {
     "q1": ("from otter.test_files import test_case\nOK_FORMAT = False\nname = 'q1'\npoints = [0, 1.0]\n"
@@ -443,3 +446,76 @@ def test_a_data_file_in_the_grading_folder_is_not_a_change_but_a_module_is(tmp_p
     results, plugin = _grade(tmp_path / "b", _submission(**{**RIGHT, "q1-answer": "answer = 3\nopen('numpy.py', "
                                                                                     "'w').write('')"}))
     assert results.total == 0 and "numpy.py" in plugin.generate_report()
+
+
+# --- gamer35b: a module otter's process imports only after the notebook ran --------------------------------------
+
+
+def _module(folder, name):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.py").write_text("VALUE = 1\n")
+    return folder / f"{name}.py"
+
+
+def test_a_module_changed_after_the_start_is_refused_at_import_and_an_unchanged_one_imports(tmp_path, monkeypatch):
+    """gamer35b's lab05_pandas_agg_unflagged: an answer cell rewrote a module (outside the snapshot) that otter's
+    process imports for the first time when it prints its summary, after every check. The guard refuses it."""
+    import importlib
+    import sys
+    import time
+
+    from blowfish_nb.labs import _integrity
+
+    lib = tmp_path / "lib"
+    _module(lib, "g35b_unchanged"), _module(lib, "g35b_planted")
+    monkeypatch.syspath_prepend(str(lib))
+    time.sleep(0.05)  # file times tick coarsely: the start is after these files
+    names = ("g35b_unchanged", "g35b_planted")
+
+    def plant():  # the kernel rewrites a module not yet imported
+        (lib / "g35b_planted.py").write_text("VALUE = 'planted'\n")
+
+    try:
+        results, plugin = _grade(tmp_path / "g", _submission(**RIGHT), after_start=plant)
+        assert results.total == 2 and not plugin.refused  # not loaded: the grading itself is fine
+        assert any(isinstance(f, _integrity.ImportGuard) for f in sys.meta_path)  # it stays until otter exits
+        importlib.invalidate_caches()
+        assert importlib.import_module("g35b_unchanged").VALUE == 1
+        with pytest.raises(ImportError, match="changed since grading began: .*g35b_planted.py"):
+            importlib.import_module("g35b_planted")
+        assert "g35b_planted" not in sys.modules
+    finally:
+        _integrity.remove_guard()
+        for name in names:
+            sys.modules.pop(name, None)
+    assert not any(isinstance(f, _integrity.ImportGuard) for f in sys.meta_path)
+
+
+def test_a_loaded_modules_file_touched_after_the_start_scores_zero(tmp_path, monkeypatch):
+    """A module already loaded in otter's process whose file (anywhere, outside the snapshot) changed since the start:
+    every question scores 0 and the message names the file."""
+    import importlib
+    import sys
+    import time
+
+    lib = tmp_path / "lib"
+    target = _module(lib, "g35b_loaded")
+    monkeypatch.syspath_prepend(str(lib))
+    importlib.invalidate_caches()
+    importlib.import_module("g35b_loaded")
+    time.sleep(0.05)
+    try:
+        results, plugin = _grade(tmp_path / "g", _submission(**RIGHT),
+                                 after_start=lambda: target.write_text("VALUE = 2\n"))
+    finally:
+        sys.modules.pop("g35b_loaded", None)
+    assert results.total == 0 and results.possible == 2
+    assert all(f"changed since grading began: {target}" in m for m in _messages(results))
+
+
+def test_otters_late_imports_are_loaded_before_the_kernel_starts(tmp_path):
+    """What gamer35b saw otter's process import after the kernel started is imported by before_grading."""
+    import sys
+
+    _grade(tmp_path, _submission(**RIGHT))
+    assert "pandas.io.formats.string" in sys.modules
