@@ -56,6 +56,7 @@ import os
 import pickle
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -161,8 +162,13 @@ class LabGrader(AbstractOtterPlugin):
         (here / "tests").mkdir()  # otter's kernel expects the folder; it stays empty
         self.started = True
         lab = self.plugin_config.get("lab") if isinstance(self.plugin_config, dict) else None
+        # files that differ from what pip installed (planted by an earlier grading) are never imported here, and
+        # the grading is refused: check before the preloads below import them
+        planted = _integrity.record_mismatches({m.split(".")[0] for m in (*list(sys.modules), *LATE)})
+        _integrity.install_guard(self.start_ns, frozenset(planted))
         _preload(lab if isinstance(lab, str) else None)
-        _preload_late()
+        if not planted:
+            _preload_late()
         self._guard_results()
         # the kernel and the code answers' children inherit this: no .pyc written by a legitimate import (a new one
         # in the packages is then the kernel's own file, and the snapshot finds it)
@@ -171,10 +177,11 @@ class LabGrader(AbstractOtterPlugin):
         self.notes += [f"start-up hook of the grading interpreter: {h}" for h in hooks]
         self.refused = [f"a start-up hook the grading environment does not ship: {b}"
                         for b in _integrity.unexpected_hooks(here)]
+        self.refused += [f"a package file differs from what pip installed: {p}" for p in planted]
         self.snapshot = _integrity.snapshot(here)
         self.cwd = here
         # from now until exit, a module whose file changed since the start is not imported (gamer35b)
-        _integrity.install_guard(self.start_ns)
+        _integrity.install_guard(self.start_ns, frozenset(planted))
 
     def _guard_results(self):
         """otter unpickles the kernel's results file in this process; a kernel could write a pickle that runs code

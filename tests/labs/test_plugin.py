@@ -519,3 +519,43 @@ def test_otters_late_imports_are_loaded_before_the_kernel_starts(tmp_path):
 
     _grade(tmp_path, _submission(**RIGHT))
     assert "pandas.io.formats.string" in sys.modules
+
+
+def _installed(root, text):
+    """A distribution ``plantpkg`` installed under ``root`` as pip does: its file and a RECORD with its sha256."""
+    import base64
+    import hashlib
+
+    pkg, info = root / "plantpkg", root / "plantpkg-1.0.dist-info"
+    pkg.mkdir()
+    info.mkdir()
+    (pkg / "__init__.py").write_text(text)
+    digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plantpkg\nVersion: 1.0\n")
+    (info / "top_level.txt").write_text("plantpkg\n")
+    (info / "RECORD").write_text(f"plantpkg/__init__.py,sha256={digest},{len(text)}\nplantpkg-1.0.dist-info/RECORD,,\n")
+    return pkg / "__init__.py"
+
+
+def test_a_package_file_planted_before_the_grading_is_found_by_its_record_and_never_imported(tmp_path, monkeypatch):
+    """gamer35b's persistent variant: a file rewritten by an earlier grading predates this one's start, so only the
+    installer's RECORD tells it apart; the guard then refuses to import it."""
+    import importlib
+    import sys
+
+    from blowfish_nb.labs import _integrity
+
+    path = _installed(tmp_path, "VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    assert _integrity.record_mismatches({"plantpkg"}) == []
+    path.write_text("VALUE = 'planted'\n")
+    assert _integrity.record_mismatches({"plantpkg"}) == [str(path)]
+    try:
+        _integrity.install_guard(_integrity.clock_ns(), frozenset([str(path)]))
+        sys.modules.pop("plantpkg", None)
+        with pytest.raises(ImportError, match="differs from what pip installed"):
+            importlib.import_module("plantpkg")
+    finally:
+        _integrity.remove_guard()
+        sys.modules.pop("plantpkg", None)
