@@ -153,15 +153,7 @@ def laplace_noise_verdict(noise: Callable, cells: int, scale: float, *, runs: in
     """
     cells = int(cells)
     got = _noise_sample(noise, runs, seed, lambda out: _noise_vector(out, cells), replays=max(runs // 10, 20))
-    if isinstance(got, str):
-        return got
-    values, fresh, kind = got
-    groups = _groups(fresh, kind)
-    for g in groups:
-        why = _laplace_law(values[g], scale, ses, alpha / len(groups))
-        if why is not None:
-            return why
-    return None
+    return _first_failure(got, _laplace_law, scale, ses, alpha)
 
 
 def _laplace_law(dev: np.ndarray, scale: float, ses: float, alpha: float) -> str | None:
@@ -317,6 +309,20 @@ def _noise_sample(noise: Callable, runs: int, seed: int | None, read: Callable, 
     return out, is_fresh, kind
 
 
+def _first_failure(got, law, scale: float, ses: float, alpha: float) -> str | None:
+    """The first reason ``law`` gives on any of :func:`_groups`'s samples of ``got`` (a :func:`_noise_sample` result:
+    its refusal as it is), at ``alpha`` split evenly among the samples; ``None`` when every sample passes."""
+    if isinstance(got, str):
+        return got
+    values, fresh, kind = got
+    groups = _groups(fresh, kind)
+    for g in groups:
+        why = law(values[g], scale, ses, alpha / len(groups))
+        if why is not None:
+            return why
+    return None
+
+
 def _groups(fresh: np.ndarray, kind: np.ndarray, least: int = 50) -> list[np.ndarray]:
     """The samples a noise law is tested on: every call, the fresh calls alone, and each kind of generator alone
     (a kind with fewer than ``least`` calls, in a small run, only within the whole sample)."""
@@ -437,15 +443,7 @@ def range_noise_verdict(noise: Callable, scale: float, *, runs: int = 3000, seed
     (normal tail), so at most about 10⁻⁴ per grading (tests/labs/noise_rates.py counts them over seeds).
     """
     got = _noise_sample(noise, runs, seed, _one_number, replays=max(runs // 4, 20))
-    if isinstance(got, str):
-        return got
-    values, fresh, kind = got
-    groups = _groups(fresh, kind)
-    for g in groups:
-        why = _difference_law(values[g], scale, ses, alpha / len(groups))
-        if why is not None:
-            return why
-    return None
+    return _first_failure(got, _difference_law, scale, ses, alpha)
 
 
 def _difference_law(dev: np.ndarray, scale: float, ses: float, alpha: float) -> str | None:

@@ -166,6 +166,17 @@ def startup_hooks(cwd=".") -> list[str]:
         module = sys.modules.get(name)
         if module is not None:
             lines.append(f"loaded {name}: {getattr(module, '__file__', None) or '(no file)'}")
+    for path, code in _hook_files(cwd):
+        if code is None:
+            lines.append(f"present {path.name}: {path}")
+        elif code:
+            lines.append(f"executable .pth: {path}")
+    return lines
+
+
+def _hook_files(cwd="."):
+    """(path, None) for each ``sitecustomize``/``usercustomize`` file in the site directories and on the path, and
+    (path, its executable lines) for each ``.pth`` file there."""
     for d in _directories(cwd):
         try:
             names = sorted(os.listdir(d))
@@ -173,16 +184,13 @@ def startup_hooks(cwd=".") -> list[str]:
             continue
         for n in names:
             if n.split(".")[0] in _HOOKS:
-                lines.append(f"present {n}: {d / n}")
+                yield d / n, None
             elif n.endswith(".pth"):
                 try:
                     text = (d / n).read_text(encoding="utf-8", errors="replace")
                 except OSError:
                     continue
-                code = [ln for ln in text.splitlines() if ln.startswith(("import ", "import\t"))]
-                if code:
-                    lines.append(f"executable .pth: {d / n}")
-    return lines
+                yield d / n, [ln for ln in text.splitlines() if ln.startswith(("import ", "import\t"))]
 
 
 def unexpected_hooks(cwd=".") -> list[str]:
@@ -195,24 +203,14 @@ def unexpected_hooks(cwd=".") -> list[str]:
         path = getattr(module, "__file__", None) if module is not None else None
         if module is not None and not (path and _shipped(path)):
             bad.append(f"{name} loaded from {path or '(no file)'}")
-    for d in _directories(cwd):
-        try:
-            names = sorted(os.listdir(d))
-        except OSError:
+    for path, code in _hook_files(cwd):
+        if code is None:
+            if not _shipped(str(path)):
+                bad.append(f"{path}")
             continue
-        for n in names:
-            if n.split(".")[0] in _HOOKS and not _shipped(str(d / n)):
-                bad.append(f"{d / n}")
-            elif n.endswith(".pth"):
-                try:
-                    text = (d / n).read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    continue
-                for ln in text.splitlines():
-                    if ln.startswith(("import ", "import\t")) and not any(p.fullmatch(ln.rstrip("\n"))
-                                                                          for p in _KNOWN_PTH):
-                        bad.append(f"{d / n} (runs: {ln[:80]})")
-                        break
+        unknown = [ln for ln in code if not any(p.fullmatch(ln.rstrip("\n")) for p in _KNOWN_PTH)]
+        if unknown:
+            bad.append(f"{path} (runs: {unknown[0][:80]})")
     return list(dict.fromkeys(bad))
 
 
