@@ -167,7 +167,8 @@ def exact_split(x, eps1, theta, c, T, clip=True, test_noise=1.0) -> dict:
 def exact_check() -> list:
     """Worst |ln P[S | x] − ln P[S | x′]| over partitions S and neighbours x′ = x ± e_i at k = 8, ε₁ = 1."""
     rows = []
-    for theta, c, T in ((1 / 3, 1.0, 2.0), (1 / 3, 3.0, 1.0), (4.0, 4.0, 3.0), (1 / 3, 1.5, 1.0)):  # 1.5: moves straddle c
+    # at c = 1.5 a move between 1 and 2 records straddles the clip (a = ½)
+    for theta, c, T in ((1 / 3, 1.0, 2.0), (1 / 3, 3.0, 1.0), (4.0, 4.0, 3.0), (1 / 3, 1.5, 1.0)):
         rng = np.random.default_rng(0)
         whole = float(np.floor(c))
         base = [np.zeros(8), np.r_[np.zeros(7), whole + T], np.r_[whole, whole, np.zeros(6)],
@@ -229,8 +230,8 @@ def main(argv=None) -> None:
         publish(path, text + "\n\n" + "\n\n".join([
             "## Exact privacy of *split* at k = 8 (ε₁ = 1)",
             "Command: `python -m benchmarks.dawa_spiketest --exact`. Worst |ln P[S | x] − ln P[S | x′]| over every "
-            "partition S and the neighbours x ± e_i of nine structured and random whole-count x (module notes; at c = 1.5 "
-            "a move from 1 to 2 records straddles the clip):",
+            "partition S and the neighbours x ± e_i of nine structured and random whole-count x (module notes; "
+            "at c = 1.5 a move from 1 to 2 records straddles the clip):",
             markdown_table(["θ", "clip c", "T", "split", "known-bad: PrivTree on x unclipped",
                             "known-bad: half the test's noise"], rows)]))
         return
