@@ -485,6 +485,16 @@ class CuratorExplorer(w.VBox):
             self.band.y = band
             self.readout.value = readout
         else:
+            # the canvas first: its redraw is the longest in the page, which handles the plots' updates meanwhile
+            if not self._syncing and family != "custom":  # the controls drew the policy: show it on the canvas
+                current = self.canvas.policy
+                if current is None or current != pol:
+                    self._syncing = True
+                    try:
+                        self.canvas.show(pol)  # decided here, not an edit: the canvas's undo history starts afresh
+                    finally:
+                        self._syncing = False
+            self.canvas.workload = b.plan.query.workload
             self.true_answers = pd.Series(truth, index=b.plan.query.labels, name=f"true {query}")
             with self.figure.hold_sync():
                 self.true_bars.x = self._centers
@@ -499,15 +509,6 @@ class CuratorExplorer(w.VBox):
                 self.y_axis.label = "count" if query == "histogram" else "cumulative count"
                 self.figure.title = f"{query} of {self._column}: true (grey) vs noisy (blue)"
             self.readout.value = readout
-            if not self._syncing and family != "custom":  # the controls drew the policy: show it on the canvas
-                current = self.canvas.policy
-                if current is None or current != pol:
-                    self._syncing = True
-                    try:
-                        self.canvas.show(pol)  # decided here, not an edit: the canvas's undo history starts afresh
-                    finally:
-                        self._syncing = False
-            self.canvas.workload = b.plan.query.workload
         self._draw_tradeoff(*tradeoff)
         if ranged is not None:
             self.range_readout.value = ranged
