@@ -471,7 +471,6 @@ class CuratorExplorer(w.VBox):
         band = np.vstack([truth - 2 * se, truth + 2 * se])
         readout = self._readout_html(release, parts) + (PROVISIONAL if b.table is None else "")
         self.release, self._budget = release, b
-        self._drawn = (b.plan, family, truth, parts)
         tradeoff = self._tradeoff_view(query, math.sqrt(release.expected_error))
         ranged = self._range_html()
         # -- the view: assignments only from here on (each one that changes a value sends one message)
@@ -512,6 +511,7 @@ class CuratorExplorer(w.VBox):
         self._draw_tradeoff(*tradeoff)
         if ranged is not None:
             self.range_readout.value = ranged
+        self._drawn = (b.plan, family, truth, parts)  # only once all of it was drawn
 
     def _fit_y(self, lo: float, hi: float) -> None:
         """Pin the bars' y scale to cover [lo, hi], moving it only when the values leave it or fill under half of it.
