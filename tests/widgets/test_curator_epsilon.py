@@ -179,6 +179,7 @@ def test_a_step_computes_its_whole_view_before_it_sends_the_first_update(control
         assert "send" in kinds and kinds.index("send") == 4, kinds  # every computation before the first send
         sent = [e[1] for e in view if e[0] == "send"]
         assert ex.range_readout in sent and ex.readout in sent and ex.noisy_bars in sent
+        assert len(sent) == len(set(map(id, sent))), "a widget was sent more than one update in one step"
         if control == "epsilon_slider":
             assert ex.canvas not in sent
         else:
