@@ -7,6 +7,13 @@ Command: ``.venv/bin/python -m benchmarks.browser_latency [--repeats N]``. Needs
 JupyterLabs whose kernels import ``blowfish_nb`` from ``PATH`` (e.g. ``/work/main``) and from this checkout, one
 quickstart page each in the same Chromium, measured in alternating blocks of ``--repeats`` key steps (the order
 swapped every round), so both sides see the same load; written to ``results/browser_latency_epsilon_ab.md``.
+``--only explorer``: the same for issue 28's three goal rows (ε key step, θ key step, policy switch), written to
+``results/browser_latency_explorer_ab.md``.
+
+``--kernel``: no browser; the kernel's share of the same three rows — the quickstart's explorer built in this process,
+each control stepped back and forth (median and minimum of the handler's time), and the widget updates each step
+sends (count and JSON size of their states, binary buffers included as their byte length). Printed, not written:
+run it once per checkout (``PYTHONPATH=PATH``) to compare.
 
 Every figure is timed inside the page. A capture-phase listener stores the ``timeStamp`` of the real input event
 (``keydown`` on a slider handle, ``mousedown`` of a click) that Playwright sends; a ``MutationObserver`` on the
@@ -91,13 +98,18 @@ TEXT = "() => document.querySelector({sel!r}).innerText"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7, help="measured repetitions per action (after 1 warm-up)")
-    parser.add_argument("--only", choices=["epsilon"], help="only the explorer's ε slider (quickstart page)")
-    parser.add_argument("--against", metavar="PATH", help="with --only epsilon: a checkout to compare with, in the "
+    parser.add_argument("--only", choices=["epsilon", "explorer"],
+                        help="only the explorer's ε slider, or its ε, θ and policy rows (quickstart page)")
+    parser.add_argument("--against", metavar="PATH", help="with --only: a checkout to compare with, in the "
                                                           "same run (its kernels import blowfish_nb from PATH)")
     parser.add_argument("--rounds", type=int, default=3, help="with --against: alternating blocks per side")
+    parser.add_argument("--kernel", action="store_true", help="the kernel's share of the explorer's goal rows only")
     args = parser.parse_args()
-    if args.only == "epsilon":
-        _epsilon_ab(args.repeats, args.rounds, args.against)
+    if args.kernel:
+        _kernel(args.repeats)
+        return
+    if args.only:
+        _explorer_ab(args.repeats, args.rounds, args.against, AB_ROWS[args.only])
         return
 
     rows: list[list[object]] = []
@@ -220,14 +232,51 @@ def _analyst(page, lab: Lab, repeats: int) -> list[list[object]]:
     return rows
 
 
-# -- the ε slider alone, before and after in one run ---------------------------------------------------------
-RESULTS_AB = Path(__file__).parent / "results" / "browser_latency_epsilon_ab.md"
+# -- the explorer's goal rows alone, before and after in one run ------------------------------------------------
 HERE = Path(__file__).resolve().parents[1]
+#: --only choice → (rows, results page, its title); each row is measured by :func:`_explorer_action`
+AB_ROWS = {
+    "epsilon": (("epsilon",), Path(__file__).parent / "results" / "browser_latency_epsilon_ab.md",
+                "The explorer's ε slider"),
+    "explorer": (("epsilon", "theta", "policy"), Path(__file__).parent / "results" / "browser_latency_explorer_ab.md",
+                 "The explorer's ε slider, θ slider and policy switch"),
+}
+AB_LABELS = {"epsilon": "ε slider, one key step", "theta": "θ slider, one key step 3 ↔ 4",
+             "policy": "policy switch threshold ↔ line"}
 
 
-def _epsilon_ab(repeats: int, rounds: int, against: str | None) -> None:
+def _explorer_action(page, row: str, repeats: int) -> list[tuple[float, float]]:
+    """One block of ``repeats`` timed steps (after a warm-up) of a goal row, as :func:`_quickstart` times it."""
+    readout = TEXT.format(sel=f"{EXPLORER} .blowfish-readout")
+    canvas = f"{EXPLORER} .blowfish-canvas"
+    if row == "policy":
+        family = page.locator(f"{EXPLORER} .blowfish-family select")
+        labels = iter(["line graph G¹", "threshold G^θ"] * (repeats + 1))
+        state = f"() => [document.querySelector('{canvas}').dataset.edges, ({readout})(), ({HEIGHTS})()]"
+        ready = f"() => document.querySelector('{canvas}').dataset.ready === '1'"
+        return _measure(page, EXPLORER, "change", state, ready, lambda: family.select_option(label=next(labels)),
+                        repeats)
+    handle, keys_ = {"epsilon": (".blowfish-epsilon", ["ArrowLeft", "ArrowRight"]),
+                     "theta": (".blowfish-theta", ["ArrowRight", "ArrowLeft"])}[row]
+    if row == "epsilon":
+        state, ready = f"() => [({readout})(), ({HEIGHTS})()]", None
+    else:
+        state = f"() => [document.querySelector('{canvas}').dataset.edges, ({readout})(), ({HEIGHTS})()]"
+        ready = f"() => document.querySelector('{canvas}').dataset.ready === '1'"
+    loc = page.locator(f"{EXPLORER} {handle} .noUi-handle")
+    loc.scroll_into_view_if_needed()
+    it = iter(keys_ * (repeats + 1))
+
+    def act():
+        loc.focus()
+        page.keyboard.press(next(it))
+    return _measure(page, EXPLORER, "keydown", state, ready, act, repeats)
+
+
+def _explorer_ab(repeats: int, rounds: int, against: str | None, what) -> None:
+    rows_measured, results, title = what
     sides = [("this checkout", str(HERE))] + ([("against " + against, str(Path(against).resolve()))] if against else [])
-    samples: dict[str, list] = {name: [] for name, _ in sides}
+    samples: dict = {(name, row): [] for name, _ in sides for row in rows_measured}
     bases: dict[str, list] = {name: [] for name, _ in sides}
     loads = [os.getloadavg()]
     labs, pages = {}, {}
@@ -247,24 +296,17 @@ def _epsilon_ab(repeats: int, rounds: int, against: str | None) -> None:
                 open_notebook(page, lab, "quickstart.ipynb")
                 run_all(page)
                 page.wait_for_function(f"() => document.querySelectorAll('{BARS}').length >= 100", timeout=180_000)
+                page.wait_for_selector(f"{EXPLORER} .blowfish-canvas[data-ready='1']")
                 page.wait_for_selector(f"{BASELINE} button")
                 page.wait_for_timeout(2000)  # the deferred mechanism choice after the first draw
-            readout = TEXT.format(sel=f"{EXPLORER} .blowfish-readout")
-            state = f"() => [({readout})(), ({HEIGHTS})()]"
             for r in range(rounds):
                 order = sides if r % 2 == 0 else sides[::-1]
                 for name, _ in order:
                     page = pages[name]
                     page.bring_to_front()
                     bases[name] += _baseline(page, repeats)
-                    loc = page.locator(f"{EXPLORER} .blowfish-epsilon .noUi-handle")
-                    loc.scroll_into_view_if_needed()
-                    it = iter(["ArrowLeft", "ArrowRight"] * (repeats + 1))
-
-                    def act(loc=loc, it=it, page=page):
-                        loc.focus()
-                        page.keyboard.press(next(it))
-                    samples[name] += _measure(page, EXPLORER, "keydown", state, None, act, repeats)
+                    for row in rows_measured:
+                        samples[(name, row)] += _explorer_action(page, row, repeats)
                 loads.append(os.getloadavg())
             versions = pages[sides[0][0]].evaluate("() => [window.jupyterapp.version, navigator.userAgent]")
         finally:
@@ -274,23 +316,72 @@ def _epsilon_ab(repeats: int, rounds: int, against: str | None) -> None:
     rows = []
     for name, _ in sides:
         rows.append(_row(f"baseline: Button click → Python → Label ({name})", bases[name], None))
-        rows.append(_row(f"explorer: ε slider, one key step ({name})", samples[name], _median(bases[name])))
+        for row in rows_measured:
+            rows.append(_row(f"explorer: {AB_LABELS[row]} ({name})", samples[(name, row)], _median(bases[name])))
     lab_version, chromium, table = _latency_table(rows, versions)
+    only = "epsilon" if rows_measured == ("epsilon",) else "explorer"
     text = "\n\n".join([
-        "# The explorer's ε slider, before and after in one run (JupyterLab, Chromium)",
-        f"Command: `.venv/bin/python -m benchmarks.browser_latency --only epsilon --repeats {repeats} --rounds "
+        f"# {title}, before and after in one run (JupyterLab, Chromium)",
+        f"Command: `.venv/bin/python -m benchmarks.browser_latency --only {only} --repeats {repeats} --rounds "
         f"{rounds}" + (f" --against {against}`" if against else "`") + f". JupyterLab {lab_version}, headless "
         f"Chromium {chromium}, Python {platform.python_version()}, {os.cpu_count()} cores shared with other work; "
         f"git `{_commit()}`. Load average (1, 5, 15 min) at the start and after each round: "
         + "; ".join(", ".join(f"{v:.2f}" for v in load) for load in loads) + ".",
         f"One JupyterLab per side (its kernels import `blowfish_nb` from that side's checkout), one quickstart page "
-        f"each in the same Chromium; {rounds} rounds, each measuring {repeats} ε key steps (after one warm-up) on "
-        "every side, the order swapped every round. Timed in the page as in `browser_latency.md` (input event → "
-        f"readout and bars changed = *state reached*; last DOM change before {QUIET_MS} ms without one = "
-        "*settled*); the baseline is the trivial ipywidgets round trip in the same page.",
+        f"each in the same Chromium; {rounds} rounds, each measuring on every side the baseline and then "
+        f"{repeats} steps (after one warm-up) of each row, the order of the sides swapped every round. Timed in the "
+        "page as in `browser_latency.md` (input event → the state the action leads to = *state reached*; last DOM "
+        f"change before {QUIET_MS} ms without one = *settled*); the baseline is the trivial ipywidgets round trip in "
+        "the same page.",
         table,
     ])
-    publish(RESULTS_AB, text)
+    publish(results, text)
+
+
+# -- the kernel's share, no browser ------------------------------------------------------------------------------
+def _kernel(repeats: int) -> None:
+    import time
+
+    import blowfish_nb as bf
+    from ipywidgets import Widget
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    from blowfish_nb.widgets import Explorer
+
+    df = bf.datasets.salaries(n=5000, seed=0)  # the quickstart's explorer (notebooks/quickstart.ipynb)
+    ex = Explorer(df, column="salary", bins=50, policy="threshold", theta=3, query="cumulative", epsilon=1.0, rng=0)
+    sent: list[int] = []
+    real = Widget.send_state
+
+    def spy(self, key=None):
+        state, _paths, buffers = _remove_buffers(self.get_state(key=key))
+        if state or buffers:
+            sent.append(len(json.dumps(state)) + sum(len(memoryview(b).cast("B")) for b in buffers))
+        return real(self, key)
+
+    Widget.send_state = spy
+    rows = []
+    try:
+        for name, control, values in (("ε slider, one step", ex.epsilon_slider, [10 ** -0.05, 1.0]),
+                                      ("θ slider, one step 3 ↔ 4", ex.theta_slider, [4, 3]),
+                                      ("policy switch threshold ↔ line", ex.family_dropdown, ["line", "threshold"])):
+            for v in values:  # first visits: plans chosen and cached
+                control.value = v
+            times, counts, sizes = [], [], []
+            for v in values * max(10, 2 * repeats):
+                sent.clear()
+                t = time.perf_counter()
+                control.value = v
+                times.append(time.perf_counter() - t)
+                counts.append(len(sent))
+                sizes.append(sum(sent))
+            rows.append([name, f"{statistics.median(times) * 1e3:.2f}", f"{min(times) * 1e3:.2f}", len(times),
+                         f"{statistics.median(counts):g}", f"{statistics.median(sizes):,.0f}"])
+    finally:
+        Widget.send_state = real
+    print(f"blowfish_nb from {Path(bf.__file__).parent}; load average {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(markdown_table(["control (quickstart explorer)", "handler median ms", "min ms", "steps",
+                          "updates sent (median)", "their bytes (median)"], rows))
 
 
 # -- measuring -----------------------------------------------------------------------------------------------

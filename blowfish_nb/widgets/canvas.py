@@ -471,10 +471,26 @@ def _node_label(d, i: int) -> str:
     return " · ".join(bin_label(a, c) for a, c in zip(d.attributes, d.cell(i)))
 
 
+#: the cells' nodes last drawn, per (domain object, window): a θ step or policy switch keeps the domain, and labelling
+#: its cells in data units was most of the canvas's share of the step (issue 28: ~7 of 15 ms for 50 cells)
+_NODES: dict = {}
+
+
+def _cell_nodes(d, start: int, stop: int) -> list[dict]:
+    """One node per cell of [start, stop) with its label in data units (copies: a grid's caller adds keys)."""
+    key = (id(d), start, stop)
+    hit = _NODES.get(key)
+    if hit is None or hit[0] is not d:
+        if len(_NODES) >= 8:
+            _NODES.pop(next(iter(_NODES)))
+        hit = _NODES[key] = (d, [{"id": f"c{i}", "label": _node_label(d, i)} for i in range(start, stop)])
+    return [dict(n) for n in hit[1]]
+
+
 def _cells_view(pol: Policy, start: int, stop: int):
     """One node per cell of [start, stop), the edges among them and to ⊥."""
     d = pol.domain
-    nodes = [{"id": f"c{i}", "label": _node_label(d, i)} for i in range(start, stop)]
+    nodes = _cell_nodes(d, start, stop)
     e = pol.edges()
     inside_u = (e[:, 0] >= start) & (e[:, 0] < stop)
     inside_v = (e[:, 1] == BOTTOM) | ((e[:, 1] >= start) & (e[:, 1] < stop))

@@ -180,6 +180,10 @@ class CuratorExplorer(w.VBox):
         # queries' Δ the readout shows; issue 28: three strategy scans were ~6 of an ε step's 8 ms
         self._deltas: dict = {}
         self._last_choice: dict = {}
+        # what the view shows: (plan, family, true answers, the readout's plan-dependent parts); an ε step under the
+        # same plan redraws only what ε moves (see _recompute_now), counted in ``skipped_redraws`` (tests read it)
+        self._drawn: tuple | None = None
+        self.skipped_redraws = 0
         self._pending = None
         self._syncing = False
         self._batching = False
@@ -340,6 +344,7 @@ class CuratorExplorer(w.VBox):
         self._deltas.clear()
         self._last_choice.clear()
         self._tradeoff_key = None
+        self._drawn = None
         with self.hold_trait_notifications():
             self.theta_slider.max = max(2, k - 1)
             self.theta_slider.value = min(theta if theta is not None else self.theta, max(1, k - 1))
@@ -436,45 +441,77 @@ class CuratorExplorer(w.VBox):
             self._recompute_now()
 
     def _recompute_now(self) -> None:
+        """One release at the controls' settings, then the view: everything is computed first, then sent at once.
+
+        The plan drawn last (column, query, policy and mechanism: :meth:`_budgeted` returns the same plan object
+        for them) decides how much is redrawn. When only ε moved, the true answers, the bars' x, the axis
+        labels, the canvas and the error–θ lines are what they were: only the noisy bars, the error band, the
+        readout and the current point of the error–θ plot change (and the y scales when the values leave
+        them). Computing all of it before the first assignment sends the widgets' updates back to back, one
+        burst the page renders together, instead of spread over the computation between them (issue 28: an ε
+        step's updates reached a loaded page ~20 ms apart each).
+        """
         family, query, eps = self.family_dropdown.value, self.query_dropdown.value, self.epsilon
         self.theta_slider.disabled = family != "threshold"
         self.block_slider.disabled = family != "partition"
         pol = self.policy
         b = self._budgeted(pol, query, eps, provisional=True)
         release = execute(self._x, b, rng=self._rng)
-        truth = np.asarray(b.plan.query.workload @ self._x, dtype=float)
         self.recomputations += 1
-        self.release, self._budget = release, b
-        self.true_answers = pd.Series(truth, index=b.plan.query.labels, name=f"true {query}")
+        drawn = self._drawn
+        same = drawn is not None and drawn[0] is b.plan and drawn[1] == family  # only ε (and the noise) moved
+        if same:
+            truth, parts = drawn[2], drawn[3]
+        else:
+            truth = np.asarray(b.plan.query.workload @ self._x, dtype=float)
+            parts = self._readout_parts(b, pol)
+            self.skipped_redraws = 0
         se = math.sqrt(release.expected_error)
         noisy = release.answers.to_numpy()
         band = np.vstack([truth - 2 * se, truth + 2 * se])
+        readout = self._readout_html(release, parts) + (PROVISIONAL if b.table is None else "")
+        self.release, self._budget = release, b
+        tradeoff = self._tradeoff_view(query, math.sqrt(release.expected_error))
+        ranged = self._range_html()
+        # -- the view: assignments only from here on (each one that changes a value sends one message)
         # the y scale first (one message, and only when it must move): a marks' change then redraws that mark alone
         self._fit_y(min(0.0, float(band[0].min()), float(noisy.min())), max(float(band[1].max()), float(noisy.max())))
-        with self.figure.hold_sync():
-            self.true_bars.x = self._centers
-            self.true_bars.y = truth
-            self.noisy_bars.x = self._centers
+        if same:
+            self.skipped_redraws += 1
             self.noisy_bars.y = noisy
             if self._unequal:
-                self.true_areas.x, self.true_areas.y = bar_outline(self._edges, truth, TRUE_WIDTH)
                 self.noisy_areas.x, self.noisy_areas.y = bar_outline(self._edges, noisy, NOISY_WIDTH)
-            self.band.x = self._centers
             self.band.y = band
-            self.y_axis.label = "count" if query == "histogram" else "cumulative count"
-            self.figure.title = f"{query} of {self._column}: true (grey) vs noisy (blue)"
-        self.readout.value = self._readout_html(release, b, pol) + (PROVISIONAL if b.table is None else "")
-        if not self._syncing and family != "custom":  # the controls drew the policy: show it on the canvas
-            current = self.canvas.policy
-            if current is None or current != pol:
-                self._syncing = True
-                try:
-                    self.canvas.show(pol)  # decided here, not an edit: the canvas's undo history starts afresh
-                finally:
-                    self._syncing = False
-        self.canvas.workload = b.plan.query.workload
-        self._update_tradeoff(query)
-        self._on_brush(None)
+            self.readout.value = readout
+        else:
+            # the canvas first: its redraw is the longest in the page, which handles the plots' updates meanwhile
+            if not self._syncing and family != "custom":  # the controls drew the policy: show it on the canvas
+                current = self.canvas.policy
+                if current is None or current != pol:
+                    self._syncing = True
+                    try:
+                        self.canvas.show(pol)  # decided here, not an edit: the canvas's undo history starts afresh
+                    finally:
+                        self._syncing = False
+            self.canvas.workload = b.plan.query.workload
+            self.true_answers = pd.Series(truth, index=b.plan.query.labels, name=f"true {query}")
+            with self.figure.hold_sync():
+                self.true_bars.x = self._centers
+                self.true_bars.y = truth
+                self.noisy_bars.x = self._centers
+                self.noisy_bars.y = noisy
+                if self._unequal:
+                    self.true_areas.x, self.true_areas.y = bar_outline(self._edges, truth, TRUE_WIDTH)
+                    self.noisy_areas.x, self.noisy_areas.y = bar_outline(self._edges, noisy, NOISY_WIDTH)
+                self.band.x = self._centers
+                self.band.y = band
+                self.y_axis.label = "count" if query == "histogram" else "cumulative count"
+                self.figure.title = f"{query} of {self._column}: true (grey) vs noisy (blue)"
+            self.readout.value = readout
+        self._draw_tradeoff(*tradeoff)
+        if ranged is not None:
+            self.range_readout.value = ranged
+        self._drawn = (b.plan, family, truth, parts)  # only once all of it was drawn
 
     def _fit_y(self, lo: float, hi: float) -> None:
         """Pin the bars' y scale to cover [lo, hi], moving it only when the values leave it or fill under half of it.
@@ -495,9 +532,9 @@ class CuratorExplorer(w.VBox):
         with ys.hold_sync():
             ys.min, ys.max = lo * (1 + NEG_PAD), hi + Y_PAD * span
 
-    def _readout_html(self, release: Release, b: Budgeted, pol: Policy) -> str:
-        """ε, θ in data units, the two sensitivities (the query's, the measured strategy's) and the error."""
-        se = math.sqrt(release.expected_error)
+    def _readout_parts(self, b: Budgeted, pol: Policy) -> tuple[str, float, str, str]:
+        """What the readout says of the plan, whatever ε: θ in bins and data units, the query's Δ, what the
+        policy hides and its summary (computed once per plan drawn, reused by every ε step under it)."""
         theta = ""
         if pol.family == "threshold":
             width = self._theta_span(int(pol.params["theta"]))
@@ -505,6 +542,12 @@ class CuratorExplorer(w.VBox):
         # what the canvas shows as Δ; under the plan's policy object (``pol``, rebuilt from the controls at each
         # step, is an equal policy but a new object)
         query_delta = self._query_delta(b.plan.policy, b.plan.query.workload)
+        return theta, query_delta, html.escape(self._protects(pol)), html.escape(pol.summary())
+
+    def _readout_html(self, release: Release, parts: tuple[str, float, str, str]) -> str:
+        """ε, θ in data units, the two sensitivities (the query's, the measured strategy's) and the error."""
+        theta, query_delta, protects, summary = parts
+        se = math.sqrt(release.expected_error)
         strategy_delta = release.provenance.get("sensitivity")
         if strategy_delta is None:  # data-dependent mechanisms: no one strategy
             deltas = f"Δ of the query = {query_delta:g} (the mechanism adapts to the data)"
@@ -514,11 +557,11 @@ class CuratorExplorer(w.VBox):
         details = (
             f"<b>{html.escape(release.mechanism)}</b> · ε = {release.epsilon:.3g}{theta} · {deltas} · "
             f"expected squared error per answer <b>{release.expected_error:.4g}</b> (± {se:.3g}) · "
-            f"{html.escape(pol.summary())}"
+            f"{summary}"
         )
         # a plain sentence first; the mechanism, the sensitivities and the exact figures one click away
         plain = (f"Each answer is typically within <b>±{se:.3g}</b> of the truth at ε = {release.epsilon:.3g}; "
-                 f"{html.escape(self._protects(pol))}.")
+                 f"{protects}.")
         return (f"<span class='blowfish-readout-plain'>{plain}</span> "
                 f"<details class='blowfish-readout-details' style='display:inline'><summary>details</summary>"
                 f"{details}</details>")
@@ -555,9 +598,14 @@ class CuratorExplorer(w.VBox):
             raise exc
         self.readout.value = f"<span style='color:#b00020'>✗ {html.escape(str(exc))}</span>"
 
-    def _update_tradeoff(self, query: str) -> None:
+    def _tradeoff_view(self, query: str, current: float) -> tuple:
+        """What the error–θ plot shows: (lines or None when they are drawn already, the current point, the axes).
+
+        The lines are computed once per (column, query); an ε step moves only the current point (and the y axis
+        when the point leaves the lines' range)."""
         key = (self._column, query)
         k = self.domain.size
+        lines = None
         if key != self._tradeoff_key:
             thetas = np.unique(np.round(np.geomspace(1, max(1, k - 1), num=min(10, max(1, k - 1)))).astype(int))
             plans = [self._budgeted(resolve_policy("threshold", self.domain, theta=int(t)), query, 1.0) for t in thetas]
@@ -567,39 +615,59 @@ class CuratorExplorer(w.VBox):
             self._thetas = thetas
             self._tradeoff_key = key
             deltas = [float(b.plan.policy.sensitivity(b.plan.query.workload)) for b in plans]
-            self.tradeoff_note.value = flat_note(query, thetas, self._tradeoff_errors, deltas)
+            self._tradeoff_rms = [np.sqrt(self._tradeoff_errors[eps]) for eps in self._tradeoff_eps]
+            self._tradeoff_range = (min(v.min() for v in self._tradeoff_rms), max(v.max() for v in self._tradeoff_rms))
+            lines = (self._thetas.astype(float), self._tradeoff_rms, flat_note(query, thetas, self._tradeoff_errors,
+                                                                               deltas))
         here = self.theta if self.family_dropdown.value == "threshold" else np.nan
-        current = math.sqrt(self.release.expected_error)
-        lines = [np.sqrt(self._tradeoff_errors[eps]) for eps in self._tradeoff_eps]
         # every point and the current one inside the axes, with room to spare below the title
-        y_lo, y_hi = min(current, *(v.min() for v in lines)), max(current, *(v.max() for v in lines))
+        y_lo, y_hi = min(current, self._tradeoff_range[0]), max(current, self._tradeoff_range[1])
         x_lo, x_hi = float(self._thetas[0]), float(self._thetas[-1])
-        with self.tradeoff.hold_sync():
-            for line, dots, rms in zip(self.tradeoff_lines, self.tradeoff_points, lines):
-                line.x, line.y = self._thetas.astype(float), rms
-                dots.x, dots.y = self._thetas.astype(float), rms
-            self.current_point.x = [float(here) if np.isfinite(here) else x_hi]
-            self.current_point.y = [current]
-            self.current_point.opacities = [1.0 if np.isfinite(here) else 0.0]
-            xs, ys = self.tradeoff_x_axis.scale, self.tradeoff_y_axis.scale
-            xs.min, xs.max = x_lo / LOG_PAD, x_hi * LOG_PAD
-            # the pad grows with the decades shown (a tenth of them on each side): in a short plot a fixed factor
-            # left a point at the top half outside the plot area when ε was small and the lines spanned 5 decades
-            pad = max(LOG_PAD ** 2, (max(y_hi, 1e-300) / max(y_lo, 1e-300)) ** 0.1)
-            ys.min, ys.max = y_lo / pad, y_hi * pad
-            self.tradeoff_x_axis.tick_values = log_ticks(x_lo / LOG_PAD, x_hi * LOG_PAD)
-            self.tradeoff_y_axis.tick_values = log_ticks(y_lo / pad, y_hi * pad)
+        # the pad grows with the decades shown (a tenth of them on each side): in a short plot a fixed factor
+        # left a point at the top half outside the plot area when ε was small and the lines spanned 5 decades
+        pad = max(LOG_PAD ** 2, (max(y_hi, 1e-300) / max(y_lo, 1e-300)) ** 0.1)
+        point = (float(here) if np.isfinite(here) else x_hi, current, 1.0 if np.isfinite(here) else 0.0)
+        return lines, point, (x_lo / LOG_PAD, x_hi * LOG_PAD), (y_lo / pad, y_hi * pad)
+
+    def _draw_tradeoff(self, lines, point, x_range, y_range) -> None:
+        """Send what :meth:`_tradeoff_view` computed: only what changed (ticks only with their axis)."""
+        if lines is not None:
+            thetas, rms, note = lines
+            with self.tradeoff.hold_sync():
+                for line, dots, values in zip(self.tradeoff_lines, self.tradeoff_points, rms):
+                    line.x, line.y = thetas, values
+                    dots.x, dots.y = thetas, values
+            self.tradeoff_note.value = note
+        with self.current_point.hold_sync():  # one message for x, y and opacity
+            self.current_point.x = [point[0]]
+            self.current_point.y = [point[1]]
+            self.current_point.opacities = [point[2]]
+        xs, ys = self.tradeoff_x_axis.scale, self.tradeoff_y_axis.scale
+        if (xs.min, xs.max) != x_range:
+            with xs.hold_sync():
+                xs.min, xs.max = x_range
+            self.tradeoff_x_axis.tick_values = log_ticks(*x_range)
+        if (ys.min, ys.max) != y_range:
+            with ys.hold_sync():
+                ys.min, ys.max = y_range
+            self.tradeoff_y_axis.tick_values = log_ticks(*y_range)
 
     def _on_brush(self, _change) -> None:
+        text = self._range_html()
+        if text is not None:
+            self.range_readout.value = text
+
+    def _range_html(self) -> str | None:
+        """The brushed range's readout for the current release (None: no range brushed)."""
         sel = self.brush.selected
         if sel is None or len(sel) != 2:
-            return
+            return None
         k = self.domain.size
         # the bins the brushed interval overlaps
         lo = int(np.clip(np.searchsorted(self._edges, min(sel), side="right") - 1, 0, k - 1))
         hi = int(np.clip(np.searchsorted(self._edges, max(sel), side="left") - 1, 0, k - 1))
         if hi < lo:
-            return
+            return None
         noisy = self.release.range_answer(lo, hi)  # from this release's answers: no extra budget
         true = float(self._x[lo : hi + 1].sum())
         b = self._budget
@@ -609,7 +677,7 @@ class CuratorExplorer(w.VBox):
         except InvalidParameterError:  # data-dependent mechanisms have no analytic figure
             err = ""
         where = html.escape(f"{self._column} {range_label(self.domain.attributes[0], lo, hi)}")
-        self.range_readout.value = (
+        return (
             f"<b>{where}</b>: true <b>{true:,.0f}</b> · noisy <b>{noisy:,.1f}</b> "
             f"(derived from this release, no extra ε) · error {noisy - true:+,.1f}{err}"
         )

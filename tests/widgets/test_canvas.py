@@ -327,3 +327,27 @@ def test_a_custom_graph_title_counts_its_edges_once():
     c.edit({"op": "add", "source": "c0", "target": "c9"})
     assert c.policy.family == "custom" and c.title.count("edges") == 1, c.title
     assert c.title.startswith("custom graph on ") and c.title.endswith(f": {c.policy.edge_count():,} edges")
+
+
+def test_a_new_policy_on_the_same_domain_relabels_no_cell(monkeypatch):
+    """A θ step or policy switch keeps the domain: its cells' nodes are reused (labelling 50 cells in data units was
+    half the canvas's kernel time of a θ step, issue 28); another domain object gets its own labels, and the nodes a
+    view hands out are copies (a grid's drawing adds keys to them)."""
+    import blowfish_nb.widgets.canvas as canvas
+
+    d = domain(12)
+    c = PolicyCanvas(policy.threshold(d, 2))
+    first = [dict(n) for n in c.nodes]
+    labelled = []
+    real = canvas._node_label
+    monkeypatch.setattr(canvas, "_node_label", lambda dd, i: labelled.append(i) or real(dd, i))
+    for pol in (policy.threshold(d, 3), policy.line(d), policy.threshold(d, 2)):
+        c.show(pol)
+        assert [n for n in c.nodes if not n.get("bottom")] == first
+    assert labelled == []
+    c.nodes[0]["label"] = "changed"  # a copy: the next drawing is unaffected
+    c.show(policy.threshold(d, 4))
+    assert c.nodes[0]["label"] == "0–1"
+    other = Domain.from_column(pd.Series([0.0], name="v"), bins=12, bounds=(0, 24))  # the same size, other units
+    c.show(policy.threshold(other, 2))
+    assert len(labelled) == 12 and c.nodes[0]["label"] == "0–2"
