@@ -55,6 +55,7 @@ import json
 import os
 import pickle
 import re
+import secrets
 import shutil
 import sys
 from pathlib import Path
@@ -145,6 +146,8 @@ class LabGrader(AbstractOtterPlugin):
         self.snapshot: dict | None = None
         self.cwd = Path(".")
         self.start_ns: int | None = None
+        self.samples: dict[str, tuple[int, int]] = {}
+        self.token: str | None = None
 
     # before the notebook runs: the tests leave the disk
     def before_grading(self, config):
@@ -173,6 +176,9 @@ class LabGrader(AbstractOtterPlugin):
         # the kernel and the code answers' children inherit this: no .pyc written by a legitimate import (a new one
         # in the packages is then the kernel's own file, and the snapshot finds it)
         os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        # every process the grading starts inherits this mark (the kernel, what it starts, the answers' children)
+        self.token = secrets.token_hex(16)
+        os.environ[RUN_MARK] = self.token
         hooks = _integrity.startup_hooks(here)
         self.notes += [f"start-up hook of the grading interpreter: {h}" for h in hooks]
         self.refused = [f"a start-up hook the grading environment does not ship: {b}"
@@ -218,10 +224,14 @@ class LabGrader(AbstractOtterPlugin):
             out.append(cell)
             if question is not None and question in self.tests:
                 names = sorted(_test_args(self.tests[question]))
+                sample = ""
+                if _noise_question(self.tests[question]):  # its function is also sampled in the kernel
+                    self.samples[question] = (KERNEL_RUNS, secrets.randbits(128))
+                    sample = f", sample={self.samples[question]!r}"
                 out.append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
                             "id": f"{DUMP_ID}{question}",
                             "source": (f"__import__('blowfish_nb.labs._answers', fromlist=['dump']).dump("
-                                       f"{question!r}, {names!r}, globals())")})
+                                       f"{question!r}, {names!r}, globals(){sample})")})
         new = {**submission, "cells": out}
         new.setdefault("metadata", {}).pop("otter", None)
         for i, cell in enumerate(new["cells"]):
@@ -234,6 +244,7 @@ class LabGrader(AbstractOtterPlugin):
 
         if self._pickle is not None:
             execute.pickle = self._pickle
+        self._stop_leftovers()
         if self._environment_changed():
             self._refuse(results, " | ".join(self.refused))
             return
@@ -249,6 +260,9 @@ class LabGrader(AbstractOtterPlugin):
                         if proxy is not None:
                             proxies.append(proxy)
                             env[name] = proxy
+                            if question in self.samples:  # what the kernel's function returned on the plan
+                                runs, seed = self.samples[question]
+                                proxy.kernel_sample = {"runs": runs, "seed": seed, "values": value.kernel}
                 tf = ExceptionTestFile.from_string(self.tests[question], path=f"tests/{question}.py")
                 _run_graded_cases(tf, env)
                 files.append(tf)
@@ -256,10 +270,25 @@ class LabGrader(AbstractOtterPlugin):
             for proxy in proxies:
                 proxy.close()
         # again once the children ran: a process the kernel left running could rewrite a file after the first check
+        self._stop_leftovers()
         if self._environment_changed():
             self._refuse(results, " | ".join(self.refused))
             return
         self._set(results, files)
+
+    def _stop_leftovers(self) -> None:
+        """Stop the processes the grading started that are still running (the notebook's kernel has ended): they
+        could change files or results after the checks. Any refuses the grading."""
+        if self.token is None or self.start_ns is None:
+            return
+        try:
+            found = leftover_processes(self.token, self.start_ns)
+        except ImportError:  # pragma: no cover - psutil comes with otter's kernel client
+            self.notes.append("processes left running were not looked for (psutil is missing)")
+            return
+        if found:
+            self.refused.append("the notebook left processes running after it ended (stopped now): "
+                                + "; ".join(found[:10]) + (f" (and {len(found) - 10} more)" if len(found) > 10 else ""))
 
     def _environment_changed(self) -> bool:
         """Whether grading is refused: a start-up hook found by before_grading, or the snapshot differs now."""
@@ -358,6 +387,55 @@ def read_answers(executed) -> dict[str, dict[str, Any]]:
             except (ValueError, KeyError, TypeError):
                 continue
     return out
+
+
+#: how many calls of a code answer's noise function the kernel makes on the plugin's generators
+KERNEL_RUNS = 2000
+#: the environment variable that marks the processes a grading starts (its value is drawn at each grading)
+RUN_MARK = "BLOWFISH_NB_GRADING_RUN"
+#: the verdicts that run a noise function: their question's function is also sampled in the kernel
+NOISE_VERDICTS = ("expect_laplace_noise", "expect_range_noise")
+
+
+def _noise_question(test_source: str) -> bool:
+    """Whether a hidden test (as the build writes it: ``fn = _grade['expect_laplace_noise']``) runs a noise verdict."""
+    return any(f"_grade[{v!r}]" in test_source for v in NOISE_VERDICTS)
+
+
+def leftover_processes(token: str, start_ns: int) -> list[str]:
+    """Stop, and name, the processes still running that this grading started: created after ``start_ns``, of this
+    user, and either carrying ``RUN_MARK=token`` in their environment (inherited from otter's process by the kernel
+    and whatever it starts, daemons included) or descendants of this process. This process's own children that the
+    plugin is still using are not among them (none are open when it is called)."""
+    import psutil
+
+    me = psutil.Process()
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    mine = {p.pid for p in me.children(recursive=True)}
+    found, killed = [], []
+    for proc in psutil.process_iter(["pid", "uids", "create_time", "status", "cmdline"]):
+        info = proc.info
+        if info["pid"] == me.pid or info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        if uid is not None and (info["uids"] is None or info["uids"].real != uid):
+            continue
+        if info["create_time"] is None or info["create_time"] * 1e9 < start_ns - 1e9:
+            continue
+        marked = info["pid"] in mine
+        if not marked:
+            try:
+                marked = proc.environ().get(RUN_MARK) == token
+            except (psutil.Error, OSError):
+                continue
+        if marked:
+            try:
+                proc.kill()
+                killed.append(proc)
+                found.append(f"pid {info['pid']} ({' '.join(info['cmdline'] or [])[:80]})")
+            except psutil.Error:
+                pass
+    psutil.wait_procs(killed, timeout=5)
+    return found
 
 
 def _natural(name: str) -> tuple:
