@@ -37,7 +37,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-__all__ = ["snapshot", "changes", "startup_hooks", "unexpected_hooks", "PACKAGES"]
+__all__ = ["snapshot", "changes", "startup_hooks", "unexpected_hooks", "PACKAGES", "record_mismatches", "unverified",
+           "changed_after_install"]
 
 #: the packages whose every file is hashed (what otter's process imports to grade)
 PACKAGES = ("blowfish_nb", "otter")
@@ -99,9 +100,15 @@ def _importable(folder: Path, name: str) -> bool:
     return (folder / name).is_dir()
 
 
-def snapshot(cwd=".") -> dict[str, object]:
-    """The state :func:`changes` compares: ``file:<path>`` -> (size, sha256), ``dir:<path>`` -> its entry names."""
+def snapshot(cwd=".", files=()) -> dict[str, object]:
+    """The state :func:`changes` compares: ``file:<path>`` -> (size, sha256), ``dir:<path>`` -> its entry names.
+    ``files``: more files to hash (those of distributions pip's ``RECORD`` cannot vouch for, :func:`unverified`)."""
     out: dict[str, object] = {}
+    for path in files:
+        try:
+            out[f"file:{path}"] = _digest(Path(path))
+        except OSError:
+            out[f"file:{path}"] = None
     for root in _package_roots():
         for folder, _, files in os.walk(root):
             out[f"dir:{folder}"] = tuple(sorted(files))
@@ -316,4 +323,69 @@ def record_mismatches(tops) -> list[str]:
                 continue
             if base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode() != f.hash.value:
                 bad.append(str(path))
+    return sorted(bad)
+
+
+def _distributions(tops):
+    import importlib.metadata as metadata
+
+    owners = metadata.packages_distributions()
+    for name in sorted({d for top in tops for d in owners.get(top, ())}):
+        try:
+            yield metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+
+
+def unverified(tops) -> dict[str, list[str]]:
+    """The distributions providing the top-level packages ``tops`` that list Python files (``.py``, ``.pth``) without
+    a sha256 (installed by conda, a Linux distribution's package manager, an old ``setup.py install``), with those
+    files: name -> paths. :func:`record_mismatches` cannot vouch for them.
+
+    The grading plugin watches their files for the grading (:func:`snapshot`'s ``files``: a change made while the
+    notebook runs refuses the grade), refuses one :func:`changed_after_install`, and names them in its report: a file
+    rewritten by an earlier grading *and* given back a change time no later than the distribution's metadata cannot
+    be found without a hash.
+    """
+    out = {}
+    for dist in _distributions(tops):
+        files = [str(Path(dist.locate_file(f))) for f in dist.files or ()
+                 if f.suffix in (".py", ".pth") and (f.hash is None or f.hash.mode != "sha256")]
+        if files:
+            out[dist.metadata["Name"] or "?"] = sorted(files)
+    return out
+
+
+#: a file of an unverified distribution changed this long after its metadata was written counts as changed since
+#: it was installed (an installer writes a package's files and its metadata within seconds; pip's RECORD last)
+INSTALL_WINDOW_NS = 600 * 10**9
+
+
+def changed_after_install(tops, window_ns: int = INSTALL_WINDOW_NS) -> list[str]:
+    """The Python files of the :func:`unverified` distributions of ``tops`` whose change time is more than
+    ``window_ns`` after the newest change time of the distribution's own metadata files (``METADATA``/``PKG-INFO``,
+    ``RECORD``/``installed-files.txt``...): rewritten after the installer wrote them. A process cannot set a change
+    time back; it can only rewrite the metadata too (then nothing here finds it: the note in the report says so)."""
+    bad = []
+    for dist in _distributions(tops):
+        files = [f for f in dist.files or () if f.suffix in (".py", ".pth")
+                 and (f.hash is None or f.hash.mode != "sha256")]
+        if not files:
+            continue
+        meta = getattr(dist, "_path", None)  # the .dist-info / .egg-info folder
+        try:
+            folder = Path(str(meta)) if meta else None
+            stamp = (max(os.stat(m).st_ctime_ns for m in (folder.iterdir() if folder.is_dir() else [folder]))
+                     if folder else None)
+        except (OSError, ValueError):
+            stamp = None
+        if stamp is None:
+            continue
+        for f in files:
+            path = Path(dist.locate_file(f))
+            try:
+                if os.stat(path).st_ctime_ns > stamp + window_ns:
+                    bad.append(str(path))
+            except OSError:
+                continue
     return sorted(bad)

@@ -148,6 +148,7 @@ class LabGrader(AbstractOtterPlugin):
         self.start_ns: int | None = None
         self.samples: dict[str, tuple[int, int]] = {}
         self.token: str | None = None
+        self.watched: list[str] = []
 
     # before the notebook runs: the tests leave the disk
     def before_grading(self, config):
@@ -167,7 +168,12 @@ class LabGrader(AbstractOtterPlugin):
         lab = self.plugin_config.get("lab") if isinstance(self.plugin_config, dict) else None
         # files that differ from what pip installed (planted by an earlier grading) are never imported here, and
         # the grading is refused: check before the preloads below import them
-        planted = _integrity.record_mismatches({m.split(".")[0] for m in (*list(sys.modules), *LATE)})
+        tops = {m.split(".")[0] for m in (*list(sys.modules), *LATE, *PRELOAD)}
+        planted = _integrity.record_mismatches(tops)
+        # distributions without RECORD hashes: a file changed after their installer wrote the metadata is refused
+        # like a planted one, and their files are watched while the notebook runs
+        after_install = _integrity.changed_after_install(tops)
+        planted = sorted(set(planted) | set(after_install))
         _integrity.install_guard(self.start_ns, frozenset(planted))
         _preload(lab if isinstance(lab, str) else None)
         if not planted:
@@ -183,8 +189,15 @@ class LabGrader(AbstractOtterPlugin):
         self.notes += [f"start-up hook of the grading interpreter: {h}" for h in hooks]
         self.refused = [f"a start-up hook the grading environment does not ship: {b}"
                         for b in _integrity.unexpected_hooks(here)]
-        self.refused += [f"a package file differs from what pip installed: {p}" for p in planted]
-        self.snapshot = _integrity.snapshot(here)
+        self.refused += [f"a package file differs from what pip installed: {p}" for p in planted
+                         if p not in after_install]
+        self.refused += [f"a package file changed after its distribution was installed (no RECORD hash to check "
+                         f"it by): {p}" for p in after_install]
+        unverified = _integrity.unverified({m.split(".")[0] for m in list(sys.modules)} | tops)
+        self.notes += [f"installed without RECORD hashes, watched during this grading only: {name} "
+                       f"({len(files)} files)" for name, files in sorted(unverified.items())]
+        self.watched = [f for files in unverified.values() for f in files]
+        self.snapshot = _integrity.snapshot(here, self.watched)
         self.cwd = here
         # from now until exit, a module whose file changed since the start is not imported (gamer35b)
         _integrity.install_guard(self.start_ns, frozenset(planted))
@@ -292,7 +305,8 @@ class LabGrader(AbstractOtterPlugin):
 
     def _environment_changed(self) -> bool:
         """Whether grading is refused: a start-up hook found by before_grading, or the snapshot differs now."""
-        changed = _integrity.changes(self.snapshot, _integrity.snapshot(self.cwd)) if self.snapshot else []
+        changed = (_integrity.changes(self.snapshot, _integrity.snapshot(self.cwd, self.watched)) if self.snapshot
+                   else [])
         if self.start_ns is not None:  # any loaded module's file, wherever it lies (outside the snapshot too)
             changed += [f"changed since grading began: {f}" for f in _integrity.loaded_changed(self.start_ns)
                         if f"changed: {f}" not in changed]
