@@ -12,7 +12,11 @@
   files of the installed ``blowfish_nb`` and ``otter``, the start-up hooks and entries of every path directory and
   of the grading folder), the start-up hooks already active are listed in the report, and one the environment does
   not ship (a ``sitecustomize`` on a site or path folder, an unknown executable ``.pth`` line) refuses the grading.
-  ``PYTHONDONTWRITEBYTECODE`` is set for the kernel and the code answers' children (no legitimate new ``.pyc``).
+  ``PYTHONDONTWRITEBYTECODE`` is set for the kernel and the code answers' children (no legitimate new ``.pyc``), and
+  :data:`RUN_MARK` (a random value drawn now) marks every process the grading starts. A distribution that pip's
+  ``RECORD`` cannot vouch for (no sha256: conda, Linux packages) has its Python files added to the snapshot, is named
+  in the report, and one of its files changed after the distribution's metadata was written refuses the grading
+  (:func:`~blowfish_nb.labs._integrity.changed_after_install`).
   What otter's process imports only after the kernel started (:data:`LATE`: the kernel client, pandas' table
   formatting that otter's summary print loads at exit, ``pyarrow.pandas_compat``) is imported now and a small table
   rendered; then an import guard (:class:`~blowfish_nb.labs._integrity.ImportGuard`, first on ``sys.meta_path``
@@ -25,17 +29,24 @@
   plain data (:mod:`blowfish_nb.labs._answers`): exact ``int``/``float``/``str``/``bool``/``None``, tuples and
   lists of them, NumPy scalars and numeric arrays, lab 9's classroom as its ledger files; anything else is
   refused. otter's process records that output while the cell runs (a later cell cannot change it), so the answer
-  graded is the one held at the check cell.
-* ``after_grading``: first the snapshot is taken again; any changed or new file or entry (gamer35: a code answer
-  rewrote ``lab05.py``; another planted a ``sitecustomize``), or a file of any module loaded in otter's process
-  changed since the start (wherever it lies), grades every question 0 with a message naming the paths, and nothing of the submission is run here (no child, no verdict). The refusal's test files fix their score
-  at 0 in their own class, so a hook that patched otter's ``TestFile.score`` does not reach it. Otherwise
+  graded is the one held at the check cell. For a question whose hidden test runs a noise verdict, the cell also
+  calls the student's function in the kernel on the generators of ``noise_plan(KERNEL_RUNS, seed)``, ``seed`` drawn
+  here now (never in the notebook or the zip), and prints its draws: the verdict requires the child's function to
+  return the same on the same generators, and the kernel's draws to pass the same law
+  (:func:`blowfish_nb.labs._grade._kernel_sample`), so a function that tells the child from a kernel loses the point.
+* ``after_grading``: first the processes the grading started that still run (marked with :data:`RUN_MARK`, or
+  descendants of otter's process: :func:`leftover_processes`) are killed, and any refuses the grading; then the
+  snapshot is taken again; any changed or new file or entry (gamer35: a code answer rewrote ``lab05.py``; another
+  planted a ``sitecustomize``), or a file of any module loaded in otter's process changed since the start (wherever
+  it lies), grades every question 0 with a message naming the paths, and nothing of the submission is run here (no
+  child, no verdict). The refusal's test files fix their score at 0 in their own class, so a hook that patched
+  otter's ``TestFile.score`` does not reach it. Otherwise
   the hidden tests run in otter's process against those values (never the kernel's objects; the snapshot is
   compared once more after them, for a process the kernel left running),
   and their results replace what the kernel reported (otter's report and Gradescope's JSON show them). The
   results file the kernel writes is never unpickled here (a pickle can run code in the process that loads it).
   An answer that is a function (a code question) is run in a fresh child interpreter that executes the handout's
-  set-up cells before the question and the submitted answer cell; the test gets a proxy that forwards each call
+  set-up cells before the question and the submitted answer cell, in ipykernel's IPython shell as a kernel would; the test gets a proxy that forwards each call
   (arguments pickled to the child; the reply parsed as plain data; a ``numpy.random.Generator`` argument has the
   child's advanced state copied back). The public test cases of 0 points (hints for ``grader.check``) are not run
   here: they import the lab's module and grade nothing; their result reads "not run when grading".
@@ -45,8 +56,10 @@ teacher's machine it can read the zip wherever it lies; in ``otter grade``'s con
 extracted zip exists, and its tests are gone before the notebook starts. A kernel that rewrites what the snapshot
 watches is found and scores 0, but the environment must then be rebuilt (a planted hook is already on disk for the
 next process). Files outside the snapshot (NumPy's, SciPy's, the interpreter's) are not watched, and a kernel of the
-same user can do whatever the operating system lets that user do; the real fix is running the notebook as another
-user or in a sandbox (bwrap, otter grade's containers with a read-only environment).
+same user can do whatever the operating system lets that user do (a process started with an emptied environment
+under another parent is not found as left running; a kernel that recognises the sampling call itself can report
+honest draws): the real fix is running the notebook as another user or in a sandbox (bwrap, otter grade's
+containers with a read-only environment).
 """
 
 from __future__ import annotations
