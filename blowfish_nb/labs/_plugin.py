@@ -46,10 +46,11 @@
   and their results replace what the kernel reported (otter's report and Gradescope's JSON show them). The
   results file the kernel writes is never unpickled here (a pickle can run code in the process that loads it).
   An answer that is a function (a code question) is run in a fresh child interpreter that executes the handout's
-  set-up cells before the question and the submitted answer cell, in ipykernel's IPython shell as a kernel would; the test gets a proxy that forwards each call
-  (arguments pickled to the child; the reply parsed as plain data; a ``numpy.random.Generator`` argument has the
-  child's advanced state copied back). The public test cases of 0 points (hints for ``grader.check``) are not run
-  here: they import the lab's module and grade nothing; their result reads "not run when grading".
+  set-up cells before the question and the submitted answer cell, in ipykernel's IPython shell as a kernel would;
+  the test gets a proxy that forwards each call (arguments pickled to the child; the reply parsed as plain data; a
+  ``numpy.random.Generator`` argument has the child's advanced state copied back). The public test cases of 0
+  points (hints for ``grader.check``) are not run here: they import the lab's module and grade nothing; their
+  result reads "not run when grading".
 
 What this does not protect: the kernel runs as the same operating-system user as otter. Under ``otter run`` on a
 teacher's machine it can read the zip wherever it lies; in ``otter grade``'s containers and on Gradescope only the
