@@ -30,6 +30,8 @@ __all__ = ["MARKER", "DUMP_ID", "Refused", "encode", "decode", "dump", "CodeProx
 CALL_TIMEOUT = 120.0
 #: seconds all the calls of one question's code answer may take together (a verdict makes a few thousand)
 TOTAL_TIMEOUT = 900.0
+#: seconds the kernel's own sample of a code answer may take (:func:`dump`'s ``sample``: a few thousand calls)
+KERNEL_TIMEOUT = 300.0
 
 
 class Refused:
@@ -224,13 +226,17 @@ def _kernel_draws(fn, runs: int, seed: int) -> dict:
     """``fn`` called on each generator of the plan, its results as one encoded list (refused when a call raises)."""
     from blowfish_nb.labs._grade import noise_plan, plan_generator
 
+    import time
+
     plan = noise_plan(runs, seed)
-    out = []
+    out, stop = [], time.monotonic() + KERNEL_TIMEOUT
     for i in range(runs):
         try:
             out.append(encode(fn(plan_generator(plan, i))))
         except Exception as e:
             return {"t": "refused", "type": f"a call raised {type(e).__name__}"}
+        if time.monotonic() > stop:
+            return {"t": "refused", "type": f"calls took longer than {KERNEL_TIMEOUT:.0f} s"}
     return {"t": "list", "v": out}
 
 

@@ -361,28 +361,25 @@ def unverified(tops) -> dict[str, list[str]]:
 INSTALL_WINDOW_NS = 600 * 10**9
 
 
-def changed_after_install(tops, window_ns: int = INSTALL_WINDOW_NS) -> list[str]:
-    """The Python files of the :func:`unverified` distributions of ``tops`` whose change time is more than
-    ``window_ns`` after the newest change time of the distribution's own metadata files (``METADATA``/``PKG-INFO``,
-    ``RECORD``/``installed-files.txt``...): rewritten after the installer wrote them. A process cannot set a change
-    time back; it can only rewrite the metadata too (then nothing here finds it: the note in the report says so)."""
+def changed_after_install(found: dict[str, list[str]], window_ns: int = INSTALL_WINDOW_NS) -> list[str]:
+    """The files of ``found`` (:func:`unverified`'s: distribution name -> its unhashed Python files) whose change time
+    is more than ``window_ns`` after the newest change time of the distribution's own metadata files (``METADATA``/
+    ``PKG-INFO``, ``RECORD``/``installed-files.txt``...): rewritten after the installer wrote them. A process cannot
+    set a change time back; it can only rewrite the metadata too (then nothing here finds it: the report says so)."""
+    import importlib.metadata as metadata
+
     bad = []
-    for dist in _distributions(tops):
-        files = [f for f in dist.files or () if f.suffix in (".py", ".pth")
-                 and (f.hash is None or f.hash.mode != "sha256")]
-        if not files:
-            continue
-        meta = getattr(dist, "_path", None)  # the .dist-info / .egg-info folder
+    for name, files in found.items():
         try:
+            meta = getattr(metadata.distribution(name), "_path", None)  # the .dist-info / .egg-info
             folder = Path(str(meta)) if meta else None
             stamp = (max(os.stat(m).st_ctime_ns for m in (folder.iterdir() if folder.is_dir() else [folder]))
                      if folder else None)
-        except (OSError, ValueError):
+        except (OSError, ValueError, metadata.PackageNotFoundError):
             stamp = None
         if stamp is None:
             continue
-        for f in files:
-            path = Path(dist.locate_file(f))
+        for path in files:
             try:
                 if os.stat(path).st_ctime_ns > stamp + window_ns:
                     bad.append(str(path))

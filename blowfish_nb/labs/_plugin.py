@@ -186,7 +186,8 @@ class LabGrader(AbstractOtterPlugin):
         planted = _integrity.record_mismatches(tops)
         # distributions without RECORD hashes: a file changed after their installer wrote the metadata is refused
         # like a planted one, and their files are watched while the notebook runs
-        after_install = _integrity.changed_after_install(tops)
+        unverified = _integrity.unverified(tops)
+        after_install = _integrity.changed_after_install(unverified)
         planted = sorted(set(planted) | set(after_install))
         _integrity.install_guard(self.start_ns, frozenset(planted))
         _preload(lab if isinstance(lab, str) else None)
@@ -207,7 +208,6 @@ class LabGrader(AbstractOtterPlugin):
                          if p not in after_install]
         self.refused += [f"a package file changed after its distribution was installed (no RECORD hash to check "
                          f"it by): {p}" for p in after_install]
-        unverified = _integrity.unverified({m.split(".")[0] for m in list(sys.modules)} | tops)
         self.notes += [f"installed without RECORD hashes, watched during this grading only: {name} "
                        f"({len(files)} files)" for name, files in sorted(unverified.items())]
         self.watched = [f for files in unverified.values() for f in files]

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from blowfish_nb.labs._answers import MARKER, CodeProxy, Refused, decode, dump, encode
-from blowfish_nb.labs._plugin import LabGrader, read_answers, rebuild
+from blowfish_nb.labs._plugin import RUN_MARK, LabGrader, read_answers, rebuild
 
 otter = pytest.importorskip("otter")
 
@@ -177,6 +177,7 @@ def _environment(tmp_path, monkeypatch):
     monkeypatch.setattr(_integrity, "_directories",
                         lambda cwd: [d for d in real(cwd) if d.is_relative_to(tmp_path)] + [package.parent])
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # before_grading sets it; restored afterwards
+    monkeypatch.setenv(RUN_MARK, "")  # before_grading sets it too
     try:
         yield package
     finally:
@@ -426,11 +427,11 @@ def test_a_file_changed_while_the_verdicts_run_is_found_by_the_second_check(tmp_
     target = _environment / "lab00.py"
     real, calls = _integrity.snapshot, []
 
-    def snapshot(cwd="."):
+    def snapshot(cwd=".", files=()):
         calls.append(cwd)
         if len(calls) == 3:  # before_grading, the first check, the second check
             target.write_text("# rewritten later\n")
-        return real(cwd)
+        return real(cwd, files)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_integrity, "snapshot", snapshot)
@@ -737,12 +738,13 @@ def test_a_distribution_without_record_hashes_is_watched_and_a_file_changed_afte
     path = _installed_unhashed(tmp_path, "VALUE = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()
-    assert _integrity.unverified({"plainpkg"}) == {"plainpkg": [str(path)]}  # no hash: RECORD cannot say
-    assert _integrity.changed_after_install({"plainpkg"}, window_ns=0) == []  # as installed: metadata written last
+    found = _integrity.unverified({"plainpkg"})
+    assert found == {"plainpkg": [str(path)]}  # no hash: RECORD cannot say
+    assert _integrity.changed_after_install(found, window_ns=0) == []  # as installed: metadata written last
     before = _integrity.snapshot(tmp_path / "elsewhere", [str(path)])
     path.write_text("VALUE = 'planted'\n")
     assert f"changed: {path}" in _integrity.changes(before, _integrity.snapshot(tmp_path / "elsewhere", [str(path)]))
-    assert _integrity.changed_after_install({"plainpkg"}, window_ns=0) == [str(path)]
+    assert _integrity.changed_after_install(found, window_ns=0) == [str(path)]
 
 
 def test_the_plugin_watches_an_unhashed_distributions_files_while_the_notebook_runs(tmp_path, monkeypatch):
