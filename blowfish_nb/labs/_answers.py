@@ -224,9 +224,9 @@ def dump(question: str, names: list[str], namespace: dict, sample: tuple[int, in
 
 def _kernel_draws(fn, runs: int, seed: int) -> dict:
     """``fn`` called on each generator of the plan, its results as one encoded list (refused when a call raises)."""
-    from blowfish_nb.labs._grade import noise_plan, plan_generator
-
     import time
+
+    from blowfish_nb.labs._grade import noise_plan, plan_generator
 
     plan = noise_plan(runs, seed)
     out, stop = [], time.monotonic() + KERNEL_TIMEOUT
