@@ -30,6 +30,9 @@ __all__ = ["MARKER", "DUMP_ID", "Refused", "encode", "decode", "dump", "CodeProx
 CALL_TIMEOUT = 120.0
 #: seconds all the calls of one question's code answer may take together (a verdict makes a few thousand)
 TOTAL_TIMEOUT = 900.0
+#: whether a code answer's child runs the cells in ipykernel's shell (as a kernel does; about 2 s to start) rather
+#: than plain ``exec`` (the project's tests of other matters turn it off)
+KERNEL_SHELL = True
 #: seconds the kernel's own sample of a code answer may take (:func:`dump`'s ``sample``: a few thousand calls)
 KERNEL_TIMEOUT = 300.0
 
@@ -258,9 +261,9 @@ def reply(obj):
     data = json.dumps(obj).encode()
     out.write(struct.pack(">I", len(data)) + data)
     out.flush()
-setup, answer, name, argv = read()
+setup, answer, name, argv, shell = read()
 sys.argv = list(argv)
-run = _kernel_like()
+run = _kernel_like(shell)
 for src in setup:
     ok = run(src)
     if ok is not True:
@@ -286,9 +289,11 @@ while True:
 #: how the child runs the cells: as a Jupyter kernel would, in ipykernel's IPython shell (``In``, ``Out``,
 #: ``get_ipython``, IPython's own ``display`` with its output discarded, magics), or plain ``exec`` without IPython
 _CHILD_SHELL = r'''
-def _kernel_like():
+def _kernel_like(shell=True):
     global _namespace
     try:
+        if not shell:
+            raise ImportError("plain exec asked for")
         from IPython.core.interactiveshell import InteractiveShell
     except ImportError:  # no IPython: plain exec, magics dropped
         ns = {"__name__": "__main__", "display": lambda *a, **k: None}
@@ -349,7 +354,7 @@ class CodeProxy:
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         self._child = subprocess.Popen([sys.executable, "-c", _CHILD_SHELL + _CHILD], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-        self._send((list(setup), answer, name, _kernel_argv()))
+        self._send((list(setup), answer, name, _kernel_argv(), bool(KERNEL_SHELL)))
         first = self._receive(CALL_TIMEOUT)  # the set-up: the interpreter starts and runs the lab's cells
         if not first.get("ok"):
             self.close()

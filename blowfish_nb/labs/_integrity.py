@@ -38,7 +38,7 @@ import sysconfig
 from pathlib import Path
 
 __all__ = ["snapshot", "changes", "startup_hooks", "unexpected_hooks", "PACKAGES", "record_mismatches", "unverified",
-           "changed_after_install"]
+           "audit_records", "changed_after_install"]
 
 #: the packages whose every file is hashed (what otter's process imports to grade)
 PACKAGES = ("blowfish_nb", "otter")
@@ -300,41 +300,9 @@ def record_mismatches(tops) -> list[str]:
     A file planted by an earlier grading predates this one, so neither the snapshot nor the import guard (both
     relative to this grading's start) sees it (gamer35b's "persistent" variant: pandas' table formatter rewritten
     by one notebook, imported by otter's process while grading the next). Files a distribution lists without a
-    sha256 (editable installs, conda or Debian packages) are not checked.
+    sha256 (editable installs, conda or Debian packages) are not checked here: see :func:`unverified`.
     """
-    import base64
-    import importlib.metadata as metadata
-
-    owners = metadata.packages_distributions()
-    names = sorted({d for top in tops for d in owners.get(top, ())})
-    bad = []
-    for name in names:
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
-        for f in dist.files or ():
-            if f.hash is None or f.hash.mode != "sha256" or f.suffix not in (".py", ".pth"):
-                continue
-            path = Path(dist.locate_file(f))
-            try:
-                data = path.read_bytes()
-            except OSError:
-                continue
-            if base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode() != f.hash.value:
-                bad.append(str(path))
-    return sorted(bad)
-
-
-def _distributions(tops):
-    import importlib.metadata as metadata
-
-    owners = metadata.packages_distributions()
-    for name in sorted({d for top in tops for d in owners.get(top, ())}):
-        try:
-            yield metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
+    return audit_records(tops)[0]
 
 
 def unverified(tops) -> dict[str, list[str]]:
@@ -347,13 +315,35 @@ def unverified(tops) -> dict[str, list[str]]:
     rewritten by an earlier grading *and* given back a change time no later than the distribution's metadata cannot
     be found without a hash.
     """
-    out = {}
-    for dist in _distributions(tops):
-        files = [str(Path(dist.locate_file(f))) for f in dist.files or ()
-                 if f.suffix in (".py", ".pth") and (f.hash is None or f.hash.mode != "sha256")]
-        if files:
-            out[dist.metadata["Name"] or "?"] = sorted(files)
-    return out
+    return audit_records(tops)[1]
+
+
+def audit_records(tops) -> tuple[list[str], dict[str, list[str]]]:
+    """:func:`record_mismatches` and :func:`unverified` in one pass over the distributions' records."""
+    import base64
+    import importlib.metadata as metadata
+
+    owners = metadata.packages_distributions()
+    bad, unhashed = [], {}
+    for name in sorted({d for top in tops for d in owners.get(top, ())}):
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        for f in dist.files or ():
+            if f.suffix not in (".py", ".pth"):
+                continue
+            path = Path(dist.locate_file(f))
+            if f.hash is None or f.hash.mode != "sha256":
+                unhashed.setdefault(dist.metadata["Name"] or name, []).append(str(path))
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode() != f.hash.value:
+                bad.append(str(path))
+    return sorted(bad), {k: sorted(v) for k, v in unhashed.items()}
 
 
 #: a file of an unverified distribution changed this long after its metadata was written counts as changed since

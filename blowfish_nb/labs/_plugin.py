@@ -183,10 +183,9 @@ class LabGrader(AbstractOtterPlugin):
         # files that differ from what pip installed (planted by an earlier grading) are never imported here, and
         # the grading is refused: check before the preloads below import them
         tops = {m.split(".")[0] for m in (*list(sys.modules), *LATE, *PRELOAD)}
-        planted = _integrity.record_mismatches(tops)
+        planted, unverified = _integrity.audit_records(tops)
         # distributions without RECORD hashes: a file changed after their installer wrote the metadata is refused
         # like a planted one, and their files are watched while the notebook runs
-        unverified = _integrity.unverified(tops)
         after_install = _integrity.changed_after_install(unverified)
         planted = sorted(set(planted) | set(after_install))
         _integrity.install_guard(self.start_ns, frozenset(planted))

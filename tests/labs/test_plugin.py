@@ -167,7 +167,7 @@ def _environment(tmp_path, monkeypatch):
     """The grading environment the integrity check watches, kept inside ``tmp_path``: an "installed package" (one lab
     module) and the path directories under ``tmp_path`` (the test's grading folder, a folder a test puts on
     ``sys.path``). The real package and path are not watched here: another test process may write them meanwhile."""
-    from blowfish_nb.labs import _integrity
+    from blowfish_nb.labs import _answers, _integrity
 
     package = tmp_path / "env" / "installed" / "labpkg"
     package.mkdir(parents=True)
@@ -178,6 +178,7 @@ def _environment(tmp_path, monkeypatch):
                         lambda cwd: [d for d in real(cwd) if d.is_relative_to(tmp_path)] + [package.parent])
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # before_grading sets it; restored afterwards
     monkeypatch.setenv(RUN_MARK, "")  # before_grading sets it too
+    monkeypatch.setattr(_answers, "KERNEL_SHELL", False, raising=False)  # ~2 s a child; on where a test says so
     try:
         yield package
     finally:
@@ -602,12 +603,16 @@ def _few_kernel_draws(monkeypatch):
     monkeypatch.setattr(_plugin, "KERNEL_RUNS", 300, raising=False)  # runs on main too
 
 
-def test_gamer35b_display_lambda_noise_loses_the_point_and_honest_noise_keeps_it(tmp_path, _few_kernel_draws):
+def test_gamer35b_display_lambda_noise_loses_the_point_and_honest_noise_keeps_it(tmp_path, _few_kernel_draws,
+                                                                                   monkeypatch):
     """gamer35b's lab05_display_lambda, its q2 answer cell as submitted: Laplace noise times ``display.__name__ ==
     "<lambda>"``, zero in a kernel (``display`` is IPython's) and Laplace in a child whose ``display`` was a lambda.
     Its kernel draws (all 0) and the child's (IPython's ``display`` now) both fail; honest Laplace noise passes."""
     from IPython.display import display
 
+    from blowfish_nb.labs import _answers
+
+    monkeypatch.setattr(_answers, "KERNEL_SHELL", True, raising=False)  # the child as it grades
     answer = _gamer_cell("lab05_display_lambda", "a7563202")
     assert 'display.__name__ == "<lambda>"' in answer
     sub = json.loads(json.dumps(NOISE_HANDOUT))
@@ -686,7 +691,10 @@ def test_the_kernels_draws_cross_with_the_function_and_a_raising_call_is_refused
     assert got["broken"].kernel == "not plain data: a call raised ZeroDivisionError"
 
 
-def test_the_child_runs_the_cells_in_a_kernels_shell():
+def test_the_child_runs_the_cells_in_a_kernels_shell(monkeypatch):
+    from blowfish_nb.labs import _answers
+
+    monkeypatch.setattr(_answers, "KERNEL_SHELL", True)
     proxy = CodeProxy(["import sys\nx = 1"], "def tell(_):\n    return [type(get_ipython()).__name__, "
                       "display.__module__, 'In' in globals(), __name__, sys.argv[0].endswith('ipykernel_launcher.py')]",
                       "tell")
