@@ -30,13 +30,20 @@ __all__ = ["MARKER", "DUMP_ID", "Refused", "encode", "decode", "dump", "CodeProx
 CALL_TIMEOUT = 120.0
 #: seconds all the calls of one question's code answer may take together (a verdict makes a few thousand)
 TOTAL_TIMEOUT = 900.0
+#: whether a code answer's child runs the cells in ipykernel's shell (as a kernel does; about 2 s to start) rather
+#: than plain ``exec`` (the project's tests of other matters turn it off)
+KERNEL_SHELL = True
+#: seconds the kernel's own sample of a code answer may take (:func:`dump`'s ``sample``: a few thousand calls)
+KERNEL_TIMEOUT = 300.0
 
 
 class Refused:
-    """An answer that was not plain data (or was missing): every test of its value fails."""
+    """An answer that was not plain data (or was missing): every test of its value fails. A function's carries
+    ``kernel``: what it returned in the kernel on the plugin's generators (a list of plain values), or why nothing."""
 
-    def __init__(self, why: str):
+    def __init__(self, why: str, kernel: Any = None):
         self.why = why
+        self.kernel = kernel
 
     def __repr__(self) -> str:
         return f"<refused: {self.why}>"
@@ -123,8 +130,13 @@ def _decode(data: Any, depth: int) -> Any:
         if dtype.kind not in "biuf" or any(s < 0 for s in shape):
             raise TypeError("ndarray")
         return np.frombuffer(base64.b64decode(data["v"]), dtype=dtype).reshape(shape).copy()
-    if t == "function":
-        return Refused(f"function {str(data['name'])[:80]}")  # replaced by a proxy for a code question
+    if t == "function":  # replaced by a proxy for a code question; its draws in the kernel, when it made some
+        sample = data.get("sample")
+        kernel = decode(sample, depth) if sample is not None else "no draws"
+        kernel = kernel.why if isinstance(kernel, Refused) else kernel
+        if not isinstance(kernel, (list, str)):
+            kernel = "malformed draws"
+        return Refused(f"function {str(data['name'])[:80]}", kernel)
     if t == "ledger":
         return _ledger_room(data["files"])
     if t == "refused":
@@ -193,26 +205,53 @@ def _ledger_room(files: Any) -> Any:
     return types.SimpleNamespace(server=types.SimpleNamespace(service=types.SimpleNamespace(ledger=ledger)))
 
 
-def dump(question: str, names: list[str], namespace: dict) -> None:
+def dump(question: str, names: list[str], namespace: dict, sample: tuple[int, int] | None = None) -> None:
     """Kernel side: print the answers ``names`` of ``question`` as they are now, one line of plain data.
 
     The line goes out as the dump cell's output, which otter's process records while the cell runs (a later cell
     cannot change it); the kernel is the student's, so what it prints is only ever read by :func:`decode`.
+
+    ``sample = (runs, seed)``: each answer that is a function (a code question's noise) is also called here, in the
+    kernel, on the generators of ``blowfish_nb.labs._grade.noise_plan(runs, seed)`` (the seed drawn by the grading
+    plugin at grading time), and what it returns is recorded with it (``_grade._kernel_sample`` compares it with the
+    same function run outside the kernel).
     """
-    record = {"question": question,  # a name not defined (yet) is None, as otter passes it to a test
-              "values": {n: encode(namespace.get(n)) for n in names}}
-    print(MARKER + json.dumps(record))
+    values = {}
+    for n in names:  # a name not defined (yet) is None, as otter passes it to a test
+        value = namespace.get(n)
+        values[n] = encode(value)
+        if sample is not None and values[n]["t"] == "function":
+            values[n]["sample"] = _kernel_draws(value, *sample)
+    print(MARKER + json.dumps({"question": question, "values": values}))
+
+
+def _kernel_draws(fn, runs: int, seed: int) -> dict:
+    """``fn`` called on each generator of the plan, its results as one encoded list (refused when a call raises)."""
+    import time
+
+    from blowfish_nb.labs._grade import noise_plan, plan_generator
+
+    plan = noise_plan(runs, seed)
+    out, stop = [], time.monotonic() + KERNEL_TIMEOUT
+    for i in range(runs):
+        try:
+            out.append(encode(fn(plan_generator(plan, i))))
+        except Exception as e:
+            return {"t": "refused", "type": f"a call raised {type(e).__name__}"}
+        if time.monotonic() > stop:
+            return {"t": "refused", "type": f"calls took longer than {KERNEL_TIMEOUT:.0f} s"}
+    return {"t": "list", "v": out}
 
 
 # --- code answers in a child interpreter ------------------------------------------------------------------------
 
 
 _CHILD = r'''
-import base64, json, pickle, struct, sys
+import base64, json, os, pickle, struct, sys
 import numpy as np
 from blowfish_nb.labs._answers import encode
-inp, out = sys.stdin.buffer, sys.stdout.buffer
-sys.stdout = sys.stderr                      # the student's prints go to stderr, never into the replies
+inp, out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
+os.dup2(2, 1)                                # the student's prints (and the shell's) go to stderr, never the replies
 def read():
     head = inp.read(4)
     if len(head) < 4:
@@ -222,21 +261,20 @@ def reply(obj):
     data = json.dumps(obj).encode()
     out.write(struct.pack(">I", len(data)) + data)
     out.flush()
-setup, answer, name = read()
-ns = {"__name__": "__main__", "display": lambda *a, **k: None}
+setup, answer, name, argv, shell = read()
+sys.argv = list(argv)
+run = _kernel_like(shell)
 for src in setup:
-    code = "\n".join(l for l in src.splitlines() if not l.lstrip().startswith(("%", "!")))
-    try:
-        exec(compile(code, "<set-up>", "exec"), ns)
-    except Exception as e:
-        print("set-up cell failed:", type(e).__name__, e, file=sys.stderr)
-try:
-    exec(compile(answer, "<answer>", "exec"), ns)
-    fn = ns[name]
-    reply({"ok": True})
-except BaseException as e:
-    reply({"ok": False, "error": f"{type(e).__name__}: {e}"[:300]})
+    ok = run(src)
+    if ok is not True:
+        print("set-up cell failed:", ok, file=sys.stderr)
+ok = run(answer)
+ns = _namespace()
+if ok is not True or name not in ns:
+    reply({"ok": False, "error": str(ok if ok is not True else f"NameError: name {name!r} is not defined")[:300]})
     sys.exit(0)
+fn = ns[name]
+reply({"ok": True})
 while True:
     args, kwargs = read()
     try:
@@ -248,6 +286,48 @@ while True:
         reply({"ok": False, "error": f"{type(e).__name__}: {e}"[:300]})
 '''
 
+#: how the child runs the cells: as a Jupyter kernel would, in ipykernel's IPython shell (``In``, ``Out``,
+#: ``get_ipython``, IPython's own ``display`` with its output discarded, magics), or plain ``exec`` without IPython
+_CHILD_SHELL = r'''
+def _kernel_like(shell=True):
+    global _namespace
+    try:
+        if not shell:
+            raise ImportError("plain exec asked for")
+        from IPython.core.interactiveshell import InteractiveShell
+    except ImportError:  # no IPython: plain exec, magics dropped
+        ns = {"__name__": "__main__", "display": lambda *a, **k: None}
+        _namespace = lambda: ns
+        def run(src):
+            code = "\n".join(l for l in src.splitlines() if not l.lstrip().startswith(("%", "!")))
+            try:
+                exec(compile(code, "<cell>", "exec"), ns)
+                return True
+            except BaseException as e:
+                return f"{type(e).__name__}: {e}"
+        return run
+    try:  # the class a Jupyter kernel's shell has; its messages to the (absent) front end are dropped
+        from ipykernel.zmqshell import ZMQInteractiveShell
+        from jupyter_client.session import Session
+
+        class _Quiet(Session):
+            def send(self, *a, **k):
+                return None
+
+        shell = ZMQInteractiveShell.instance()
+        shell.display_pub.session = _Quiet()
+        shell.displayhook.session = _Quiet()
+    except ImportError:
+        shell = InteractiveShell.instance()
+        shell.display_pub.publish = lambda *a, **k: None  # display() as IPython's, its output discarded
+    _namespace = lambda: shell.user_ns
+    def run(src):
+        result = shell.run_cell(src, store_history=True, silent=False)
+        error = result.error_before_exec or result.error_in_exec
+        return True if error is None else f"{type(error).__name__}: {error}"
+    return run
+'''
+
 
 class CodeProxy:
     """A callable that runs the function ``name`` of ``answer`` (after ``setup``) in a child interpreter.
@@ -255,6 +335,13 @@ class CodeProxy:
     Arguments go to the child pickled (the child trusts the teacher); the reply is JSON read by :func:`decode`
     (the teacher trusts nothing of the child's). A :class:`numpy.random.Generator` argument is advanced as the
     child advanced its copy. A call that raises in the child raises ``RuntimeError`` here.
+
+    The child runs the cells as a Jupyter kernel does, in ipykernel's IPython shell: ``In``, ``Out``,
+    ``get_ipython()`` of the kernel's shell class, IPython's own ``display`` (its output discarded), magics,
+    ``__name__ == "__main__"`` and a kernel's ``sys.argv``. Differences remain (no front end: ``%matplotlib inline``
+    fails; ``sys.stdout``'s type, the parent process, the connection file that does not exist): a function that
+    tells the child from the kernel is found by its draws in the kernel (:func:`dump`'s ``sample``, compared by the
+    verdict), not by this likeness.
     """
 
     def __init__(self, setup: list[str], answer: str, name: str, timeout: float = CALL_TIMEOUT,
@@ -265,9 +352,9 @@ class CodeProxy:
         self.timeout = timeout
         self._deadline = time.monotonic() + total
         env = {**os.environ, "PYTHONHASHSEED": "0"}
-        self._child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+        self._child = subprocess.Popen([sys.executable, "-c", _CHILD_SHELL + _CHILD], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-        self._send((list(setup), answer, name))
+        self._send((list(setup), answer, name, _kernel_argv(), bool(KERNEL_SHELL)))
         first = self._receive(CALL_TIMEOUT)  # the set-up: the interpreter starts and runs the lab's cells
         if not first.get("ok"):
             self.close()
@@ -326,6 +413,21 @@ class CodeProxy:
                 stream.close()
             except OSError:
                 pass
+
+
+def _kernel_argv() -> list[str]:
+    """``sys.argv`` as a Jupyter kernel has it: its launcher and a connection file in the runtime folder."""
+    import importlib.util
+    import uuid
+
+    spec = importlib.util.find_spec("ipykernel_launcher")
+    try:
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        runtime = jupyter_runtime_dir()
+    except ImportError:
+        runtime = os.path.expanduser("~/.local/share/jupyter/runtime")
+    return [spec.origin if spec and spec.origin else "-c", "-f", os.path.join(runtime, f"kernel-{uuid.uuid4()}.json")]
 
 
 def _read_exactly(stream, n: int, timeout: float, select) -> bytes:

@@ -152,8 +152,9 @@ def laplace_noise_verdict(noise: Callable, cells: int, scale: float, *, runs: in
     (:mod:`blowfish_nb.labs.scan`), not for this test.
     """
     cells = int(cells)
-    got = _noise_sample(noise, runs, seed, lambda out: _noise_vector(out, cells), replays=max(runs // 10, 20))
-    return _first_failure(got, _laplace_law, scale, ses, alpha)
+    read = lambda out: _noise_vector(out, cells)  # noqa: E731
+    got = _noise_sample(noise, runs, seed, read, replays=max(runs // 10, 20))
+    return _first_failure(got, _laplace_law, scale, ses, alpha, _kernel_sample(noise, read, got))
 
 
 def _laplace_law(dev: np.ndarray, scale: float, ses: float, alpha: float) -> str | None:
@@ -251,6 +252,49 @@ def _noise_sample(noise: Callable, runs: int, seed: int | None, read: Callable, 
     if not callable(noise):
         return "not a function"
     master = np.random.default_rng(np.random.SeedSequence(seed))
+    plan = _plan(master, runs, fresh, people)
+
+    def generator(i: int) -> np.random.Generator:
+        return plan_generator(plan, i)
+
+    is_fresh, kind = np.array(plan["fresh"], dtype=bool), np.array(plan["kind"], dtype=np.int64)
+    values = []
+    for i in range(runs):
+        v = read(noise(generator(i)))
+        if isinstance(v, str):
+            return v
+        values.append(v)
+    out = np.array(values, dtype=float)
+    for i in master.choice(runs, min(replays, runs), replace=False):
+        v = read(noise(generator(int(i))))
+        if isinstance(v, str):
+            return v
+        if not np.array_equal(np.asarray(v, dtype=float), out[i]):
+            return "ignores rng"
+    if np.all(out == out[0]):
+        return "ignores rng"
+    return out, is_fresh, kind
+
+
+
+def noise_plan(runs: int, seed: int | None = None, *, fresh: float = 0.25, people: float = 0.5) -> dict:
+    """The generators of ``runs`` noise calls as plain data (JSON-able ints), drawn from ``seed`` (``None``: fresh
+    entropy, as the grading plugin draws it for the kernel's sample); :func:`plan_generator` makes call ``i``'s.
+
+    The same mix as :func:`_noise_sample`'s (see there): ``default_rng()`` on 128-bit entropy, ``default_rng(s)`` for
+    small ``s`` (the lab's own :data:`LAB_SEEDS` first), ``SeedSequence(s).spawn`` children and ``PCG64(s)``, a share
+    fresh and the others advanced.
+
+    Examples
+    --------
+    >>> plan = noise_plan(8, seed=3)
+    >>> plan_generator(plan, 0).random() == plan_generator(plan, 0).random()
+    True
+    """
+    return _plan(np.random.default_rng(np.random.SeedSequence(seed)), int(runs), fresh, people)
+
+
+def _plan(master: np.random.Generator, runs: int, fresh: float, people: float) -> dict:
     entropy = master.bytes(16 * runs)
     steps = master.integers(1, 10**6, size=runs, endpoint=True)
     is_fresh = np.zeros(runs, dtype=bool)
@@ -277,50 +321,96 @@ def _noise_sample(noise: Callable, runs: int, seed: int | None, read: Callable, 
     child = np.zeros(runs, dtype=np.int64)
     for j, i in enumerate(spawned):
         small[i], child[i] = roots[j // 10], j % 10
-
-    def generator(i: int) -> np.random.Generator:
-        if kind[i] == 0:
-            rng = np.random.default_rng(int.from_bytes(entropy[16 * i:16 * i + 16], "little"))
-        elif kind[i] == 1:
-            rng = np.random.default_rng(int(small[i]))
-        elif kind[i] == 2:
-            rng = np.random.default_rng(np.random.SeedSequence(int(small[i])).spawn(int(child[i]) + 1)[int(child[i])])
-        else:
-            rng = np.random.Generator(np.random.PCG64(int(small[i])))
-        if steps[i]:
-            rng.bit_generator.advance(int(steps[i]))
-        return rng
-
-    values = []
-    for i in range(runs):
-        v = read(noise(generator(i)))
-        if isinstance(v, str):
-            return v
-        values.append(v)
-    out = np.array(values, dtype=float)
-    for i in master.choice(runs, min(replays, runs), replace=False):
-        v = read(noise(generator(int(i))))
-        if isinstance(v, str):
-            return v
-        if not np.array_equal(np.asarray(v, dtype=float), out[i]):
-            return "ignores rng"
-    if np.all(out == out[0]):
-        return "ignores rng"
-    return out, is_fresh, kind
+    return {"entropy": [int.from_bytes(entropy[16 * i:16 * i + 16], "little") for i in range(runs)],
+            "steps": steps.tolist(), "fresh": is_fresh.tolist(), "kind": kind.tolist(), "small": small.tolist(),
+            "child": child.tolist()}
 
 
-def _first_failure(got, law, scale: float, ses: float, alpha: float) -> str | None:
+def plan_generator(plan: dict, i: int) -> np.random.Generator:
+    """Call ``i``'s generator of a :func:`noise_plan`, made anew (the same state each time)."""
+    kind, small, child, steps = (int(plan[k][i]) for k in ("kind", "small", "child", "steps"))
+    if kind == 0:
+        rng = np.random.default_rng(int(plan["entropy"][i]))
+    elif kind == 1:
+        rng = np.random.default_rng(small)
+    elif kind == 2:
+        rng = np.random.default_rng(np.random.SeedSequence(small).spawn(child + 1)[child])
+    else:
+        rng = np.random.Generator(np.random.PCG64(small))
+    if steps:
+        rng.bit_generator.advance(steps)
+    return rng
+
+
+def _first_failure(got, law, scale: float, ses: float, alpha: float, kernel=None) -> str | None:
     """The first reason ``law`` gives on any of :func:`_groups`'s samples of ``got`` (a :func:`_noise_sample` result:
-    its refusal as it is), at ``alpha`` split evenly among the samples; ``None`` when every sample passes."""
+    its refusal as it is) and of ``kernel`` (:func:`_kernel_sample`'s: the same function's draws in the student's
+    kernel; ``None`` when there is none), at ``alpha`` split evenly among all the samples; ``None`` when every
+    sample passes."""
     if isinstance(got, str):
         return got
-    values, fresh, kind = got
-    groups = _groups(fresh, kind)
-    for g in groups:
-        why = law(values[g], scale, ses, alpha / len(groups))
+    if isinstance(kernel, str):
+        return kernel
+    samples = [(got, "")] + ([(kernel, "in the kernel: ")] if kernel is not None else [])
+    groups = [(values[g], said) for (values, fresh, kind), said in samples for g in _groups(fresh, kind)]
+    for values, said in groups:
+        why = law(values, scale, ses, alpha / len(groups))
         if why is not None:
-            return why
+            return said + why
     return None
+
+
+#: a noise function's draws in the student's kernel agree with its child's when within this relative tolerance
+KERNEL_RTOL = 1e-9
+
+
+def _kernel_sample(noise: Callable, read: Callable, got) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str | None:
+    """The draws the student's function made in the student's **kernel** (the grading plugin's dump cell), checked
+    against the same function run here: (values, fresh, kind) for the law tests, a refusal, or ``None`` when
+    ``noise`` carries no kernel sample (a plain function: the project's tests, a lab's own check).
+
+    Under the grading plugin (:mod:`blowfish_nb.labs._plugin`) ``noise`` is a proxy of the answer run in a child
+    interpreter, and ``noise.kernel_sample`` is ``{"runs", "seed", "values"}``: ``seed`` was drawn in otter's
+    process at grading time (never in the notebook or the zip), the kernel made the generators of
+    ``noise_plan(runs, seed)`` after the answer cell and its check cell had run, and ``values`` are what the
+    function returned there, as plain data (or why there are none). The verdict then requires that
+
+    * each kernel draw is what the child's function returns on the same generator (``"kernel and grader differ"``):
+      a function that tells the grader's child from a kernel (gamer35b's ``display.__name__ == "<lambda>"``, or
+      ``In``, ``get_ipython``, ``sys.argv``, the modules loaded, the environment...) returns different noise in the
+      two places, and is found on the first generator where it does;
+    * the kernel's draws pass the same law tests as the child's (prefixed ``"in the kernel: "``).
+
+    A function of ``rng`` alone cannot tell the kernel's generators from the child's or from a person's: they are
+    drawn from the same mix (``default_rng()`` entropy, small seeds with the lab's own first, spawned children,
+    ``PCG64(s)``, fresh or advanced; :func:`noise_plan`) with a seed the kernel sees only when the dump cell runs,
+    after the function was defined. What this cannot find is a function that recognises the call itself (reads its
+    caller's frame, ``In[-1]``, or a patched sampler): the kernel reports its own draws, and a kernel that lies about
+    them is the teacher's scan's business (:mod:`blowfish_nb.labs.scan`).
+    """
+    kernel = getattr(noise, "kernel_sample", None)
+    if kernel is None or isinstance(got, str):
+        return None
+    try:
+        runs, draws = int(kernel["runs"]), kernel["values"]
+        plan = noise_plan(runs, int(kernel["seed"]))
+    except (KeyError, TypeError, ValueError):
+        return "in the kernel: no draws"
+    if isinstance(draws, str) or not isinstance(draws, (list, tuple)) or len(draws) != runs or runs < 1:
+        return f"in the kernel: {draws if isinstance(draws, str) else 'no draws'}"
+    values = []
+    for i, draw in enumerate(draws):
+        v = read(draw)
+        if isinstance(v, str):
+            return f"in the kernel: {v}"
+        w = read(noise(plan_generator(plan, i)))
+        if isinstance(w, str):
+            return w
+        a, b = np.asarray(v, dtype=float), np.asarray(w, dtype=float)
+        if not (np.array_equal(a, b) or np.allclose(a, b, rtol=KERNEL_RTOL, atol=0.0)):
+            return "kernel and grader differ"
+        values.append(v)
+    return np.array(values, dtype=float), np.array(plan["fresh"], dtype=bool), np.array(plan["kind"], dtype=np.int64)
 
 
 def _groups(fresh: np.ndarray, kind: np.ndarray, least: int = 50) -> list[np.ndarray]:
@@ -443,7 +533,7 @@ def range_noise_verdict(noise: Callable, scale: float, *, runs: int = 3000, seed
     (normal tail), so at most about 10⁻⁴ per grading (tests/labs/noise_rates.py counts them over seeds).
     """
     got = _noise_sample(noise, runs, seed, _one_number, replays=max(runs // 4, 20))
-    return _first_failure(got, _difference_law, scale, ses, alpha)
+    return _first_failure(got, _difference_law, scale, ses, alpha, _kernel_sample(noise, _one_number, got))
 
 
 def _difference_law(dev: np.ndarray, scale: float, ses: float, alpha: float) -> str | None:

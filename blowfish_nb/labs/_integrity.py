@@ -37,7 +37,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-__all__ = ["snapshot", "changes", "startup_hooks", "unexpected_hooks", "PACKAGES"]
+__all__ = ["snapshot", "changes", "startup_hooks", "unexpected_hooks", "PACKAGES", "record_mismatches", "unverified",
+           "audit_records", "changed_after_install"]
 
 #: the packages whose every file is hashed (what otter's process imports to grade)
 PACKAGES = ("blowfish_nb", "otter")
@@ -99,9 +100,15 @@ def _importable(folder: Path, name: str) -> bool:
     return (folder / name).is_dir()
 
 
-def snapshot(cwd=".") -> dict[str, object]:
-    """The state :func:`changes` compares: ``file:<path>`` -> (size, sha256), ``dir:<path>`` -> its entry names."""
+def snapshot(cwd=".", files=()) -> dict[str, object]:
+    """The state :func:`changes` compares: ``file:<path>`` -> (size, sha256), ``dir:<path>`` -> its entry names.
+    ``files``: more files to hash (those of distributions pip's ``RECORD`` cannot vouch for, :func:`unverified`)."""
     out: dict[str, object] = {}
+    for path in files:
+        try:
+            out[f"file:{path}"] = _digest(Path(path))
+        except OSError:
+            out[f"file:{path}"] = None
     for root in _package_roots():
         for folder, _, files in os.walk(root):
             out[f"dir:{folder}"] = tuple(sorted(files))
@@ -293,27 +300,79 @@ def record_mismatches(tops) -> list[str]:
     A file planted by an earlier grading predates this one, so neither the snapshot nor the import guard (both
     relative to this grading's start) sees it (gamer35b's "persistent" variant: pandas' table formatter rewritten
     by one notebook, imported by otter's process while grading the next). Files a distribution lists without a
-    sha256 (editable installs, conda or Debian packages) are not checked.
+    sha256 (editable installs, conda or Debian packages) are not checked here: see :func:`unverified`.
     """
+    return audit_records(tops)[0]
+
+
+def unverified(tops) -> dict[str, list[str]]:
+    """The distributions providing the top-level packages ``tops`` that list Python files (``.py``, ``.pth``) without
+    a sha256 (installed by conda, a Linux distribution's package manager, an old ``setup.py install``), with those
+    files: name -> paths. :func:`record_mismatches` cannot vouch for them.
+
+    The grading plugin watches their files for the grading (:func:`snapshot`'s ``files``: a change made while the
+    notebook runs refuses the grade), refuses one :func:`changed_after_install`, and names them in its report: a file
+    rewritten by an earlier grading *and* given back a change time no later than the distribution's metadata cannot
+    be found without a hash.
+    """
+    return audit_records(tops)[1]
+
+
+def audit_records(tops) -> tuple[list[str], dict[str, list[str]]]:
+    """:func:`record_mismatches` and :func:`unverified` in one pass over the distributions' records."""
     import base64
     import importlib.metadata as metadata
 
     owners = metadata.packages_distributions()
-    names = sorted({d for top in tops for d in owners.get(top, ())})
-    bad = []
-    for name in names:
+    bad, unhashed = [], {}
+    for name in sorted({d for top in tops for d in owners.get(top, ())}):
         try:
             dist = metadata.distribution(name)
         except metadata.PackageNotFoundError:
             continue
         for f in dist.files or ():
-            if f.hash is None or f.hash.mode != "sha256" or f.suffix not in (".py", ".pth"):
+            if f.suffix not in (".py", ".pth"):
                 continue
             path = Path(dist.locate_file(f))
+            if f.hash is None or f.hash.mode != "sha256":
+                unhashed.setdefault(dist.metadata["Name"] or name, []).append(str(path))
+                continue
             try:
                 data = path.read_bytes()
             except OSError:
                 continue
             if base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode() != f.hash.value:
                 bad.append(str(path))
+    return sorted(bad), {k: sorted(v) for k, v in unhashed.items()}
+
+
+#: a file of an unverified distribution changed this long after its metadata was written counts as changed since
+#: it was installed (an installer writes a package's files and its metadata within seconds; pip's RECORD last)
+INSTALL_WINDOW_NS = 600 * 10**9
+
+
+def changed_after_install(found: dict[str, list[str]], window_ns: int = INSTALL_WINDOW_NS) -> list[str]:
+    """The files of ``found`` (:func:`unverified`'s: distribution name -> its unhashed Python files) whose change time
+    is more than ``window_ns`` after the newest change time of the distribution's own metadata files (``METADATA``/
+    ``PKG-INFO``, ``RECORD``/``installed-files.txt``...): rewritten after the installer wrote them. A process cannot
+    set a change time back; it can only rewrite the metadata too (then nothing here finds it: the report says so)."""
+    import importlib.metadata as metadata
+
+    bad = []
+    for name, files in found.items():
+        try:
+            meta = getattr(metadata.distribution(name), "_path", None)  # the .dist-info / .egg-info
+            folder = Path(str(meta)) if meta else None
+            stamp = (max(os.stat(m).st_ctime_ns for m in (folder.iterdir() if folder.is_dir() else [folder]))
+                     if folder else None)
+        except (OSError, ValueError, metadata.PackageNotFoundError):
+            stamp = None
+        if stamp is None:
+            continue
+        for path in files:
+            try:
+                if os.stat(path).st_ctime_ns > stamp + window_ns:
+                    bad.append(str(path))
+            except OSError:
+                continue
     return sorted(bad)

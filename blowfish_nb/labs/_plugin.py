@@ -12,7 +12,11 @@
   files of the installed ``blowfish_nb`` and ``otter``, the start-up hooks and entries of every path directory and
   of the grading folder), the start-up hooks already active are listed in the report, and one the environment does
   not ship (a ``sitecustomize`` on a site or path folder, an unknown executable ``.pth`` line) refuses the grading.
-  ``PYTHONDONTWRITEBYTECODE`` is set for the kernel and the code answers' children (no legitimate new ``.pyc``).
+  ``PYTHONDONTWRITEBYTECODE`` is set for the kernel and the code answers' children (no legitimate new ``.pyc``), and
+  :data:`RUN_MARK` (a random value drawn now) marks every process the grading starts. A distribution that pip's
+  ``RECORD`` cannot vouch for (no sha256: conda, Linux packages) has its Python files added to the snapshot, is named
+  in the report, and one of its files changed after the distribution's metadata was written refuses the grading
+  (:func:`~blowfish_nb.labs._integrity.changed_after_install`).
   What otter's process imports only after the kernel started (:data:`LATE`: the kernel client, pandas' table
   formatting that otter's summary print loads at exit, ``pyarrow.pandas_compat``) is imported now and a small table
   rendered; then an import guard (:class:`~blowfish_nb.labs._integrity.ImportGuard`, first on ``sys.meta_path``
@@ -25,28 +29,38 @@
   plain data (:mod:`blowfish_nb.labs._answers`): exact ``int``/``float``/``str``/``bool``/``None``, tuples and
   lists of them, NumPy scalars and numeric arrays, lab 9's classroom as its ledger files; anything else is
   refused. otter's process records that output while the cell runs (a later cell cannot change it), so the answer
-  graded is the one held at the check cell.
-* ``after_grading``: first the snapshot is taken again; any changed or new file or entry (gamer35: a code answer
-  rewrote ``lab05.py``; another planted a ``sitecustomize``), or a file of any module loaded in otter's process
-  changed since the start (wherever it lies), grades every question 0 with a message naming the paths, and nothing of the submission is run here (no child, no verdict). The refusal's test files fix their score
-  at 0 in their own class, so a hook that patched otter's ``TestFile.score`` does not reach it. Otherwise
+  graded is the one held at the check cell. For a question whose hidden test runs a noise verdict, the cell also
+  calls the student's function in the kernel on the generators of ``noise_plan(KERNEL_RUNS, seed)``, ``seed`` drawn
+  here now (never in the notebook or the zip), and prints its draws: the verdict requires the child's function to
+  return the same on the same generators, and the kernel's draws to pass the same law
+  (:func:`blowfish_nb.labs._grade._kernel_sample`), so a function that tells the child from a kernel loses the point.
+* ``after_grading``: first the processes the grading started that still run (marked with :data:`RUN_MARK`, or
+  descendants of otter's process: :func:`leftover_processes`) are killed, and any refuses the grading; then the
+  snapshot is taken again; any changed or new file or entry (gamer35: a code answer rewrote ``lab05.py``; another
+  planted a ``sitecustomize``), or a file of any module loaded in otter's process changed since the start (wherever
+  it lies), grades every question 0 with a message naming the paths, and nothing of the submission is run here (no
+  child, no verdict). The refusal's test files fix their score at 0 in their own class, so a hook that patched
+  otter's ``TestFile.score`` does not reach it. Otherwise
   the hidden tests run in otter's process against those values (never the kernel's objects; the snapshot is
   compared once more after them, for a process the kernel left running),
   and their results replace what the kernel reported (otter's report and Gradescope's JSON show them). The
   results file the kernel writes is never unpickled here (a pickle can run code in the process that loads it).
   An answer that is a function (a code question) is run in a fresh child interpreter that executes the handout's
-  set-up cells before the question and the submitted answer cell; the test gets a proxy that forwards each call
-  (arguments pickled to the child; the reply parsed as plain data; a ``numpy.random.Generator`` argument has the
-  child's advanced state copied back). The public test cases of 0 points (hints for ``grader.check``) are not run
-  here: they import the lab's module and grade nothing; their result reads "not run when grading".
+  set-up cells before the question and the submitted answer cell, in ipykernel's IPython shell as a kernel would;
+  the test gets a proxy that forwards each call (arguments pickled to the child; the reply parsed as plain data; a
+  ``numpy.random.Generator`` argument has the child's advanced state copied back). The public test cases of 0
+  points (hints for ``grader.check``) are not run here: they import the lab's module and grade nothing; their
+  result reads "not run when grading".
 
 What this does not protect: the kernel runs as the same operating-system user as otter. Under ``otter run`` on a
 teacher's machine it can read the zip wherever it lies; in ``otter grade``'s containers and on Gradescope only the
 extracted zip exists, and its tests are gone before the notebook starts. A kernel that rewrites what the snapshot
 watches is found and scores 0, but the environment must then be rebuilt (a planted hook is already on disk for the
 next process). Files outside the snapshot (NumPy's, SciPy's, the interpreter's) are not watched, and a kernel of the
-same user can do whatever the operating system lets that user do; the real fix is running the notebook as another
-user or in a sandbox (bwrap, otter grade's containers with a read-only environment).
+same user can do whatever the operating system lets that user do (a process started with an emptied environment
+under another parent is not found as left running; a kernel that recognises the sampling call itself can report
+honest draws): the real fix is running the notebook as another user or in a sandbox (bwrap, otter grade's
+containers with a read-only environment).
 """
 
 from __future__ import annotations
@@ -55,6 +69,7 @@ import json
 import os
 import pickle
 import re
+import secrets
 import shutil
 import sys
 from pathlib import Path
@@ -145,6 +160,9 @@ class LabGrader(AbstractOtterPlugin):
         self.snapshot: dict | None = None
         self.cwd = Path(".")
         self.start_ns: int | None = None
+        self.samples: dict[str, tuple[int, int]] = {}
+        self.token: str | None = None
+        self.watched: list[str] = []
 
     # before the notebook runs: the tests leave the disk
     def before_grading(self, config):
@@ -164,7 +182,12 @@ class LabGrader(AbstractOtterPlugin):
         lab = self.plugin_config.get("lab") if isinstance(self.plugin_config, dict) else None
         # files that differ from what pip installed (planted by an earlier grading) are never imported here, and
         # the grading is refused: check before the preloads below import them
-        planted = _integrity.record_mismatches({m.split(".")[0] for m in (*list(sys.modules), *LATE)})
+        tops = {m.split(".")[0] for m in (*list(sys.modules), *LATE, *PRELOAD)}
+        planted, unverified = _integrity.audit_records(tops)
+        # distributions without RECORD hashes: a file changed after their installer wrote the metadata is refused
+        # like a planted one, and their files are watched while the notebook runs
+        after_install = _integrity.changed_after_install(unverified)
+        planted = sorted(set(planted) | set(after_install))
         _integrity.install_guard(self.start_ns, frozenset(planted))
         _preload(lab if isinstance(lab, str) else None)
         if not planted:
@@ -173,12 +196,21 @@ class LabGrader(AbstractOtterPlugin):
         # the kernel and the code answers' children inherit this: no .pyc written by a legitimate import (a new one
         # in the packages is then the kernel's own file, and the snapshot finds it)
         os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+        # every process the grading starts inherits this mark (the kernel, what it starts, the answers' children)
+        self.token = secrets.token_hex(16)
+        os.environ[RUN_MARK] = self.token
         hooks = _integrity.startup_hooks(here)
         self.notes += [f"start-up hook of the grading interpreter: {h}" for h in hooks]
         self.refused = [f"a start-up hook the grading environment does not ship: {b}"
                         for b in _integrity.unexpected_hooks(here)]
-        self.refused += [f"a package file differs from what pip installed: {p}" for p in planted]
-        self.snapshot = _integrity.snapshot(here)
+        self.refused += [f"a package file differs from what pip installed: {p}" for p in planted
+                         if p not in after_install]
+        self.refused += [f"a package file changed after its distribution was installed (no RECORD hash to check "
+                         f"it by): {p}" for p in after_install]
+        self.notes += [f"installed without RECORD hashes, watched during this grading only: {name} "
+                       f"({len(files)} files)" for name, files in sorted(unverified.items())]
+        self.watched = [f for files in unverified.values() for f in files]
+        self.snapshot = _integrity.snapshot(here, self.watched)
         self.cwd = here
         # from now until exit, a module whose file changed since the start is not imported (gamer35b)
         _integrity.install_guard(self.start_ns, frozenset(planted))
@@ -218,10 +250,14 @@ class LabGrader(AbstractOtterPlugin):
             out.append(cell)
             if question is not None and question in self.tests:
                 names = sorted(_test_args(self.tests[question]))
+                sample = ""
+                if _noise_question(self.tests[question]):  # its function is also sampled in the kernel
+                    self.samples[question] = (KERNEL_RUNS, secrets.randbits(128))
+                    sample = f", sample={self.samples[question]!r}"
                 out.append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
                             "id": f"{DUMP_ID}{question}",
                             "source": (f"__import__('blowfish_nb.labs._answers', fromlist=['dump']).dump("
-                                       f"{question!r}, {names!r}, globals())")})
+                                       f"{question!r}, {names!r}, globals(){sample})")})
         new = {**submission, "cells": out}
         new.setdefault("metadata", {}).pop("otter", None)
         for i, cell in enumerate(new["cells"]):
@@ -234,6 +270,7 @@ class LabGrader(AbstractOtterPlugin):
 
         if self._pickle is not None:
             execute.pickle = self._pickle
+        self._stop_leftovers()
         if self._environment_changed():
             self._refuse(results, " | ".join(self.refused))
             return
@@ -249,6 +286,9 @@ class LabGrader(AbstractOtterPlugin):
                         if proxy is not None:
                             proxies.append(proxy)
                             env[name] = proxy
+                            if question in self.samples:  # what the kernel's function returned on the plan
+                                runs, seed = self.samples[question]
+                                proxy.kernel_sample = {"runs": runs, "seed": seed, "values": value.kernel}
                 tf = ExceptionTestFile.from_string(self.tests[question], path=f"tests/{question}.py")
                 _run_graded_cases(tf, env)
                 files.append(tf)
@@ -256,14 +296,30 @@ class LabGrader(AbstractOtterPlugin):
             for proxy in proxies:
                 proxy.close()
         # again once the children ran: a process the kernel left running could rewrite a file after the first check
+        self._stop_leftovers()
         if self._environment_changed():
             self._refuse(results, " | ".join(self.refused))
             return
         self._set(results, files)
 
+    def _stop_leftovers(self) -> None:
+        """Stop the processes the grading started that are still running (the notebook's kernel has ended): they
+        could change files or results after the checks. Any refuses the grading."""
+        if self.token is None or self.start_ns is None:
+            return
+        try:
+            found = leftover_processes(self.token, self.start_ns)
+        except ImportError:  # pragma: no cover - psutil comes with otter's kernel client
+            self.notes.append("processes left running were not looked for (psutil is missing)")
+            return
+        if found:
+            self.refused.append("the notebook left processes running after it ended (stopped now): "
+                                + "; ".join(found[:10]) + (f" (and {len(found) - 10} more)" if len(found) > 10 else ""))
+
     def _environment_changed(self) -> bool:
         """Whether grading is refused: a start-up hook found by before_grading, or the snapshot differs now."""
-        changed = _integrity.changes(self.snapshot, _integrity.snapshot(self.cwd)) if self.snapshot else []
+        changed = (_integrity.changes(self.snapshot, _integrity.snapshot(self.cwd, self.watched)) if self.snapshot
+                   else [])
         if self.start_ns is not None:  # any loaded module's file, wherever it lies (outside the snapshot too)
             changed += [f"changed since grading began: {f}" for f in _integrity.loaded_changed(self.start_ns)
                         if f"changed: {f}" not in changed]
@@ -358,6 +414,55 @@ def read_answers(executed) -> dict[str, dict[str, Any]]:
             except (ValueError, KeyError, TypeError):
                 continue
     return out
+
+
+#: how many calls of a code answer's noise function the kernel makes on the plugin's generators
+KERNEL_RUNS = 2000
+#: the environment variable that marks the processes a grading starts (its value is drawn at each grading)
+RUN_MARK = "BLOWFISH_NB_GRADING_RUN"
+#: the verdicts that run a noise function: their question's function is also sampled in the kernel
+NOISE_VERDICTS = ("expect_laplace_noise", "expect_range_noise")
+
+
+def _noise_question(test_source: str) -> bool:
+    """Whether a hidden test (as the build writes it: ``fn = _grade['expect_laplace_noise']``) runs a noise verdict."""
+    return any(f"_grade[{v!r}]" in test_source for v in NOISE_VERDICTS)
+
+
+def leftover_processes(token: str, start_ns: int) -> list[str]:
+    """Stop, and name, the processes still running that this grading started: created after ``start_ns``, of this
+    user, and either carrying ``RUN_MARK=token`` in their environment (inherited from otter's process by the kernel
+    and whatever it starts, daemons included) or descendants of this process. This process's own children that the
+    plugin is still using are not among them (none are open when it is called)."""
+    import psutil
+
+    me = psutil.Process()
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    mine = {p.pid for p in me.children(recursive=True)}
+    found, killed = [], []
+    for proc in psutil.process_iter(["pid", "uids", "create_time", "status", "cmdline"]):
+        info = proc.info
+        if info["pid"] == me.pid or info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        if uid is not None and (info["uids"] is None or info["uids"].real != uid):
+            continue
+        if info["create_time"] is None or info["create_time"] * 1e9 < start_ns - 1e9:
+            continue
+        marked = info["pid"] in mine
+        if not marked:
+            try:
+                marked = proc.environ().get(RUN_MARK) == token
+            except (psutil.Error, OSError):
+                continue
+        if marked:
+            try:
+                proc.kill()
+                killed.append(proc)
+                found.append(f"pid {info['pid']} ({' '.join(info['cmdline'] or [])[:80]})")
+            except psutil.Error:
+                pass
+    psutil.wait_procs(killed, timeout=5)
+    return found
 
 
 def _natural(name: str) -> tuple:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from blowfish_nb.labs._answers import MARKER, CodeProxy, Refused, decode, dump, encode
-from blowfish_nb.labs._plugin import LabGrader, read_answers, rebuild
+from blowfish_nb.labs._plugin import RUN_MARK, LabGrader, read_answers, rebuild
 
 otter = pytest.importorskip("otter")
 
@@ -165,7 +167,7 @@ def _environment(tmp_path, monkeypatch):
     """The grading environment the integrity check watches, kept inside ``tmp_path``: an "installed package" (one lab
     module) and the path directories under ``tmp_path`` (the test's grading folder, a folder a test puts on
     ``sys.path``). The real package and path are not watched here: another test process may write them meanwhile."""
-    from blowfish_nb.labs import _integrity
+    from blowfish_nb.labs import _answers, _integrity
 
     package = tmp_path / "env" / "installed" / "labpkg"
     package.mkdir(parents=True)
@@ -175,6 +177,8 @@ def _environment(tmp_path, monkeypatch):
     monkeypatch.setattr(_integrity, "_directories",
                         lambda cwd: [d for d in real(cwd) if d.is_relative_to(tmp_path)] + [package.parent])
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # before_grading sets it; restored afterwards
+    monkeypatch.setenv(RUN_MARK, "")  # before_grading sets it too
+    monkeypatch.setattr(_answers, "KERNEL_SHELL", False, raising=False)  # ~2 s a child; on where a test says so
     try:
         yield package
     finally:
@@ -193,7 +197,7 @@ TESTS = {
 
 
 def _grade(tmp_path, submission, *, kernel_extra="", questions=tuple(TESTS), tests=TESTS, lab="lab00",
-           after_start=None):
+           after_start=None, handout=HANDOUT, kernel_ns=None):
     """Drive LabGrader as otter's python runner does; the kernel is an exec per cell, its prints the outputs.
     ``after_start()`` runs right after before_grading (before the kernel)."""
     import nbformat
@@ -204,7 +208,7 @@ def _grade(tmp_path, submission, *, kernel_extra="", questions=tuple(TESTS), tes
         folder.mkdir(parents=True)
         for q in questions:
             (folder / f"{q}.py").write_text(tests[q])
-    plugin = LabGrader(str(sub / "lab.ipynb"), {}, {"lab": lab, "handout": HANDOUT})
+    plugin = LabGrader(str(sub / "lab.ipynb"), {}, {"lab": lab, "handout": handout})
     with contextlib.chdir(sub):
         plugin.before_grading(types.SimpleNamespace(autograder_dir=str(tmp_path)))
         if after_start is not None:
@@ -215,7 +219,7 @@ def _grade(tmp_path, submission, *, kernel_extra="", questions=tuple(TESTS), tes
         # the results pickle the kernel writes is never unpickled in otter's process (it could run code there)
         assert otter.execute.pickle.load(io.BytesIO(b"cos\nsystem\n(S'true'\ntR.")).results == {}
         nb = plugin.before_execution(nbformat.reads(json.dumps(submission), as_version=4))
-        ns = {"grader": types.SimpleNamespace(check=lambda q: None)}
+        ns = {"grader": types.SimpleNamespace(check=lambda q: None), **(kernel_ns or {})}
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
@@ -424,11 +428,11 @@ def test_a_file_changed_while_the_verdicts_run_is_found_by_the_second_check(tmp_
     target = _environment / "lab00.py"
     real, calls = _integrity.snapshot, []
 
-    def snapshot(cwd="."):
+    def snapshot(cwd=".", files=()):
         calls.append(cwd)
         if len(calls) == 3:  # before_grading, the first check, the second check
             target.write_text("# rewritten later\n")
-        return real(cwd)
+        return real(cwd, files)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_integrity, "snapshot", snapshot)
@@ -559,3 +563,211 @@ def test_a_package_file_planted_before_the_grading_is_found_by_its_record_and_ne
     finally:
         _integrity.remove_guard()
         sys.modules.pop("plantpkg", None)
+
+
+# --- code answers: their draws in the kernel too (gamer35b's display-lambda switch) ------------------------------
+
+GAMER35B = Path(__file__).parent / "fixtures" / "gamer35b"
+
+
+def _noise_test(question, arg, call):
+    """A hidden noise test as the build writes it (the verdict taken from ``_grade``'s namespace by name)."""
+    fn = call.split("(", 1)[0]
+    return (f"from otter.test_files import test_case\nOK_FORMAT = False\nname = {question!r}\npoints = [1.0]\n"
+            f"@test_case(points=None, hidden=True)\ndef test_{question}_0({arg}):\n"
+            f"    _grade = dict(vars(__import__('blowfish_nb.labs._grade', fromlist=['x'])))\n"
+            f"    {fn} = _grade[{fn!r}]\n    {call}\n")
+
+
+#: lab 5's cells that q2's answer needs, its answer cell (gamer35b's cell id) and check cell; an honest q3 after it
+NOISE_HANDOUT = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+    _cell("import numpy as np\nfrom blowfish_nb.labs import lab05 as check\neps = check.EPSILON", "setup"),
+    _cell("def fixed_noise(rng):\n    ...", "a7563202", tags=["otter_answer_cell"]),
+    _cell('grader.check("q2")', "q2-check", otter={"tests": ["q2"]}),
+    _cell("def honest(rng):\n    ...", "q3-answer", tags=["otter_answer_cell"]),
+    _cell('grader.check("q3")', "q3-check", otter={"tests": ["q3"]}),
+]}
+NOISE_TESTS = {q: _noise_test(q, arg, f"expect_laplace_noise({arg}, 6, 2.0, runs=1000)")
+               for q, arg in (("q2", "fixed_noise"), ("q3", "honest"))}
+
+
+def _gamer_cell(notebook, cell_id):
+    cells = json.loads((GAMER35B / f"{notebook}.ipynb").read_text(encoding="utf-8"))["cells"]
+    return next("".join(c["source"]) for c in cells if c.get("id") == cell_id)
+
+
+@pytest.fixture
+def _few_kernel_draws(monkeypatch):
+    from blowfish_nb.labs import _plugin
+
+    monkeypatch.setattr(_plugin, "KERNEL_RUNS", 300, raising=False)  # runs on main too
+
+
+def test_gamer35b_display_lambda_noise_loses_the_point_and_honest_noise_keeps_it(tmp_path, _few_kernel_draws,
+                                                                                   monkeypatch):
+    """gamer35b's lab05_display_lambda, its q2 answer cell as submitted: Laplace noise times ``display.__name__ ==
+    "<lambda>"``, zero in a kernel (``display`` is IPython's) and Laplace in a child whose ``display`` was a lambda.
+    Its kernel draws (all 0) and the child's (IPython's ``display`` now) both fail; honest Laplace noise passes."""
+    from IPython.display import display
+
+    from blowfish_nb.labs import _answers
+
+    monkeypatch.setattr(_answers, "KERNEL_SHELL", True, raising=False)  # the child as it grades
+    answer = _gamer_cell("lab05_display_lambda", "a7563202")
+    assert 'display.__name__ == "<lambda>"' in answer
+    sub = json.loads(json.dumps(NOISE_HANDOUT))
+    sub["cells"][1]["source"] = answer
+    sub["cells"][3]["source"] = "def honest(rng):\n    return rng.laplace(0.0, 2.0, size=check.K)"
+    results, plugin = _grade(tmp_path, sub, handout=NOISE_HANDOUT, tests=NOISE_TESTS, questions=("q2", "q3"),
+                             kernel_ns={"display": display})
+    assert results.get_score("q2") == 0 and results.get_score("q3") == 1, _messages(results)
+    assert set(plugin.samples) == {"q2", "q3"}
+
+
+def test_noise_that_tells_the_kernel_from_the_grader_by_anything_loses_the_point(tmp_path, _few_kernel_draws):
+    """A difference the child does not remove (here the type of ``sys.stdout``: ``StringIO`` in this test's stand-in
+    kernel, ``OutStream`` in a Jupyter kernel): the child's noise is right Laplace, the kernel's is 0 on the same
+    generators, so the verdict finds the two differ."""
+    sub = json.loads(json.dumps(NOISE_HANDOUT))
+    sub["cells"][1]["source"] = ("import sys\ndef fixed_noise(rng):\n    return rng.laplace(0.0, 2.0, size=check.K)"
+                                 " * (type(sys.stdout).__name__ != 'StringIO')")
+    results, _ = _grade(tmp_path, sub, handout=NOISE_HANDOUT, tests=NOISE_TESTS, questions=("q2",))
+    assert results.get_score("q2") == 0
+    assert any("kernel and grader differ" in m for m in _messages(results)), _messages(results)
+
+
+class _Noise:
+    """A noise function with a kernel sample attached, as the plugin attaches one to its proxy."""
+
+    def __init__(self, fn, kernel=None):
+        self.fn, self.kernel_sample = fn, kernel
+
+    def __call__(self, rng):
+        return self.fn(rng)
+
+
+def test_the_verdicts_compare_the_kernels_draws_with_the_functions():
+    from blowfish_nb.labs._grade import laplace_noise_verdict, noise_plan, plan_generator, range_noise_verdict
+
+    def laplace(rng):
+        return rng.laplace(0.0, 2.0, size=6)
+
+    def diff(rng):
+        return rng.laplace(0.0, 2.0) - rng.laplace(0.0, 2.0)
+
+    plan = noise_plan(300, seed=7)
+    honest = [laplace(plan_generator(plan, i)) for i in range(300)]
+    sample = {"runs": 300, "seed": 7}
+    assert laplace_noise_verdict(_Noise(laplace, {**sample, "values": honest}), 6, 2.0, runs=300, seed=1) is None
+    zero = [np.zeros(6)] * 300
+    assert laplace_noise_verdict(_Noise(laplace, {**sample, "values": zero}), 6, 2.0, runs=300, seed=1) \
+        == "kernel and grader differ"
+    # the kernel's draws are right Laplace, but not this function's on the same generators
+    other = [laplace(np.random.default_rng(10_000 + i)) for i in range(300)]
+    assert laplace_noise_verdict(_Noise(laplace, {**sample, "values": other}), 6, 2.0, runs=300, seed=1) \
+        == "kernel and grader differ"
+    assert laplace_noise_verdict(_Noise(laplace, {**sample, "values": "no draws"}), 6, 2.0, runs=300, seed=1) \
+        == "in the kernel: no draws"
+    assert laplace_noise_verdict(_Noise(laplace, {**sample, "values": honest[:10]}), 6, 2.0, runs=300, seed=1) \
+        == "in the kernel: no draws"
+    kept = [diff(plan_generator(plan, i)) for i in range(300)]
+    assert range_noise_verdict(_Noise(diff, {**sample, "values": kept}), 2.0, runs=300, seed=1) is None
+    assert range_noise_verdict(_Noise(diff, {**sample, "values": [0.0] * 300}), 2.0, runs=300, seed=1) \
+        == "kernel and grader differ"
+
+
+def test_the_kernels_draws_cross_with_the_function_and_a_raising_call_is_refused(capsys):
+    def noise(rng):
+        return rng.laplace(0.0, 1.0, size=2)
+
+    dump("q2", ["noise", "broken"], {"noise": noise, "broken": lambda rng: 1 / 0}, sample=(5, 3))
+    line = capsys.readouterr().out
+    got = read_answers({"cells": [{"id": "blowfish-answers-q2", "outputs": [
+        {"output_type": "stream", "name": "stdout", "text": line}]}]})["q2"]
+    from blowfish_nb.labs._grade import noise_plan, plan_generator
+
+    plan = noise_plan(5, 3)
+    assert [np.array_equal(a, noise(plan_generator(plan, i))) for i, a in enumerate(got["noise"].kernel)] == [True] * 5
+    assert got["broken"].kernel == "not plain data: a call raised ZeroDivisionError"
+
+
+def test_the_child_runs_the_cells_in_a_kernels_shell(monkeypatch):
+    from blowfish_nb.labs import _answers
+
+    monkeypatch.setattr(_answers, "KERNEL_SHELL", True)
+    proxy = CodeProxy(["import sys\nx = 1"], "def tell(_):\n    return [type(get_ipython()).__name__, "
+                      "display.__module__, 'In' in globals(), __name__, sys.argv[0].endswith('ipykernel_launcher.py')]",
+                      "tell")
+    try:
+        assert proxy(0) == ["ZMQInteractiveShell", "IPython.core.display_functions", True, "__main__", True]
+    finally:
+        proxy.close()
+
+
+# --- processes the notebook leaves running ---------------------------------------------------------------------
+
+
+def test_a_process_left_running_by_the_notebook_is_stopped_and_refuses_the_grade(tmp_path):
+    """A right answer, and a process started in the background that outlives the kernel (``sh`` exits at once: the
+    ``sleep`` is reparented, as a daemon is); the grading stops it and scores every question 0."""
+    import psutil
+
+    pid_file = tmp_path / "pid"
+    sub = _submission(**{**RIGHT, "q1-answer": (f"answer = 3\nimport subprocess\nsubprocess.run(['sh', '-c', "
+                                                f"'sleep 60 > /dev/null 2>&1 & echo $! > {pid_file}'])")})
+    results, plugin = _grade(tmp_path, sub, questions=("q1",))
+    pid = int(pid_file.read_text())
+    assert results.total == 0
+    assert any("left processes running" in m and f"pid {pid}" in m for m in _messages(results))
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+# --- distributions pip's RECORD cannot vouch for -----------------------------------------------------------------
+
+
+def _installed_unhashed(root, text):
+    """``plainpkg`` installed as a package manager without hashes does: its RECORD lists the file, no sha256."""
+    pkg, info = root / "plainpkg", root / "plainpkg-1.0.dist-info"
+    pkg.mkdir()
+    info.mkdir()
+    (pkg / "__init__.py").write_text(text)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plainpkg\nVersion: 1.0\n")
+    (info / "top_level.txt").write_text("plainpkg\n")
+    (info / "RECORD").write_text("plainpkg/__init__.py,,\nplainpkg-1.0.dist-info/RECORD,,\n")
+    return pkg / "__init__.py"
+
+
+def test_a_distribution_without_record_hashes_is_watched_and_a_file_changed_after_install_is_refused(
+        tmp_path, monkeypatch):
+    import importlib
+
+    from blowfish_nb.labs import _integrity
+
+    path = _installed_unhashed(tmp_path, "VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    found = _integrity.unverified({"plainpkg"})
+    assert found == {"plainpkg": [str(path)]}  # no hash: RECORD cannot say
+    assert _integrity.changed_after_install(found, window_ns=0) == []  # as installed: metadata written last
+    before = _integrity.snapshot(tmp_path / "elsewhere", [str(path)])
+    path.write_text("VALUE = 'planted'\n")
+    assert f"changed: {path}" in _integrity.changes(before, _integrity.snapshot(tmp_path / "elsewhere", [str(path)]))
+    assert _integrity.changed_after_install(found, window_ns=0) == [str(path)]
+
+
+def test_the_plugin_watches_an_unhashed_distributions_files_while_the_notebook_runs(tmp_path, monkeypatch):
+    import importlib
+
+    (tmp_path / "site").mkdir()
+    path = _installed_unhashed(tmp_path / "site", "VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    importlib.invalidate_caches()
+    __import__("plainpkg")
+    try:
+        sub = _submission(**{**RIGHT, "q1-answer": f"answer = 3\nopen({str(path)!r}, 'a').write('# planted')"})
+        results, plugin = _grade(tmp_path, sub, questions=("q1",))
+        assert results.total == 0
+        assert any(f"changed: {path}" in m for m in _messages(results))
+        assert "installed without RECORD hashes, watched during this grading only: plainpkg" in plugin.generate_report()
+    finally:
+        sys.modules.pop("plainpkg", None)
