@@ -56,10 +56,15 @@ class Plan:
     """How the kernel is jailed: ``mode`` is ``"root"`` (PID namespace + uid 65534), ``"userns"`` (PID namespace in
     an unprivileged user namespace, same uid on files) or ``"none"``; ``why`` says why for the report."""
 
-    def __init__(self, mode: str, why: str, unshare: str = "unshare", setpriv: str = "setpriv", uid: int = NOBODY):
+    def __init__(self, mode: str, why: str, unshare: str = "unshare", setpriv: str = "setpriv", uid: int = NOBODY,
+                 expose: dict | None = None):
         if mode not in ("root", "userns", "none"):
             raise ValueError(f"mode must be 'root', 'userns' or 'none', got {mode!r}")
         self.mode, self.why, self.unshare, self.setpriv, self.uid = mode, why, unshare, setpriv, uid
+        #: folder the jailed uid cannot traverse -> the entries of it the interpreter needs (``/root`` ->
+        #: ``[".pyenv"]``): in the jail's mount namespace the folder becomes an empty tmpfs with only those entries
+        #: bound back, read-only (:func:`unreachable`)
+        self.expose = dict(expose or {})
 
     def __repr__(self) -> str:
         return f"Plan({self.mode!r}, {self.why!r})"
@@ -87,7 +92,10 @@ def wrap(plan: Plan, cmd: list[str]) -> list[str]:
     cmd = list(cmd)
     pidns = ["--pid", "--fork", "--kill-child", "--mount-proc"]
     if plan.mode == "root":
-        return [plan.unshare, *pidns, plan.setpriv, f"--reuid={plan.uid}", f"--regid={plan.uid}", "--clear-groups",
+        stage = []
+        if plan.expose:  # as root in the new mount namespace, before dropping to the uid: bind what it needs
+            stage = [sys.executable, "-I", "-S", "-c", _code(), "--expose", _spec(plan.expose), "--"]
+        return [plan.unshare, *pidns, *stage, plan.setpriv, f"--reuid={plan.uid}", f"--regid={plan.uid}", "--clear-groups",
                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *cmd]
     if plan.mode == "userns":
         return [plan.unshare, "--user", "--map-root-user", *pidns, "--", *cmd]
@@ -109,13 +117,13 @@ def decide(euid: int | None = None, *, which=None, probe=None) -> Plan:
     unshare, setpriv = which("unshare"), which("setpriv")
     if unshare is None:
         return Plan("none", "no `unshare` command on this host")
-    check = [sys.executable, "-I", "-c", _PROBE_CODE, *_search_path()]
+    check = [sys.executable, "-I", "-c", _PROBE_CODE, os.path.realpath(os.__file__), *_search_path()]
     why_root = "not running as root"
     if euid == 0:
         if setpriv is None:
             why_root = "no `setpriv` command on this host"
         else:
-            plan = Plan("root", "", unshare, setpriv)
+            plan = Plan("root", "", unshare, setpriv, expose=unreachable(_needed_paths()))
             failed = probe(wrap(plan, check))
             if failed is None:
                 return plan
@@ -132,11 +140,11 @@ def launcher_argv(plan: Plan, work: str, cmd: list[str], connection: str | None 
     ``PYTHONPATH``, no site hook, nothing of the kernel's reach), which then execs :func:`wrap` of ``cmd``."""
     args = ["--mode", plan.mode, "--uid", str(plan.uid), "--unshare", plan.unshare, "--setpriv", plan.setpriv,
             "--work", str(work)]
+    if plan.expose:
+        args += ["--plan-expose", _spec(plan.expose)]
     if connection is not None:
         args += ["--connection", connection]
-    # hex: jupyter_client formats ``{name}`` fields in a kernelspec's argv, the source must hold none
-    code = f"exec(bytes.fromhex({_source().encode().hex()!r}).decode())"
-    return [sys.executable, "-I", "-S", "-c", code, *args, "--", *cmd]
+    return [sys.executable, "-I", "-S", "-c", _code(), *args, "--", *cmd]
 
 
 def launch(argv: list[str], *, execute=None) -> list[str]:
@@ -148,8 +156,13 @@ def launch(argv: list[str], *, execute=None) -> list[str]:
     i = argv.index("--")
     opts, cmd = argv[:i], argv[i + 1:]
     o = dict(zip(opts[::2], opts[1::2]))
+    if "--expose" in o:  # second stage: root, PID 1 of the new namespaces, before setpriv
+        _expose(o["--expose"])
+        if execute is not None:
+            return cmd
+        os.execvp(cmd[0], cmd)
     plan = Plan(o["--mode"], "launcher", o.get("--unshare", "unshare"), o.get("--setpriv", "setpriv"),
-                int(o.get("--uid", NOBODY)))
+                int(o.get("--uid", NOBODY)), _parse(o.get("--plan-expose", "")))
     work = o["--work"]
     home, run = os.path.join(work, "home"), os.path.join(work, "run")
     uid = plan.uid if plan.mode == "root" else None
@@ -266,8 +279,10 @@ def install(here: str, autograder_dir: str | None = None, *, plan: Plan | None =
 
 # --- helpers ----------------------------------------------------------------------------------------------------
 
-_PROBE_CODE = ("import sys, importlib.util as u; sys.path[:0] = sys.argv[1:]; "
-               "sys.exit(0 if u.find_spec('ipykernel') and u.find_spec('blowfish_nb') else 3)")
+_PROBE_CODE = ("import os, sys, importlib.util as u; sys.path[:0] = sys.argv[2:]; "
+               "sys.exit('the jailed interpreter found another standard library: ' + os.__file__ "
+               "if os.path.realpath(os.__file__) != sys.argv[1] else "
+               "0 if u.find_spec('ipykernel') and u.find_spec('blowfish_nb') else 'ipykernel or blowfish_nb not found')")
 
 
 def _search_path() -> list[str]:
@@ -288,7 +303,67 @@ def _probe(cmd: list[str]) -> str | None:
     return None
 
 
+def unreachable(paths) -> dict:
+    """folder -> sorted entry names: each folder on the way to one of ``paths`` that others cannot traverse (no
+    ``o+x``), with the entry of it that leads there (``/root`` -> ``[".pyenv"]`` for an interpreter under
+    ``/root/.pyenv``, ``/root`` being mode 0700)."""
+    out: dict = {}
+    for path in paths:
+        parts = os.path.realpath(path).split(os.sep)[1:]
+        for k in range(len(parts) - 1):
+            folder = os.sep + os.path.join(*parts[:k]) if k else os.sep
+            try:
+                mode = os.stat(folder).st_mode
+            except OSError:
+                break
+            if not mode & 0o001:
+                out.setdefault(folder, set()).add(parts[k])
+    return {d: sorted(n) for d, n in out.items()}
+
+
+def _needed_paths() -> list[str]:
+    """What the jailed interpreter must reach: the interpreter, its prefixes, this process's import path."""
+    found = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    return found + _search_path()
+
+
+def _expose(spec: str) -> None:
+    """In the jail's own mount namespace (as root): each folder of ``spec`` (``dir:name,name;…``) is replaced by an
+    empty tmpfs in which only the named entries are bound back, read-only. The rest of the folder stays hidden."""
+    import subprocess
+    import tempfile
+
+    for folder, names in sorted(_parse(spec).items(), key=lambda t: t[0].count(os.sep)):
+        # root 0700 in the jail's own (root-owned) folder: the original folder, out of the jail's reach
+        held = tempfile.mkdtemp(prefix="held-", dir=os.path.dirname(os.getcwd()))
+        subprocess.run(["mount", "--bind", folder, held], check=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755,size=1m", "tmpfs", folder], check=True)
+        for name in names:
+            src, dst = os.path.join(held, name), os.path.join(folder, name)
+            if os.path.isdir(src):
+                os.mkdir(dst)
+            else:
+                open(dst, "w").close()
+            subprocess.run(["mount", "--bind", src, dst], check=True)
+            subprocess.run(["mount", "-o", "remount,bind,ro", dst], check=True)
+
+
+def _spec(expose: dict) -> str:
+    return ";".join(f"{d}:{','.join(names)}" for d, names in sorted(expose.items()))
+
+
+def _parse(spec: str) -> dict:
+    return {d: n.split(",") for d, n in (item.rsplit(":", 1) for item in spec.split(";") if item)}
+
+
+def _code() -> str:
+    # hex: jupyter_client formats ``{name}`` fields in a kernelspec's argv, the source must hold none
+    return f"_JAIL_SOURCE = bytes.fromhex({_source().encode().hex()!r}).decode(); exec(_JAIL_SOURCE)"
+
+
 def _source() -> str:
+    if "_JAIL_SOURCE" in globals():  # the launcher (``-c``): no file
+        return globals()["_JAIL_SOURCE"]
     with open(__file__, encoding="utf-8") as f:
         return f.read()
 
