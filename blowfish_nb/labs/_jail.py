@@ -72,9 +72,9 @@ class Plan:
     def report(self) -> str:
         """The one line of the grading report that says how the kernel ran."""
         if self.mode == "root":
-            return (f"The notebook's kernel ran isolated: its own PID namespace (every process it started died with it; "
-                    f"otter's process not visible), as uid {self.uid} without groups or capabilities, in its own "
-                    f"folder.")
+            return (f"The notebook's kernel ran isolated: its own PID namespace (every process it started died "
+                    f"with it; otter's process not visible), as uid {self.uid} without groups or capabilities, "
+                    f"in its own folder.")
         if self.mode == "userns":
             return ("The notebook's kernel ran in its own PID namespace (unprivileged user namespace: every process it "
                     "started died with it; otter's process not visible) but as the grading user on files: " + self.why)
@@ -95,8 +95,8 @@ def wrap(plan: Plan, cmd: list[str]) -> list[str]:
         stage = []
         if plan.expose:  # as root in the new mount namespace, before dropping to the uid: bind what it needs
             stage = [sys.executable, "-I", "-S", "-c", _code(), "--expose", _spec(plan.expose), "--"]
-        return [plan.unshare, *pidns, *stage, plan.setpriv, f"--reuid={plan.uid}", f"--regid={plan.uid}", "--clear-groups",
-                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *cmd]
+        return [plan.unshare, *pidns, *stage, plan.setpriv, f"--reuid={plan.uid}", f"--regid={plan.uid}",
+                "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *cmd]
     if plan.mode == "userns":
         return [plan.unshare, "--user", "--map-root-user", *pidns, "--", *cmd]
     return cmd
@@ -282,7 +282,8 @@ def install(here: str, autograder_dir: str | None = None, *, plan: Plan | None =
 _PROBE_CODE = ("import os, sys, importlib.util as u; sys.path[:0] = sys.argv[2:]; "
                "sys.exit('the jailed interpreter found another standard library: ' + os.__file__ "
                "if os.path.realpath(os.__file__) != sys.argv[1] else "
-               "0 if u.find_spec('ipykernel') and u.find_spec('blowfish_nb') else 'ipykernel or blowfish_nb not found')")
+               "0 if u.find_spec('ipykernel') and u.find_spec('blowfish_nb') else "
+               "'ipykernel or blowfish_nb not found')")
 
 
 def _search_path() -> list[str]:
