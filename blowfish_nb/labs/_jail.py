@@ -11,7 +11,8 @@ otter's process; a ``.OTTER_LOG`` pickle in the submission that otter loads with
 * removes ``.OTTER_LOG`` and every other pickle from the submission (:func:`strip_pickles`);
 * makes otter's process non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``: a process of the same uid without
   ``CAP_SYS_PTRACE`` can neither ptrace it nor read its ``/proc/<pid>/{mem,fd,cwd,environ}``);
-* answers every kernel name otter asks for (the notebook's own under ``otter run``, ``python3`` on Gradescope:
+* while otter's runner grades (its ``grade_notebook``), answers every kernel name otter asks for (the notebook's
+  own under ``otter run``, ``python3`` on Gradescope:
   ``otter.execute`` runs nbconvert's ``ExecutePreprocessor``, i.e. nbclient, which asks jupyter_client's
   ``KernelSpecManager.get_kernel_spec(name)``) with a kernelspec whose ``argv`` is this module's launcher
   (:func:`launcher_argv`) in front of ``python -m ipykernel_launcher -f {connection_file}``; a code answer's
@@ -271,8 +272,7 @@ def install(here: str, autograder_dir: str | None = None, *, plan: Plan | None =
     atexit.register(shutil.rmtree, root, True)
     kernel_work = prepare(root, here, uid)
     child_work = prepare(root, here, uid)
-    _serve_kernelspec(plan, kernel_work)
-    _jail_code_answers(plan, child_work)
+    _during_grading(plan, kernel_work, child_work)
     lines.append(plan.report())
     return lines
 
@@ -378,19 +378,55 @@ def _starts_as_pickle(path: str) -> bool:
     return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
-def _serve_kernelspec(plan: Plan, work: str) -> None:
-    """Every kernel name resolves to the jailed kernel in this process (otter asks for the notebook's own name
-    under ``otter run``, ``python3`` on Gradescope; a name the student chose must not pick an unjailed kernel)."""
+def _during_grading(plan: Plan, kernel_work: str, child_work: str) -> None:
+    """While otter's runner grades the notebook (``grade_notebook``: the kernel, then the plugin's
+    ``after_grading`` with the code answers' children), every kernel is the jailed one and every code answer's
+    child starts through the launcher; before and after it, nothing in this process is changed (a test that
+    calls ``before_grading`` leaves no kernelspec patched behind). Without otter's runner, for good."""
+    try:
+        from otter.run.run_autograder.runners import python_runner
+    except ImportError:  # pragma: no cover - otter is the labs extra
+        python_runner = None
+    original = getattr(python_runner, "grade_notebook", None)
+    original = getattr(original, "_jail_original", original)
+    if original is None:  # pragma: no cover - an otter without the runner's name
+        _activate(plan, kernel_work, child_work)
+        return
+
+    def grade_notebook(*args, **kwargs):
+        undo = _activate(plan, kernel_work, child_work)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            undo()
+
+    grade_notebook._jail_original = original
+    python_runner.grade_notebook = grade_notebook
+
+
+def _activate(plan: Plan, kernel_work: str, child_work: str):
+    """Jail every kernel name and every code answer's child; returns the function that undoes it."""
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 
+    from . import _answers
+
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    argv = launcher_argv(plan, work, kernel, connection="{connection_file}")
+    argv = launcher_argv(plan, kernel_work, kernel, connection="{connection_file}")
 
     def get_kernel_spec(self, kernel_name, *args, **kwargs):
+        # every name: otter asks for the notebook's own name under ``otter run``, ``python3`` on Gradescope; a
+        # name the student chose must not pick an unjailed kernel
         return KernelSpec(argv=list(argv), display_name="Python 3 (graded, jailed)", language="python",
-                          resource_dir=work, env={}, metadata={}, interrupt_mode="signal")
+                          resource_dir=kernel_work, env={}, metadata={}, interrupt_mode="signal")
 
+    saved = KernelSpecManager.__dict__["get_kernel_spec"], _answers.subprocess
     KernelSpecManager.get_kernel_spec = get_kernel_spec
+    _answers.subprocess = _JailedSubprocess(plan, child_work)
+
+    def undo():
+        KernelSpecManager.get_kernel_spec, _answers.subprocess = saved
+
+    return undo
 
 
 class _JailedSubprocess:
@@ -408,12 +444,6 @@ class _JailedSubprocess:
         import subprocess
 
         return getattr(subprocess, name)
-
-
-def _jail_code_answers(plan: Plan, work: str) -> None:
-    from . import _answers
-
-    _answers.subprocess = _JailedSubprocess(plan, work)
 
 
 def _guard_log_server() -> None:

@@ -114,14 +114,22 @@ def test_pickles_and_the_otter_log_leave_the_submission(tmp_path):
 def test_install_removes_the_log_and_serves_the_jail_for_every_kernel_name(tmp_path, monkeypatch):
     from jupyter_client.kernelspec import KernelSpecManager
     import otter.execute.logging as otter_logging
+    from otter.run.run_autograder.runners import python_runner
 
     from blowfish_nb.labs import _answers
 
-    monkeypatch.setattr(KernelSpecManager, "get_kernel_spec", KernelSpecManager.get_kernel_spec)
-    monkeypatch.setattr(_answers, "subprocess", _answers.subprocess)
     monkeypatch.setattr(otter_logging.LogRecordStreamHandler, "unpickle",
                         otter_logging.LogRecordStreamHandler.unpickle)
     monkeypatch.setattr(_jail, "set_dumpable", lambda on=False: True)  # not on pytest's own process
+    seen = {}
+
+    def grade_notebook(*args, **kwargs):  # otter's runner's call: the kernel starts and after_grading runs in it
+        seen["argv"] = [KernelSpecManager().get_kernel_spec(n).argv for n in ("python3", "a-name-the-student-chose")]
+        seen["subprocess"] = _answers.subprocess
+        return "graded"
+
+    monkeypatch.setattr(python_runner, "grade_notebook", grade_notebook)
+    unjailed, subprocess_module = KernelSpecManager.get_kernel_spec, _answers.subprocess
     sub = tmp_path / "submission"
     sub.mkdir()
     (sub / "lab02.ipynb").write_text("{}")
@@ -131,11 +139,13 @@ def test_install_removes_the_log_and_serves_the_jail_for_every_kernel_name(tmp_p
     assert any(".OTTER_LOG" in line for line in lines)
     assert lines[-1] == "WARNING: the notebook's kernel was NOT isolated (no namespaces in this test); it ran as the " \
                         "grading user."
-    for name in ("python3", "a-kernel-the-student-named"):
-        argv = KernelSpecManager().get_kernel_spec(name).argv
+    assert python_runner.grade_notebook() == "graded"
+    for argv in seen["argv"]:
         assert argv[:4] == [sys.executable, "-I", "-S", "-c"]
         assert argv[-5:] == [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    assert isinstance(_answers.subprocess, _jail._JailedSubprocess)
+    assert isinstance(seen["subprocess"], _jail._JailedSubprocess)
+    # outside otter's grading call nothing stays patched (a test that calls before_grading leaves no jail behind)
+    assert KernelSpecManager.get_kernel_spec is unjailed and _answers.subprocess is subprocess_module
     # otter's logging server: a pickle that calls anything is refused, a plain record is read
     handler = otter_logging.LogRecordStreamHandler.__new__(otter_logging.LogRecordStreamHandler)
     evil = b"\x80\x04cbuiltins\nexec\n(Vraise SystemExit('ran')\ntR."
@@ -229,16 +239,18 @@ def test_without_the_jail_the_grandchild_outlives_its_parent(jail_root):
             os.kill(pid, 9)
 
 
-def test_a_jailed_kernel_runs_cells_as_nobody(jail_root, monkeypatch):
+def test_a_jailed_kernel_runs_cells_as_nobody(jail_root):
     """The kernelspec install() serves starts a working kernel: it runs a cell, as nobody, in its own folder."""
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import start_new_kernel
 
     plan = _plan("root")
-    monkeypatch.setattr(KernelSpecManager, "get_kernel_spec", KernelSpecManager.get_kernel_spec)
     work = prepare(jail_root, None, NOBODY)
-    _jail._serve_kernelspec(plan, work)
-    km, kc = start_new_kernel(kernel_name="python3", startup_timeout=60)
+    undo = _jail._activate(plan, work, work)
+    try:
+        km, kc = start_new_kernel(kernel_name="python3", startup_timeout=60)
+    finally:
+        undo()
     try:
         out = io.StringIO()
         kc.execute_interactive("import os; print(os.getuid(), os.getpid(), os.getcwd(), os.__file__)", timeout=60,
