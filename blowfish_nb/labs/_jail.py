@@ -265,7 +265,7 @@ def install(here: str, autograder_dir: str | None = None, *, plan: Plan | None =
     if not set_dumpable(False):
         lines.append("WARNING: could not make otter's process non-dumpable (prctl unavailable)")
     _guard_log_server()
-    plan = plan or decide()
+    plan = plan or _decided()
     uid = plan.uid if plan.mode == "root" else None
     root = tempfile.mkdtemp(prefix="blowfish-grading-")
     os.chmod(root, 0o711)
@@ -289,6 +289,16 @@ _PROBE_CODE = ("import os, sys, importlib.util as u; sys.path[:0] = sys.argv[2:]
 def _search_path() -> list[str]:
     """Where the probe looks for ``ipykernel`` and ``blowfish_nb``: this interpreter's path (the kernel's too)."""
     return [p for p in sys.path if p and os.path.isdir(p)]
+
+
+_DECIDED: list = []
+
+
+def _decided() -> Plan:
+    """:func:`decide` once per process (the host does not change between two gradings of one process)."""
+    if not _DECIDED:
+        _DECIDED.append(decide())
+    return _DECIDED[0]
 
 
 def _probe(cmd: list[str]) -> str | None:
