@@ -81,7 +81,7 @@ try:  # otter-grader is the labs extra (the build and the grading environment ha
 except ImportError:  # pragma: no cover - only without otter
     AbstractOtterPlugin = object
 
-from . import _integrity
+from . import _integrity, _jail
 from ._answers import DUMP_ID, MARKER, CodeProxy, Refused, decode
 
 __all__ = ["LabGrader", "PLUGIN", "rebuild", "read_answers"]
@@ -168,6 +168,8 @@ class LabGrader(AbstractOtterPlugin):
     def before_grading(self, config):
         self.start_ns = _integrity.clock_ns()
         here = Path.cwd()
+        # the kernel and the code answers' children run jailed; no pickle of the submission is left (_jail)
+        self.notes += _jail.install(str(here), getattr(config, "autograder_dir", None))
         folders = [here / "tests"]
         ag_dir = getattr(config, "autograder_dir", None)
         if ag_dir:
