@@ -155,7 +155,7 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
         raise InvalidParameterError("known_total.optimize needs ranges, boxes or Kronecker products of ranges")
     rng = as_generator(rng)
     problem = _TotalProblem(terms, _edge_groups(policy), shape,
-                            tuple(int(math.ceil(rows * n)) for n in shape))
+                            tuple(int(math.ceil(rows * n)) for n in shape), signed=True)
     found = [problem.optimise(problem.start(s, rng), max_iter) for s in range(restarts)]
     candidates = [[np.eye(n) for n in shape], [np.tril(np.ones((n, n))) for n in shape], *found]
     scored = [(_exact(problem, policy, X), X) for X in candidates]
