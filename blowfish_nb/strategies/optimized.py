@@ -198,8 +198,8 @@ def signed_entries(shape, edges) -> bool:
     same function of a non-negative X whether signs are allowed or not: lifting
     the bound only widens the search, and spares L-BFGS-B its bound handling
     (about two thirds of each step on the 16,384 entries of a 128-cell axis:
-    issue 28's 64-range quotes and the canvas's 50-cell choice fit 1.5–1.7×
-    less CPU with exact objectives equal or lower, benchmarks/results/fit_latency.md).
+    issue 28's 64-range quotes and the canvas's 50-cell choice take 1.3–1.5×
+    less CPU, exact objectives equal or lower, benchmarks/results/fit_latency.md).
     Elsewhere the surrogate also reads column norms (a Kronecker product's
     other axes, an edge to ⊥), where signed entries pay √(x² + η²) ≥ |x| on
     every entry, not only on differences: measured worse on 25 × 25 boxes
