@@ -301,16 +301,33 @@ GAIN = 1e-6
 def fit_can_win(bound: float, best_fixed: float) -> str | None:
     """None when fitting ``Optimized()`` could lower the best error, else why it cannot (the fit is skipped).
 
-    ``bound`` is the SVD lower bound (:func:`~blowfish_nb.analysis.lower_bound.lower_bound`) on the expected
-    error of *any* matrix-mechanism strategy under the policy, and it bounds the fitted ``Optimized`` too: its
-    lattice noise has variance γ²·v((Δ/γ + m)/ε) per measurement (v(b) = 1/(2 sinh²(1/(2b))), the discrete
-    Laplace variance), and since v(b)/b² grows with b and Δ/γ + m ≥ 1, that is at least v(1/ε)·Δ² with
-    Δ = Δ₁ ≥ Δ₂ — the factor the bound uses; a strategy with the public total is covered as well (the bound is
-    on W P_G, which the total does not reach). So whatever the optimiser would find, its error is at least
-    ``bound``: when ``bound`` is at least the best fixed candidate's exact error (less a relative :data:`GAIN`
-    for rounding), the fit cannot win — a tie would not win either (ties go to the earlier candidate) — and is
-    not run. The test is conservative, reads public inputs only and does not depend on timing. No bound (NaN:
-    large domains): always fit.
+    ``bound`` is the SVD lower bound (:func:`~blowfish_nb.analysis.lower_bound.lower_bound`,
+    ``delta=None``): v(1/ε)·(Σλ)²/(|E|·q), λ the singular values of W_G = W P_G (P_G the k × |E| edge
+    incidence: column e is e_u − e_v, or e_u for an edge to ⊥), v(b) = 1/(2 sinh²(1/(2b))) the discrete
+    Laplace variance at scale b. It bounds every strategy ``Optimized`` can be charged for, *as this code
+    computes its error* (:meth:`Optimized.expected_error` = the lattice noise's variance · mean of w (AᵀA)⁺ wᵀ):
+
+    1. *Noise.* Each measurement's noise has variance γ²·v(b) with b = (Δ/γ + m)/ε (:func:`.noise.lattice_noisy`,
+       Δ = Δ₁ the exact L1 sensitivity under the policy). v(b)/b² grows with b and b ≥ m/ε ≥ 1/ε, so
+       γ²·v(b) ≥ γ²b²·ε²·v(1/ε) ≥ Δ²·v(1/ε).
+    2. *Sensitivity.* Δ₁ = max_e ‖A P_G e‖₁ ≥ max_e ‖A P_G e‖₂ ≥ ‖A P_G‖_F / √|E| (a max is at least the root
+       mean square), for any real A — the fitted strategies' entries may have either sign.
+    3. *Error.* For A of full column rank (A⁺A = I), Hölder for Schatten norms gives
+       ‖W P_G‖_* = ‖(W A⁺)(A P_G)‖_* ≤ ‖W A⁺‖_F · ‖A P_G‖_F, so
+       Δ₁² · ‖W A⁺‖²_F ≥ (‖A P_G‖²_F/|E|) · (Σλ)² / ‖A P_G‖²_F = (Σλ)²/|E|. A rank-deficient flat factor
+       (weighted marginals) is quoted only when W lies in its row space (W A⁺A = W), where the same lines hold.
+       A strategy with the public total (no edge to ⊥, so 1ᵀP_G = 0) is the limit c → ∞ of [A; c·1ᵀ], whose
+       Δ and A P_G are A's and whose plain error decreases to the constrained one: the bound holds in the limit.
+
+    Multiplying, the mean squared error per query is ≥ v(1/ε)·(Σλ)²/(|E|·q) = ``bound``, whatever the optimiser
+    finds (tests/analysis/test_lower_bound_optimized.py checks it on small domains for every template, several
+    seeds and random signed strategies). So when ``bound`` is at least the best fixed candidate's exact error
+    (less a relative :data:`GAIN` for rounding), the fit cannot win — a tie would not win either (ties go to the
+    earlier candidate) — and is not run: the choice is provably the one the fit would have given. The test is
+    conservative, reads public inputs only and does not depend on timing. No bound (NaN: large domains): always
+    fit. The bound is not tight (Δ₁ ≥ Δ₂ and the root-mean-square step lose up to √|E| together), so a fit the
+    optimiser then loses may still run: the 64-range quote under the line policy (its bound below Ordered's
+    error, benchmarks/results/quote_cold.md) cannot be skipped by this argument.
 
     Examples
     --------

@@ -41,7 +41,7 @@ from .._validation import as_generator
 from ..exceptions import InvalidParameterError
 from ..operators import Kron, Stack, Total, Workload
 from ..policy import Policy
-from .optimized import DenseFactor, FactoredStrategy, _edge_groups, _Problem, _scatter, _terms, supports
+from .optimized import DenseFactor, FactoredStrategy, _edge_groups, _Problem, _scatter, _terms, signed_entries, supports
 
 __all__ = ["optimize", "KnownTotalStrategy"]
 
@@ -154,8 +154,9 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
     if any(t.gram is not None for t in terms):
         raise InvalidParameterError("known_total.optimize needs ranges, boxes or Kronecker products of ranges")
     rng = as_generator(rng)
-    problem = _TotalProblem(terms, _edge_groups(policy), shape,
-                            tuple(int(math.ceil(rows * n)) for n in shape))
+    edges = _edge_groups(policy)
+    problem = _TotalProblem(terms, edges, shape, tuple(int(math.ceil(rows * n)) for n in shape),
+                            signed=signed_entries(shape, edges))  # one axis: signed entries, no L-BFGS-B bounds
     found = [problem.optimise(problem.start(s, rng), max_iter) for s in range(restarts)]
     candidates = [[np.eye(n) for n in shape], [np.tril(np.ones((n, n))) for n in shape], *found]
     scored = [(_exact(problem, policy, X), X) for X in candidates]

@@ -13,7 +13,9 @@ so on the grid G¹ (a Cartesian product of lines) Δ(A₁ ⊗ A₂) =
 max(‖A₁D‖₁·‖A₂‖₁, ‖A₁‖₁·‖A₂D‖₁) with D the difference operator and ‖·‖₁ the
 largest column L1 norm (tested by brute force).
 
-**What is optimised.** One non-negative matrix X_i (m_i × n_i) per axis;
+**What is optimised.** One non-negative matrix X_i (m_i × n_i) per axis
+(as HDMM), or on one axis under a policy without ⊥ a real one, entries of
+either sign (:func:`signed_entries`);
 the objective is log of the surrogate Δ̃(X)² · ‖W X⁺‖_F², where Δ̃ replaces
 every max by a p-norm and |t| by √(t² + η²) (both smooth upper bounds of the
 exact max-of-L1), over the policy's edges grouped by the axis they move
@@ -73,6 +75,7 @@ from ..operators import DENSE_LIMIT, Kron, Matrix, Stack, Workload
 from .pidentity import fit_best_p, prefix_gram, range_gram, strategy_matrix
 
 __all__ = ["optimize", "OptimizedStrategy", "DenseFactor", "AXIS_LIMIT", "EDGE_LIMIT", "TEMPLATES", "DEFAULT_TEMPLATES",
+           "signed_entries",
            "OPT_IN", "supports",
            "flat_mean_variance"]
 
@@ -185,6 +188,33 @@ def supports(workload: Workload, policy: Policy) -> str | None:
     return None
 
 
+def signed_entries(shape, edges) -> bool:
+    """Whether the dense factors are optimised with entries of either sign (no L-BFGS-B bounds): one axis, no ⊥.
+
+    Δ and the error read a factor only through |entries| and XᵀX, so a sign
+    is never a privacy or accuracy constraint; what differs is the surrogate.
+    On one axis without ⊥ (and so no edge moving several coordinates) it is
+    the smoothed max over edges of Σ_rows √((x_ra − x_rb)² + η²) alone, the
+    same function of a non-negative X whether signs are allowed or not: lifting
+    the bound only widens the search, and spares L-BFGS-B its bound handling
+    (about two thirds of each step on the 16,384 entries of a 128-cell axis:
+    issue 28's 64-range quotes and the canvas's 50-cell choice take 1.3–1.5×
+    less CPU, exact objectives equal or lower, benchmarks/results/fit_latency.md).
+    Elsewhere the surrogate also reads column norms (a Kronecker product's
+    other axes, an edge to ⊥), where signed entries pay √(x² + η²) ≥ |x| on
+    every entry, not only on differences: measured worse on 25 × 25 boxes
+    under G¹ (auto's fit 222 against 208), so those keep X ≥ 0.
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, policy
+    >>> line, dp = policy.line(Domain.grid(8)), policy.dp(Domain.grid(8))
+    >>> signed_entries((8,), _edge_groups(line)), signed_entries((8,), _edge_groups(dp))
+    (True, False)
+    """
+    return len(shape) == 1 and not edges.bottom and not edges.multi
+
+
 def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: float = 1.0,
              max_iter: int = 300, rng=0, templates=None) -> OptimizedStrategy:
     """A strategy optimised for ``workload`` under ``policy``; its Δ is exact.
@@ -264,13 +294,13 @@ def optimize(workload: Workload, policy: Policy, *, restarts: int = 3, rows: flo
         raise InvalidParameterError(f"cannot optimise a strategy here: {reason}")
     rng = as_generator(rng)
     shape = tuple(policy.domain.shape)
-    problem = _Problem(_terms(workload, shape), _edge_groups(policy), shape,
-                       tuple(int(math.ceil(rows * n)) for n in shape))
+    edges = _edge_groups(policy)
+    problem = _Problem(_terms(workload, shape), edges, shape, tuple(int(math.ceil(rows * n)) for n in shape),
+                       signed=signed_entries(shape, edges))
     # the identity (the Laplace mechanism) and the prefix sums (Ordered) themselves: never done worse than them
     fixed = [[np.eye(n) for n in shape], [np.tril(np.ones((n, n))) for n in shape]]
     candidates = [("identity", fixed[0]), ("prefix", fixed[1])]
     # nothing to trade off when no edge moves a record (every strategy has Δ = 0) or no query has error to lose
-    edges = problem.edges
     pairs = any(p is not None for p in edges.pairs)
     active = bool((pairs or edges.bottom or edges.multi) and problem.error(fixed[0]) > 0)
     if active:
