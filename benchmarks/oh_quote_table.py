@@ -57,7 +57,7 @@ def _child(tree: str, k: int, alpha: float, beta: float) -> dict:
 def cold_rows(against: str) -> list[list[object]]:
     here = str(Path(__file__).resolve().parents[1])
     rows = []
-    for k, (alpha, beta) in [(K, TARGETS[0]), (K, TARGETS[1]), (256, (12.0, 0.05))]:
+    for k, (alpha, beta) in [(K, target) for target in TARGETS]:
         runs = {against: [], here: []}
         for _ in range(REPEATS):
             for tree in (against, here):

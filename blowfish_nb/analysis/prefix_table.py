@@ -62,6 +62,7 @@ from pathlib import Path
 import numpy as np
 
 from ..domain import Domain
+from ..exceptions import InvalidParameterError
 from ..mechanisms import OrderedHierarchical
 from ..policy import dp
 from ..ranges import as_ranges
@@ -110,7 +111,7 @@ def tabulated_epsilon(mechanism, workload, policy, alpha: float, beta: float) ->
     levels = [i for i, b in enumerate(BETAS) if b <= beta]
     if not levels:
         return None
-    table = _table().get(policy.domain.size)
+    table = _rows(policy.domain.size)
     if table is None:
         return None
     ratios = table[:, levels[0]].astype(np.float64)
@@ -155,7 +156,7 @@ def build_rows(k: int, grid_points=None, draws: int = DRAWS) -> np.ndarray:
 
     Examples
     --------
-    >>> rows = build_rows(16, [0, 1], draws=400)
+    >>> rows = build_rows(16, [0, 1])
     >>> rows.shape, bool(np.all(rows[:, :-1] <= rows[:, 1:]))  # a smaller β, a higher quantile
     ((2, 16), True)
     """
@@ -183,7 +184,7 @@ def _rank(n: int, p: float) -> int:
 
     j = int(binom.ppf(CONFIDENCE, n, p)) + 1
     if j > n:
-        raise ValueError(f"{n} draws cannot bound the {p:g}-quantile with confidence {CONFIDENCE}")
+        raise InvalidParameterError(f"draws={n} cannot bound the {p:g}-quantile with confidence {CONFIDENCE}")
     return j
 
 
@@ -192,16 +193,18 @@ def _grid() -> np.ndarray:
     return np.exp2(np.arange(LOG2_B[0] * STEPS, LOG2_B[1] * STEPS + 1) / STEPS)
 
 
-@functools.lru_cache(maxsize=1)
-def _table() -> dict[int, np.ndarray]:
-    """The shipped rows per k (float16 M_(j)/b_g, rounded up), read once ({} without the file: Monte Carlo)."""
+@functools.lru_cache(maxsize=None)
+def _rows(k: int) -> np.ndarray | None:
+    """The shipped rows of domain size k (float16 M_(j)/b_g, rounded up), read once; None when not shipped (or
+    drawn under other settings, which certify nothing here, or no file): the quote falls back to Monte Carlo."""
     if not TABLE_PATH.exists():
-        return {}
+        return None
     with np.load(TABLE_PATH) as f:
         if (int(f["draws"]) != DRAWS or int(f["steps"]) != STEPS or tuple(f["log2_b"]) != LOG2_B
-                or not np.array_equal(f["betas"], BETAS) or float(f["confidence"]) != CONFIDENCE):
-            return {}  # a table drawn under other settings certifies nothing here
-        return {int(k): f[f"k{k}"] for k in f["sizes"]}
+                or not np.array_equal(f["betas"], BETAS) or float(f["confidence"]) != CONFIDENCE
+                or k not in set(f["sizes"].tolist())):
+            return None
+        return f[f"k{k}"]
 
 
 def _round_up16(x: np.ndarray) -> np.ndarray:
