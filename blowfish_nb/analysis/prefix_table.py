@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -124,7 +125,10 @@ def tabulated_epsilon(mechanism, workload, policy, alpha: float, beta: float) ->
 
 
 def unit_scale(mechanism, workload, policy) -> float | None:
-    """Δ_H, the trees' noise scale at ε = 1, when the table covers (mechanism, workload, policy); else None.
+    """Δ_H, the trees' noise scale at ε = 1, when the table's law applies to (mechanism, workload, policy); else None.
+
+    The law is M(b) of one 16-ary tree over the whole domain with all k prefixes asked; whether rows were drawn
+    for k is looked up by :func:`tabulated_epsilon`.
 
     Examples
     --------
@@ -137,7 +141,7 @@ def unit_scale(mechanism, workload, policy) -> float | None:
         return None
     domain = policy.domain
     k = domain.size
-    if len(domain.shape) != 1 or k not in SIZES or mechanism.refusal(policy) is not None:
+    if len(domain.shape) != 1 or mechanism.refusal(policy) is not None:
         return None
     if mechanism._theta(policy) < k:
         return None
@@ -161,7 +165,7 @@ def build_rows(k: int, grid_points=None, draws: int = DRAWS) -> np.ndarray:
     ((2, 16), True)
     """
     m, W, pol = OrderedHierarchical(), prefix(k), dp(Domain.grid(k))
-    unit = unit_scale(m, W, pol) if k in SIZES else m._scales(pol, 1.0, 0.0)[1]
+    unit = m._scales(pol, 1.0, 0.0)[1]
     grid = _grid()
     points = range(grid.size) if grid_points is None else list(grid_points)
     ranks = [_rank(draws, 1 - b) for b in BETAS]
@@ -229,8 +233,10 @@ def main() -> None:  # pragma: no cover (build time)
         stored[f"k{k}"] = _round_up16(build_rows(k))
         print(f"k = {k}: {time.process_time() - t:.1f} s CPU", flush=True)
         done = sorted(int(name[1:]) for name in stored)
-        np.savez_compressed(TABLE_PATH, sizes=np.array(done), draws=DRAWS, steps=STEPS, log2_b=np.array(LOG2_B),
+        partial = TABLE_PATH.with_suffix(".partial.npz")  # replaced in one step: a stopped build leaves a whole file
+        np.savez_compressed(partial, sizes=np.array(done), draws=DRAWS, steps=STEPS, log2_b=np.array(LOG2_B),
                             betas=np.array(BETAS), confidence=CONFIDENCE, **stored)
+        os.replace(partial, TABLE_PATH)
 
 
 if __name__ == "__main__":  # pragma: no cover
