@@ -64,8 +64,8 @@ target's slack. The table draws the discrete law itself at every b instead.
 as much to build; a k between sizes could use the next size's rows soundly — its prefixes are a subset — but that
 wastes: k = 1,000 at (50, 0.05) would ask 19 % over its ε* — table ε 1.4452 against ε* 1.2112 and the Monte-Carlo
 route's 1.2935 (seed 0); `OPENBLAS_NUM_THREADS=1 PYTHONPATH=$PWD nice -n 10 /work/main/.venv/bin/python k1000.py 1000 50
-0.05` at commit `11ec990` with a `_covering_rows` look-up tried and then reverted, where k1000.py bisects ε* on 6,000 draws
-of seed 7 as above), k > 4,096, blocks narrower than the domain
+0.05` on commit `d6b7c61` plus a `_covering_rows` look-up, tried and reverted; k1000.py bisects ε* on 6,000 draws of
+seed 7 as above), k > 4,096, blocks narrower than the domain
 (threshold policies), other workloads, β < 0.001 and α beyond the grid.
 """
 
@@ -136,7 +136,8 @@ def accuracy_rows() -> list[list[object]]:
         star = hi
         cover = coverage(eps, seed=11)
         se = math.sqrt(beta * (1 - beta) / BIG)
-        rows.append([f"{k:,}", f"({alpha:g}, {beta:g})", f"{star:.4f}", f"{eps:.4f}", f"{100 * (eps / star - 1):+.1f} %",
+        rows.append([f"{k:,}", f"({alpha:g}, {beta:g})", f"{star:.4f}", f"{eps:.4f}",
+                     f"{100 * (eps / star - 1):+.1f} %",
                      f"{cover:.4f} (1 − β = {1 - beta:g}, SE {se:.4f})", f"{mc:.4f}",
                      f"{100 * (mc / star - 1):+.1f} %", f"{lookup * 1e3:.1f} ms"])
     return rows

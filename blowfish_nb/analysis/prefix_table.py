@@ -175,7 +175,8 @@ def build_rows(k: int, grid_points=None, draws: int = DRAWS) -> np.ndarray:
         seeds = np.random.SeedSequence([k, int(g)]).spawn(-(-draws // _CHUNK))
         z = []
         for i, seed in enumerate(seeds):
-            e = m.sample(zeros, W, pol, unit / grid[g], min(_CHUNK, draws - i * _CHUNK), rng=np.random.default_rng(seed))
+            size = min(_CHUNK, draws - i * _CHUNK)
+            e = m.sample(zeros, W, pol, unit / grid[g], size, rng=np.random.default_rng(seed))
             z.append(np.maximum(e.max(axis=1), -e.min(axis=1)))
         z = np.sort(np.concatenate(z))
         rows.append([z[j - 1] / grid[g] for j in ranks])
@@ -183,7 +184,7 @@ def build_rows(k: int, grid_points=None, draws: int = DRAWS) -> np.ndarray:
 
 
 def _rank(n: int, p: float) -> int:
-    """The least j with P(Binomial(n, p) ≤ j − 1) ≥ :data:`CONFIDENCE` (the entry's order statistic; build time)."""
+    """The least j with P(Binomial(n, p) ≤ j − 1) ≥ :data:`CONFIDENCE`, the entry's order statistic (build time)."""
     from scipy.stats import binom  # lazy: only the build and the tests rank
 
     j = int(binom.ppf(CONFIDENCE, n, p)) + 1

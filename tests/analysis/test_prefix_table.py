@@ -40,9 +40,10 @@ def test_the_ranks_are_the_monte_carlo_rounds_order_statistics():
 def _exact_max_law(b):
     """The exact law of max(|E₁|, |E₂|) on 2 cells, as (values, probabilities), by enumerating the noise lattice.
 
-    The tree pads the 2 cells to 16 leaves under one root; its least squares reads cell i as y_i + (y_root − Σ
-    leaves)/17, so 17·(E₁, E₂) = y₀(16, 15) + y₁(−1, 15) + T(−1, −2), T the sum of the 14 padding leaves minus the
-    root (15 independent symmetric discrete Laplace terms): three independent integer variables.
+    The tree pads the 2 cells to 16 leaves under one root; its least squares reads cell i as
+    y_i + (y_root − Σ leaves)/17, so 17·(E₁, E₂) = y₀(16, 15) + y₁(−1, 15) + T(−1, −2), T the sum of the 14
+    padding leaves minus the root (15 independent symmetric discrete Laplace terms): three independent integer
+    variables.
     """
     t = math.exp(-1 / b)
     m = int(math.ceil(28 * b)) + 5  # P(|Z| > m) < t^m < e^-28 per term
