@@ -21,7 +21,7 @@ once, with many more draws than a quote can afford, and looked up:
   Monte-Carlo rounds of :mod:`blowfish_nb.accuracy` use, with 10× their
   draws, so the bound sits nearer the quantile: the 0.95-quantile's is the
   0.9557-quantile at n = 8,000 against 0.969 at 800). Stored as M_(j)/b_g
-  in float16 rounded *up* (conservative), about 60 kB.
+  in float16 rounded *up* (conservative): 37 kB for six sizes.
 * **The quote.** For (α, β) the level is the largest tabulated β' ≤ β
   (so the table certifies coverage ≥ 1 − β' ≥ 1 − β); walking the grid from
   the least noise upward, the quote is the last b_g of the run whose entry
@@ -33,8 +33,11 @@ once, with many more draws than a quote can afford, and looked up:
   probability ≤ 1 %, when coverage falls as the noise grows). Between grid
   points nothing is interpolated, so the ε is at most one grid step
   (2^(1/32) − 1 = 2.2 %) above the least certified one.
-* **Not covered** (the caller falls back to Monte Carlo): k not in
-  :data:`SIZES`, a branching other than 16, blocks narrower than the domain,
+* **Not covered** (the caller falls back to Monte Carlo): a k whose rows
+  were not drawn (the file lists its sizes; a k between two of them could
+  soundly use the larger's rows, its prefixes being a subset of those of
+  the same padded tree, but k = 1,000 would then ask 19 % more ε than its
+  own ε*), a branching other than 16, blocks narrower than the domain,
   a workload other than all k prefixes, β below the smallest level, or an α
   outside the grid's reach (its first entry already above α, or its last
   still below).
