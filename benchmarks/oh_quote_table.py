@@ -43,9 +43,10 @@ max |error| depends on (k, b) only (b = Δ_H/ε the trees' noise scale), so it w
 2^(1/32) (b from 0.5 to 128, 257 points), 8,000 releases of the noise alone per point through the mechanism's own
 `sample` (discrete sampler and least squares included), and stored as the 99 % upper confidence bound
 (Clopper–Pearson order statistic, the one the Monte-Carlo rounds use) for 16 levels of β
-(`blowfish_nb/analysis/prefix_table.py`, data `prefix_table.npz`, 37 kB; rebuilt by
+(`blowfish_nb/analysis/prefix_table.py`, data `prefix_table.npz`, 55 kB for k = 16, 32, …, 4,096; built by
 `OPENBLAS_NUM_THREADS=1 nice -n 10 PYTHONPATH=$PWD /work/main/.venv/bin/python -m blowfish_nb.analysis.prefix_table
-4096 16 32 64 128 256`, 465 s CPU for k = 4,096, 2–15 s for each small k). The quote is the last grid point of the
+4096 16 32 64 128 256` and then `... prefix_table 1024 512 2048`: 465 s CPU for k = 4,096, 419 / 332 / 366 s for
+1,024 / 512 / 2,048 (same padded tree), 2–15 s for each k ≤ 256). The quote is the last grid point of the
 run from the least noise whose entry is ≤ α, at the largest tabulated β′ ≤ β.
 
 **Guarantee.** With confidence 0.99 over the table's draws, P(every prefix within α) ≥ 1 − β′ ≥ 1 − β at the
@@ -60,9 +61,8 @@ density), but lattice laws have no Anderson inequality, so a rigorous bridge fro
 sum of U over each prefix's ~4,369 weights for all 4,096 prefixes at once: about 9 % of α at b ≈ 2.7, more than the
 target's slack. The table draws the discrete law itself at every b instead.
 
-**Not covered (Monte Carlo as before).** k not tabulated (512, 1,024, 2,048 pad to the same 4,096-leaf tree and cost
-as much to build; a k between sizes could use the next size's rows soundly — its prefixes are a subset — but that
-wastes: k = 1,000 at (50, 0.05) would ask 19 % over its ε* — table ε 1.4452 against ε* 1.2112 and the Monte-Carlo
+**Not covered (Monte Carlo as before).** k not a power of two in 16 … 4,096 (a k between sizes could use the next
+size's rows soundly — its prefixes are a subset of the same padded tree's — but that wastes: k = 1,000 at (50, 0.05) would ask 19 % over its ε* — table ε 1.4452 against ε* 1.2112 and the Monte-Carlo
 route's 1.2935 (seed 0); `OPENBLAS_NUM_THREADS=1 PYTHONPATH=$PWD nice -n 10 /work/main/.venv/bin/python k1000.py 1000 50
 0.05` on commit `d6b7c61` plus a `_covering_rows` look-up, tried and reverted; k1000.py bisects ε* on 6,000 draws of
 seed 7 as above), k > 4,096, blocks narrower than the domain

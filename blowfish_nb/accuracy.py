@@ -21,7 +21,7 @@ to find the least ε:
   (issue 28: it replaced two Monte-Carlo rounds, and asks the ε the
   coverage needs, without the rounds' confidence margin);
 * **tabulated quantiles** for OrderedHierarchical's prefix sums when one tree
-  spans the domain (the cumulative query under dp, k = 16 … 256 or 4,096): the
+  spans the domain (the cumulative query under dp, k = 16, 32, …, 4,096): the
   quantiles of max |error| were drawn once per noise scale on a 2.2 % grid,
   8,000 releases each, as 99 % upper confidence bounds
   (:mod:`blowfish_nb.analysis.prefix_table`; issue 28: it replaced two

@@ -21,7 +21,7 @@ once, with many more draws than a quote can afford, and looked up:
   Monte-Carlo rounds of :mod:`blowfish_nb.accuracy` use, with 10× their
   draws, so the bound sits nearer the quantile: the 0.95-quantile's is the
   0.9557-quantile at n = 8,000 against 0.969 at 800). Stored as M_(j)/b_g
-  in float16 rounded *up* (conservative): 37 kB for six sizes.
+  in float16 rounded *up* (conservative): 55 kB for the nine sizes.
 * **The quote.** For (α, β) the level is the largest tabulated β' ≤ β
   (so the table certifies coverage ≥ 1 − β' ≥ 1 − β); walking the grid from
   the least noise upward, the quote is the last b_g of the run whose entry
@@ -34,7 +34,7 @@ once, with many more draws than a quote can afford, and looked up:
   points nothing is interpolated, so the ε is at most one grid step
   (2^(1/32) − 1 = 2.2 %) above the least certified one.
 * **Not covered** (the caller falls back to Monte Carlo): a k whose rows
-  were not drawn (the file lists its sizes; a k between two of them could
+  were not drawn (powers of two 16 … 4,096 were; a k between two of them could
   soundly use the larger's rows, its prefixes being a subset of those of
   the same padded tree, but k = 1,000 would then ask 19 % more ε than its
   own ε*), a branching other than 16, blocks narrower than the domain,
@@ -77,9 +77,9 @@ __all__ = ["tabulated_epsilon", "build_rows", "unit_scale", "SIZES", "BETAS", "D
 
 #: the table's file (package data)
 TABLE_PATH = Path(__file__).with_name("prefix_table.npz")
-#: the domain sizes tabulated (others fall back to Monte Carlo). The trees pad a block to a power of 16 leaves,
-#: so 512, 1,024 and 2,048 cost a build as much as 4,096 (about 7 CPU-minutes each): not drawn yet (issue 28)
-SIZES = (16, 32, 64, 128, 256, 4096)
+#: the domain sizes tabulated (others fall back to Monte Carlo). The trees pad a block to a power of 16 leaves, so
+#: 512, 1,024 and 2,048 cost a build as much as 4,096: 330–470 s of CPU each, 2–15 s for each k ≤ 256
+SIZES = tuple(2**e for e in range(4, 13))
 #: grid points per doubling of the noise scale b
 STEPS = 32
 #: the grid's range of log₂ b (both ends included): b from 0.5 to 128

@@ -84,7 +84,7 @@ def test_entries_bound_the_exact_quantiles_on_two_cells(g):
 
 
 @pytest.mark.parametrize("k, alpha, beta, draws", [(128, 10.0, 0.1, 8000), (4096, 50.0, 0.05, 2000),
-                                                   (256, 12.0, 0.01, 8000)])
+                                                   (256, 12.0, 0.01, 8000), (1024, 40.0, 0.05, 3000)])
 def test_coverage_at_the_quoted_epsilon(k, alpha, beta, draws):
     """Fresh releases of the noise at the quoted ε: P(max |error| ≤ α) ≥ 1 − β within 3 SE."""
     eps = _quote(k, alpha, beta)
