@@ -389,3 +389,21 @@ def test_otter_log_server_prints_nothing_of_the_kernel_and_cannot_be_hung(monkey
     seen, returned = _log_handler(struct.pack(">L", 1 << 30) + b"x")
     assert returned and seen == []  # the handler ends at the short read
     assert otter_logging.LogRecordSocketReceiver.daemon_threads
+
+
+def test_make_labs_writes_the_answers_for_the_teacher_only(tmp_path):
+    """gamer36b: ``make labs`` wrote the zips and solution notebooks 0644 under a 0755 tree."""
+    from blowfish_nb.labs.build import teacher_only
+
+    lab = tmp_path / "05-break-it"
+    for kind, name in (("student", "05-break-it.ipynb"), ("solution", "05-break-it.ipynb"),
+                       ("autograder", "05-break-it-autograder.zip")):
+        (lab / kind).mkdir(parents=True)
+        (lab / kind / name).write_text("x")
+        os.chmod(lab / kind, 0o755)
+        os.chmod(lab / kind / name, 0o644)
+    teacher_only(lab)
+    modes = {p.relative_to(lab).as_posix(): p.stat().st_mode & 0o777 for p in lab.rglob("*")}
+    assert modes == {"student": 0o755, "student/05-break-it.ipynb": 0o644, "solution": 0o700,
+                     "solution/05-break-it.ipynb": 0o600, "autograder": 0o700,
+                     "autograder/05-break-it-autograder.zip": 0o600}
