@@ -17,8 +17,10 @@ otter's process; a ``.OTTER_LOG`` pickle in the submission that otter loads with
   ``KernelSpecManager.get_kernel_spec(name)``) with a kernelspec whose ``argv`` is this module's launcher
   (:func:`launcher_argv`) in front of ``python -m ipykernel_launcher -f {connection_file}``; a code answer's
   child interpreter (:class:`~blowfish_nb.labs._answers.CodeProxy`) is started through the same launcher;
-* refuses anything but plain data in the log records otter's logging server unpickles from a TCP port the kernel
-  is told about (``otter.execute.logging``: ``pickle.loads`` of what any local process sends).
+* replaces the handler of otter's logging server (``otter.execute.logging``: ``pickle.loads`` of what any local
+  process sends to a TCP port the kernel is told about): every record is read (length capped) and dropped, on
+  daemon threads (gamer36b: a forged plain-dict record printed "Total Score: 7.000 / 7.000" in otter's output, a
+  2**30 length prefix kept a non-daemon thread spinning and ``otter run`` never exited; :func:`_guard_log_server`).
 
 The launcher (:func:`launch`, run as ``python -I -S -c <this file's source>`` so that no file of the kernel's
 reach — a planted ``.pth``, ``sitecustomize`` or package module — runs in it) puts the command in a new PID
@@ -30,7 +32,24 @@ drops to uid/gid 65534 (``nobody``) with no supplementary group, no capability (
 otter's results pickle (``mkstemp``, 0600) or ``results/``. It runs in a folder of its own
 (:func:`prepare`: a copy of the submission folder's files — the lab's data — owned by 65534 under a root-owned
 ``mkdtemp``); otter's process never reads, imports or unpickles anything from it (the answers cross as the printed
-output of the dump cells, through jupyter_client's signed messages). Not root: an unprivileged user namespace
+output of the dump cells, through jupyter_client's signed messages).
+
+uid 65534 still reads whatever is world-readable (gamer36b: the autograder zip and the solution notebooks of
+``build/labs``, found through ``PWD``/``PYTHONPATH`` of otter's environment). So, as root in the jail's own mount
+namespace before ``setpriv`` (:func:`isolate_fs`), the file system is an allow-list (:func:`allowed_fs`): the places
+a teacher's files can be (:data:`HIDDEN`: ``/home``, ``/work``, ``/root``, ``/opt``, ``/srv``, ``/mnt``,
+``/media``, ``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run/lock``) and this grading's folders outside them
+(:func:`teacher_folders`) become empty tmpfs, and only what the kernel reads is bound back read-only
+(:func:`needed_paths`: ``sys.prefix``, ``sys.base_prefix``, the site-packages folders and the package folders of
+:data:`KERNEL_PACKAGES`, so a source tree on ``PYTHONPATH`` shows its ``blowfish_nb/`` and nothing else), plus the
+kernel's folder read-write. ``/usr``, ``/etc``, ``/var`` stay as they are (read-only to 65534). The environment is an
+allow-list too (:func:`kernel_env`). The jail has its own IPC namespace (``--ipc``: no SysV shared memory or
+semaphore of the host). It shares the host's network: the kernel talks to otter over TCP, so it can still connect to
+any service listening on the host (loopback included) or beyond; otter's log server, the one it is told about,
+drops what it sends. ``unshare``/``setpriv`` come from :data:`TOOL_DIRS` only and the mounts are ``mount(2)``
+calls, so nothing of ``PATH`` runs as root.
+
+Not root: an unprivileged user namespace
 (``unshare --user --map-root-user``) gives the PID namespace but the same uid on files, so the files the snapshot
 of :mod:`~blowfish_nb.labs._integrity` watches stay the defence. :func:`decide` probes what the host allows; when
 nothing works the grading goes on unisolated and the report says so and why.
