@@ -17,8 +17,10 @@ otter's process; a ``.OTTER_LOG`` pickle in the submission that otter loads with
   ``KernelSpecManager.get_kernel_spec(name)``) with a kernelspec whose ``argv`` is this module's launcher
   (:func:`launcher_argv`) in front of ``python -m ipykernel_launcher -f {connection_file}``; a code answer's
   child interpreter (:class:`~blowfish_nb.labs._answers.CodeProxy`) is started through the same launcher;
-* refuses anything but plain data in the log records otter's logging server unpickles from a TCP port the kernel
-  is told about (``otter.execute.logging``: ``pickle.loads`` of what any local process sends).
+* replaces the handler of otter's logging server (``otter.execute.logging``: ``pickle.loads`` of what any local
+  process sends to a TCP port the kernel is told about): every record is read (length capped) and dropped, on
+  daemon threads (gamer36b: a forged plain-dict record printed "Total Score: 7.000 / 7.000" in otter's output, a
+  2**30 length prefix kept a non-daemon thread spinning and ``otter run`` never exited; :func:`_guard_log_server`).
 
 The launcher (:func:`launch`, run as ``python -I -S -c <this file's source>`` so that no file of the kernel's
 reach — a planted ``.pth``, ``sitecustomize`` or package module — runs in it) puts the command in a new PID
@@ -30,7 +32,24 @@ drops to uid/gid 65534 (``nobody``) with no supplementary group, no capability (
 otter's results pickle (``mkstemp``, 0600) or ``results/``. It runs in a folder of its own
 (:func:`prepare`: a copy of the submission folder's files — the lab's data — owned by 65534 under a root-owned
 ``mkdtemp``); otter's process never reads, imports or unpickles anything from it (the answers cross as the printed
-output of the dump cells, through jupyter_client's signed messages). Not root: an unprivileged user namespace
+output of the dump cells, through jupyter_client's signed messages).
+
+uid 65534 still reads whatever is world-readable (gamer36b: the autograder zip and the solution notebooks of
+``build/labs``, found through ``PWD``/``PYTHONPATH`` of otter's environment). So, as root in the jail's own mount
+namespace before ``setpriv`` (:func:`isolate_fs`), the file system is an allow-list (:func:`allowed_fs`): the places
+a teacher's files can be (:data:`HIDDEN`: ``/home``, ``/work``, ``/root``, ``/opt``, ``/srv``, ``/mnt``,
+``/media``, ``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run/lock``) and this grading's folders outside them
+(:func:`teacher_folders`) become empty tmpfs, and only what the kernel reads is bound back read-only
+(:func:`needed_paths`: ``sys.prefix``, ``sys.base_prefix``, the site-packages folders and the package folders of
+:data:`KERNEL_PACKAGES`, so a source tree on ``PYTHONPATH`` shows its ``blowfish_nb/`` and nothing else), plus the
+kernel's folder read-write. ``/usr``, ``/etc``, ``/var`` stay as they are (read-only to 65534). The environment is an
+allow-list too (:func:`kernel_env`). The jail has its own IPC namespace (``--ipc``: no SysV shared memory or
+semaphore of the host). It shares the host's network: the kernel talks to otter over TCP, so it can still connect to
+any service listening on the host (loopback included) or beyond; otter's log server, the one it is told about,
+drops what it sends. ``unshare``/``setpriv`` come from :data:`TOOL_DIRS` only and the mounts are ``mount(2)``
+calls, so nothing of ``PATH`` runs as root.
+
+Not root: an unprivileged user namespace
 (``unshare --user --map-root-user``) gives the PID namespace but the same uid on files, so the files the snapshot
 of :mod:`~blowfish_nb.labs._integrity` watches stay the defence. :func:`decide` probes what the host allows; when
 nothing works the grading goes on unisolated and the report says so and why.
@@ -44,7 +63,8 @@ import os
 import sys
 
 __all__ = ["NOBODY", "Plan", "decide", "wrap", "launcher_argv", "launch", "prepare", "strip_pickles",
-           "set_dumpable", "install"]
+           "set_dumpable", "install", "allowed_fs", "needed_paths", "kernel_env", "kernel_pythonpath", "isolate_fs",
+           "teacher_folders"]
 
 #: the uid and gid the kernel runs as when otter runs as root (``nobody``/``nogroup``)
 NOBODY = 65534
@@ -58,14 +78,14 @@ class Plan:
     an unprivileged user namespace, same uid on files) or ``"none"``; ``why`` says why for the report."""
 
     def __init__(self, mode: str, why: str, unshare: str = "unshare", setpriv: str = "setpriv", uid: int = NOBODY,
-                 expose: dict | None = None):
+                 fs: dict | None = None):
         if mode not in ("root", "userns", "none"):
             raise ValueError(f"mode must be 'root', 'userns' or 'none', got {mode!r}")
         self.mode, self.why, self.unshare, self.setpriv, self.uid = mode, why, unshare, setpriv, uid
-        #: folder the jailed uid cannot traverse -> the entries of it the interpreter needs (``/root`` ->
-        #: ``[".pyenv"]``): in the jail's mount namespace the folder becomes an empty tmpfs with only those entries
-        #: bound back, read-only (:func:`unreachable`)
-        self.expose = dict(expose or {})
+        #: the jail's file system (:func:`allowed_fs`): ``{"hide": [folders], "keep": [paths]}``: in the jail's mount
+        #: namespace every folder of ``hide`` is an empty tmpfs with only the paths of ``keep`` under it bound back,
+        #: read-only (plus the kernel's own work folder, read-write)
+        self.fs = {"hide": list((fs or {}).get("hide", ())), "keep": list((fs or {}).get("keep", ()))}
 
     def __repr__(self) -> str:
         return f"Plan({self.mode!r}, {self.why!r})"
@@ -82,24 +102,26 @@ class Plan:
         return f"WARNING: the notebook's kernel was NOT isolated ({self.why}); it ran as the grading user."
 
 
-def wrap(plan: Plan, cmd: list[str]) -> list[str]:
+def wrap(plan: Plan, cmd: list[str], work: str | None = None) -> list[str]:
     """The command line that runs ``cmd`` under ``plan`` (pure: decides nothing, runs nothing).
 
     >>> wrap(Plan("none", "test"), ["python", "-c", "pass"])
     ['python', '-c', 'pass']
     >>> wrap(Plan("userns", "test"), ["true"])[:3]
     ['unshare', '--user', '--map-root-user']
+
+    ``work`` is the kernel's own folder, bound back read-write in the allow-listed file system (``plan.fs``).
     """
     cmd = list(cmd)
     pidns = ["--pid", "--fork", "--kill-child", "--mount-proc"]
     if plan.mode == "root":
         stage = []
-        if plan.expose:  # as root in the new mount namespace, before dropping to the uid: bind what it needs
-            stage = [sys.executable, "-I", "-S", "-c", _code(), "--expose", _spec(plan.expose), "--"]
-        return [plan.unshare, *pidns, *stage, plan.setpriv, f"--reuid={plan.uid}", f"--regid={plan.uid}",
+        if plan.fs["hide"]:  # as root in the new mount namespace, before dropping to the uid: the allow-listed fs
+            stage = [sys.executable, "-I", "-S", "-c", _code(), "--fs", _spec(plan.fs, work), "--"]
+        return [plan.unshare, *pidns, "--ipc", *stage, plan.setpriv, f"--reuid={plan.uid}", f"--regid={plan.uid}",
                 "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *cmd]
     if plan.mode == "userns":
-        return [plan.unshare, "--user", "--map-root-user", *pidns, "--", *cmd]
+        return [plan.unshare, "--user", "--map-root-user", *pidns, "--ipc", "--", *cmd]
     return cmd
 
 
@@ -107,13 +129,12 @@ def decide(euid: int | None = None, *, which=None, probe=None) -> Plan:
     """The strongest jail this host allows: ``root`` when running as root and ``unshare``/``setpriv`` work (a probe
     runs the interpreter jailed and finds ``ipykernel`` and ``blowfish_nb``), else ``userns``, else ``none``.
 
-    ``which`` (``shutil.which``) and ``probe`` (``cmd -> str | None``: ``None`` when ``cmd`` ran and exited 0, else
+    ``which`` (name -> absolute path or None; by default only the fixed folders of :data:`TOOL_DIRS`, never
+    ``PATH``) and ``probe`` (``cmd -> str | None``: ``None`` when ``cmd`` ran and exited 0, else
     why not) are injectable for tests.
     """
-    import shutil
-
     euid = os.geteuid() if euid is None else euid
-    which = which or shutil.which
+    which = which or _which
     probe = probe or _probe
     unshare, setpriv = which("unshare"), which("setpriv")
     if unshare is None:
@@ -124,7 +145,7 @@ def decide(euid: int | None = None, *, which=None, probe=None) -> Plan:
         if setpriv is None:
             why_root = "no `setpriv` command on this host"
         else:
-            plan = Plan("root", "", unshare, setpriv, expose=unreachable(_needed_paths()))
+            plan = Plan("root", "", unshare, setpriv, fs=allowed_fs())
             failed = probe(wrap(plan, check))
             if failed is None:
                 return plan
@@ -140,9 +161,9 @@ def launcher_argv(plan: Plan, work: str, cmd: list[str], connection: str | None 
     """The command that starts ``cmd`` through :func:`launch`: this file's source run by ``python -I -S`` (no
     ``PYTHONPATH``, no site hook, nothing of the kernel's reach), which then execs :func:`wrap` of ``cmd``."""
     args = ["--mode", plan.mode, "--uid", str(plan.uid), "--unshare", plan.unshare, "--setpriv", plan.setpriv,
-            "--work", str(work)]
-    if plan.expose:
-        args += ["--plan-expose", _spec(plan.expose)]
+            "--work", str(work), "--pythonpath", _hex(os.pathsep.join(kernel_pythonpath()))]
+    if plan.fs["hide"]:
+        args += ["--plan-fs", _hex(_json(plan.fs))]
     if connection is not None:
         args += ["--connection", connection]
     return [sys.executable, "-I", "-S", "-c", _code(), *args, "--", *cmd]
@@ -157,13 +178,16 @@ def launch(argv: list[str], *, execute=None) -> list[str]:
     i = argv.index("--")
     opts, cmd = argv[:i], argv[i + 1:]
     o = dict(zip(opts[::2], opts[1::2]))
-    if "--expose" in o:  # second stage: root, PID 1 of the new namespaces, before setpriv
-        _expose(o["--expose"])
+    if "--fs" in o:  # second stage: root, PID 1 of the new namespaces, before setpriv
+        isolate_fs(o["--fs"])
         if execute is not None:
             return cmd
-        os.execvp(cmd[0], cmd)
+        os.execv(cmd[0], cmd)
+    import json
+
+    fs = json.loads(_unhex(o["--plan-fs"])) if "--plan-fs" in o else None
     plan = Plan(o["--mode"], "launcher", o.get("--unshare", "unshare"), o.get("--setpriv", "setpriv"),
-                int(o.get("--uid", NOBODY)), _parse(o.get("--plan-expose", "")))
+                int(o.get("--uid", NOBODY)), fs)
     work = o["--work"]
     home, run = os.path.join(work, "home"), os.path.join(work, "run")
     uid = plan.uid if plan.mode == "root" else None
@@ -178,11 +202,11 @@ def launch(argv: list[str], *, execute=None) -> list[str]:
         if uid is not None:
             os.chown(private, uid, uid)
         cmd = [private if a == connection else a for a in cmd]
-    env = dict(os.environ)
+    env = kernel_env(os.environ, _unhex(o.get("--pythonpath", "")))
     for key, sub in (("HOME", ""), ("IPYTHONDIR", ".ipython"), ("MPLCONFIGDIR", ".matplotlib"), ("TMPDIR", "tmp"),
                      ("XDG_CACHE_HOME", ".cache"), ("JUPYTER_RUNTIME_DIR", "runtime")):
         env[key] = os.path.join(home, sub) if sub else home
-    full = wrap(plan, cmd)
+    full = wrap(plan, cmd, work)
     if execute is not None:
         return full
     os.chdir(run)
@@ -266,6 +290,9 @@ def install(here: str, autograder_dir: str | None = None, *, plan: Plan | None =
         lines.append("WARNING: could not make otter's process non-dumpable (prctl unavailable)")
     _guard_log_server()
     plan = plan or _decided()
+    if plan.mode == "root" and plan.fs["hide"]:  # hide where this grading's teacher files are, too
+        plan = Plan(plan.mode, plan.why, plan.unshare, plan.setpriv, plan.uid,
+                    allowed_fs(teacher_folders(here, autograder_dir)))
     uid = plan.uid if plan.mode == "root" else None
     root = tempfile.mkdtemp(prefix="blowfish-grading-")
     os.chmod(root, 0o711)
@@ -275,6 +302,16 @@ def install(here: str, autograder_dir: str | None = None, *, plan: Plan | None =
     _during_grading(plan, kernel_work, child_work)
     lines.append(plan.report())
     return lines
+
+
+def teacher_folders(here: str, autograder_dir: str | None = None) -> list[str]:
+    """Folders of this grading that may hold a teacher's files, to hide from the kernel when outside
+    :data:`HIDDEN`: otter's working folder and ``here``, the autograder folder, the folder of each ``.zip`` on
+    otter's command line, ``PWD``/``OLDPWD``/``HOME`` of its environment."""
+    found = [os.getcwd(), here, autograder_dir or ""]
+    found += [os.path.dirname(os.path.abspath(a)) for a in sys.argv[1:] if a.endswith(".zip")]
+    found += [os.environ.get(k, "") for k in ("PWD", "OLDPWD", "HOME")]
+    return [os.path.abspath(f) for f in found if f]
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------
@@ -314,57 +351,181 @@ def _probe(cmd: list[str]) -> str | None:
     return None
 
 
-def unreachable(paths) -> dict:
-    """folder -> sorted entry names: each folder on the way to one of ``paths`` that others cannot traverse (no
-    ``o+x``), with the entry of it that leads there (``/root`` -> ``[".pyenv"]`` for an interpreter under
-    ``/root/.pyenv``, ``/root`` being mode 0700)."""
-    out: dict = {}
-    for path in paths:
-        parts = os.path.realpath(path).split(os.sep)[1:]
-        for k in range(len(parts) - 1):
-            folder = os.sep + os.path.join(*parts[:k]) if k else os.sep
-            try:
-                mode = os.stat(folder).st_mode
-            except OSError:
-                break
-            if not mode & 0o001:
-                out.setdefault(folder, set()).add(parts[k])
-    return {d: sorted(n) for d, n in out.items()}
+def _which(name: str) -> str | None:
+    """``name`` in the fixed folders of :data:`TOOL_DIRS` (not through ``PATH``: a folder of ``PATH`` may be one a
+    user can write)."""
+    for folder in TOOL_DIRS:
+        path = os.path.join(folder, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
 
 
-def _needed_paths() -> list[str]:
-    """What the jailed interpreter must reach: the interpreter, its prefixes, this process's import path."""
-    found = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
-    return found + _search_path()
+def allowed_fs(extra=()) -> dict:
+    """The jail's allow-listed file system: ``{"hide": folders, "keep": paths}``.
+
+    ``hide``: the folders of :data:`HIDDEN` that exist, and each folder of ``extra`` (otter's working folder, the
+    zip's folder, ``PWD``/``OLDPWD``/``HOME`` of otter's environment) that is not ``/`` nor holds a system folder of
+    :data:`SYSTEM`; none under another. ``keep``: what the kernel must read (:func:`needed_paths`), none under
+    another. Real paths throughout (a symbolic link cannot lead around the rule).
+    """
+    hide = []
+    for folder in (*HIDDEN, *extra):
+        real = os.path.realpath(folder)
+        if not os.path.isdir(real) or real == os.sep:
+            continue
+        if folder in extra and any(_under(system, real) for system in SYSTEM):
+            continue  # ``/``-like: hiding it would hide the system
+        hide.append(real)
+    return {"hide": sorted(_outermost(hide), key=lambda f: f.count(os.sep)), "keep": _outermost(needed_paths())}
 
 
-def _expose(spec: str) -> None:
-    """In the jail's own mount namespace (as root): each folder of ``spec`` (``dir:name,name;…``) is replaced by an
-    empty tmpfs in which only the named entries are bound back, read-only. The rest of the folder stays hidden."""
-    import subprocess
-    import tempfile
+def needed_paths() -> list[str]:
+    """What the jailed kernel reads, by one rule wherever the venv lives: ``sys.prefix``, ``sys.base_prefix`` (and
+    the exec prefixes), the interpreter, the site-packages folders, and the package folder of each module the grading
+    imports in the kernel (:data:`KERNEL_PACKAGES`, found where this process imports it: for a source tree on
+    ``PYTHONPATH`` or an editable install, its package folder ``…/blowfish_nb``, never the tree that holds it)."""
+    import importlib.util
+    import site
 
-    for folder, names in sorted(_parse(spec).items(), key=lambda t: t[0].count(os.sep)):
-        # root 0700 in the jail's own (root-owned) folder: the original folder, out of the jail's reach
-        held = tempfile.mkdtemp(prefix="held-", dir=os.path.dirname(os.getcwd()))
-        subprocess.run(["mount", "--bind", folder, held], check=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755,size=1m", "tmpfs", folder], check=True)
-        for name in names:
-            src, dst = os.path.join(held, name), os.path.join(folder, name)
-            if os.path.isdir(src):
-                os.mkdir(dst)
-            else:
-                open(dst, "w").close()
-            subprocess.run(["mount", "--bind", src, dst], check=True)
-            subprocess.run(["mount", "-o", "remount,bind,ro", dst], check=True)
-
-
-def _spec(expose: dict) -> str:
-    return ";".join(f"{d}:{','.join(names)}" for d, names in sorted(expose.items()))
+    found = [sys.executable, os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix,
+             sys.base_exec_prefix, *site.getsitepackages()]
+    for name in KERNEL_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.origin or spec.origin in ("built-in", "frozen"):
+            continue
+        found.append(os.path.dirname(spec.origin) if spec.submodule_search_locations else spec.origin)
+    return sorted({os.path.realpath(p) for p in found if p and os.path.exists(p)})
 
 
-def _parse(spec: str) -> dict:
-    return {d: n.split(",") for d, n in (item.rsplit(":", 1) for item in spec.split(";") if item)}
+def kernel_pythonpath() -> list[str]:
+    """The entries of ``PYTHONPATH`` the kernel keeps: those that hold a package of :data:`KERNEL_PACKAGES` as this
+    process imports it (a course folder on ``PYTHONPATH`` for nothing else is dropped)."""
+    needed = set(needed_paths())
+    return [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if e and any(os.path.dirname(p) == os.path.realpath(e) for p in needed)]
+
+
+def kernel_env(environ, pythonpath: str = "") -> dict:
+    """The kernel's environment: an allow-list of otter's (:data:`ENV_KEEP`, :data:`ENV_PREFIXES`), ``PATH`` of the
+    interpreter's folder and the system's, and ``pythonpath`` (:func:`kernel_pythonpath`). ``PWD``, ``OLDPWD``,
+    ``HOME``, ``VIRTUAL_ENV``, the rest of ``PYTHONPATH``… do not cross (the launcher sets ``HOME`` and the other
+    per-user folders to the jail's)."""
+    env = {k: v for k, v in environ.items() if k in ENV_KEEP or k.startswith(ENV_PREFIXES)}
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"])
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    return env
+
+
+#: where a teacher's files can be: an empty tmpfs in the jail (the world-writable ones a fresh one, mode 1777)
+HIDDEN = ("/home", "/work", "/root", "/opt", "/srv", "/mnt", "/media", "/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+#: folders a hidden ``extra`` folder may not hold (the kernel needs them; nothing of a course is there by default)
+SYSTEM = ("/usr", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/proc", "/sys", "/dev", "/boot",
+          "/run", "/var")
+#: the only folders ``unshare``/``setpriv`` are taken from
+TOOL_DIRS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
+#: what the grading imports in the kernel (and the code answer's child)
+KERNEL_PACKAGES = ("blowfish_nb", "ipykernel", "ipykernel_launcher", "IPython", "jupyter_client", "otter", "numpy")
+#: the variables of otter's environment the kernel keeps (Jupyter's ``JPY_*``, locale, the grading's run mark …)
+ENV_KEEP = ("LANG", "LANGUAGE", "TZ", "TERM", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED",
+            "PYTHONIOENCODING", "PYTHONUTF8", "MPLBACKEND", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+            "MKL_NUM_THREADS", "BLOWFISH_NB_GRADING_RUN")
+ENV_PREFIXES = ("LC_", "JPY_", "PYDEVD_")
+
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC = 1, 2, 4, 32, 4096, 16384
+
+
+def isolate_fs(spec: str) -> None:
+    """In the jail's own mount namespace (as root, before ``setpriv``): every ``hide`` folder of ``spec``
+    (:func:`_spec`) becomes an empty tmpfs, then each ``keep`` path under one is bound back read-only and the
+    kernel's work folder read-write; the working folder becomes ``work/run``. ``mount(2)`` is called directly (no
+    ``mount`` program, nothing through ``PATH``); the originals are reached through ``O_PATH`` descriptors opened
+    before the tmpfs covers them (no folder is made to hold them)."""
+    import ctypes
+    import json
+
+    s = json.loads(_unhex(spec))
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def mount(src, target, fstype, flags, data=None):
+        enc = [None if a is None else a.encode() for a in (src, target, fstype, data)]
+        if libc.mount(enc[0], enc[1], enc[2], flags, enc[3]) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"mount {src} on {target}: {os.strerror(err)}")
+
+    held = {}
+    try:
+        for folder in s["hide"]:
+            if not os.path.isdir(folder):
+                continue
+            held[folder] = os.open(folder, os.O_PATH | os.O_DIRECTORY)
+            writable = os.stat(folder).st_mode & 0o002
+            opts = "mode=1777,size=256m" if writable else "mode=0755,size=1m"
+            mount("tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV, opts)
+        keep = [(p, False) for p in s["keep"]] + ([(s["work"], True)] if s.get("work") else [])
+        for path, rw in sorted(keep, key=lambda t: t[0].count(os.sep)):
+            root = next((f for f in held if _under(f, path)), None)
+            if root is None:
+                continue  # not in a hidden folder: there as it is
+            rel = os.path.relpath(path, root)
+            src = f"/proc/self/fd/{held[root]}" + ("" if rel == "." else os.sep + rel)
+            if not os.path.lexists(src):
+                continue
+            if not os.path.lexists(path):
+                _skeleton(path, os.path.isdir(src))
+            mount(src, path, None, _MS_BIND | _MS_REC)
+            if not rw:
+                mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
+    finally:
+        for fd in held.values():
+            os.close(fd)
+    if s.get("work"):
+        os.chdir(os.path.join(s["work"], "run"))
+
+
+def _skeleton(path: str, is_dir: bool) -> None:
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        os.makedirs(parent, mode=0o755)
+    if is_dir:
+        os.mkdir(path, 0o755)
+    else:
+        open(path, "w").close()
+
+
+def _under(folder: str, path: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _outermost(paths) -> list[str]:
+    out = []
+    for p in sorted(set(paths), key=len):
+        if not any(_under(q, p) for q in out):
+            out.append(p)
+    return sorted(out)
+
+
+def _spec(fs: dict, work: str | None) -> str:
+    return _hex(_json({**fs, "work": os.path.realpath(work) if work else None}))
+
+
+def _json(obj) -> str:
+    import json
+
+    return json.dumps(obj, sort_keys=True)
+
+
+def _hex(text: str) -> str:
+    # hex: jupyter_client formats ``{name}`` fields in a kernelspec's argv; a path may hold any character
+    return text.encode().hex()
+
+
+def _unhex(text: str) -> str:
+    return bytes.fromhex(text).decode()
 
 
 def _code() -> str:
@@ -456,9 +617,18 @@ class _JailedSubprocess:
         return getattr(subprocess, name)
 
 
+#: the largest log record otter's server reads from a connection (a length prefix above it ends the connection)
+LOG_RECORD_CAP = 1 << 16
+
+
 def _guard_log_server() -> None:
-    """otter's logging server ``pickle.loads`` whatever a local process sends to its port (the kernel is told the
-    port): only plain data (no class, no function) is unpickled here."""
+    """otter's logging server reads whatever a local process sends to a port the kernel is told about. otter uses
+    those records only to pass the notebook's own otter log lines to its loggers (its ``INIT_CELL_SOURCE``:
+    ``logging.send_logs``); the grade never reads them. So its handler is replaced by one that reads each record
+    (length prefix capped at :data:`LOG_RECORD_CAP`; stops at end of stream, a short read, an error or 10 s of
+    silence) and drops it: no kernel text reaches otter's output (no forged "Total Score" line), nothing is
+    unpickled, and a bogus length cannot keep a thread spinning. Its threads are daemon threads (a connection left
+    open cannot keep ``otter run`` from exiting); ``unpickle`` still refuses anything but plain data."""
     try:
         import io
         import pickle
@@ -478,7 +648,40 @@ def _guard_log_server() -> None:
             return {"msg": "a log record that was not plain data was refused", "levelno": 0}
         return obj if isinstance(obj, dict) else {"msg": "refused", "levelno": 0}
 
+    def handle(self):
+        drain_log_records(self.connection)
+
     otter_logging.LogRecordStreamHandler.unpickle = unpickle
+    otter_logging.LogRecordStreamHandler.handle = handle
+    otter_logging.LogRecordSocketReceiver.daemon_threads = True
+
+
+def drain_log_records(conn, timeout: float = 10.0) -> int:
+    """Read length-prefixed records from ``conn`` until end of stream, a short read, a length above
+    :data:`LOG_RECORD_CAP`, an error or ``timeout`` seconds of silence; drop them. Returns how many were read."""
+    import struct
+
+    def exactly(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = conn.recv(n - len(buf))
+            if not chunk:
+                return None
+            buf += chunk
+        return buf
+
+    count = 0
+    try:
+        conn.settimeout(timeout)
+        while True:
+            head = exactly(4)
+            if head is None or struct.unpack(">L", head)[0] > LOG_RECORD_CAP:
+                return count
+            if exactly(struct.unpack(">L", head)[0]) is None:
+                return count
+            count += 1
+    except OSError:
+        return count
 
 
 if __name__ == "__main__":

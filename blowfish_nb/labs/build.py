@@ -27,6 +27,7 @@ import argparse
 import ast
 import importlib.util
 import json
+import os
 import re
 import shutil
 import sys
@@ -546,7 +547,26 @@ def _build_one(src: Path, dest: Path, assign, run_tests: bool, keys, wheel) -> P
             kind = "autograder" if item.suffix == ".zip" else "solution"
             shutil.move(str(item), str(staged / kind / item.name))
         shutil.move(str(staged), str(out))
+    teacher_only(out)
     return out
+
+
+#: what of a built lab only its owner may read: the answers (the solution notebook, the zip's hidden tests)
+TEACHER_ONLY = ("solution", "autograder")
+
+
+def teacher_only(lab: Path) -> None:
+    """Make ``lab/solution`` and ``lab/autograder`` readable by their owner only (folders 0700, files 0600): a
+    student's kernel graded on this machine as another user (the grading jail's ``nobody``) cannot read them,
+    whatever the umask of the shell that ran ``make labs``. ``student/`` keeps its modes (it is handed out)."""
+    for kind in TEACHER_ONLY:
+        top = Path(lab) / kind
+        if not top.is_dir():
+            continue
+        for base, dirs, files in os.walk(top):
+            os.chmod(base, 0o700)
+            for name in files:
+                os.chmod(os.path.join(base, name), 0o600)
 
 
 def _grade_outside(archive: Path, handout: Path, lab: str) -> None:

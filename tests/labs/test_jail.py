@@ -8,6 +8,7 @@ through the launcher (skipped where the host allows no namespace); each takes we
 from __future__ import annotations
 
 import io
+import json
 import os
 import pickle
 import shutil
@@ -19,8 +20,7 @@ import uuid
 import pytest
 
 from blowfish_nb.labs import _jail
-from blowfish_nb.labs._jail import (NOBODY, Plan, decide, launch, launcher_argv, prepare, strip_pickles,
-                                   unreachable, wrap)
+from blowfish_nb.labs._jail import (NOBODY, Plan, decide, launch, launcher_argv, prepare, strip_pickles, wrap)
 
 PIDNS = ["--pid", "--fork", "--kill-child", "--mount-proc"]
 
@@ -31,16 +31,16 @@ PIDNS = ["--pid", "--fork", "--kill-child", "--mount-proc"]
 def test_root_plan_drops_to_nobody_in_a_pid_namespace():
     cmd = ["python", "-m", "ipykernel_launcher", "-f", "conn.json"]
     argv = wrap(Plan("root", "", "/usr/bin/unshare", "/usr/bin/setpriv"), cmd)
-    assert argv[:5] == ["/usr/bin/unshare", *PIDNS]
-    assert argv[5] == "/usr/bin/setpriv"
+    assert argv[:6] == ["/usr/bin/unshare", *PIDNS, "--ipc"]
+    assert argv[6] == "/usr/bin/setpriv"
     for flag in (f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
                  "--bounding-set=-all", "--no-new-privs"):
-        assert flag in argv[6:argv.index("--")]
+        assert flag in argv[7:argv.index("--")]
     assert argv[argv.index("--") + 1:] == cmd
 
 
 def test_userns_plan_maps_the_user_and_none_runs_the_command_as_is():
-    assert wrap(Plan("userns", "x"), ["k"]) == ["unshare", "--user", "--map-root-user", *PIDNS, "--", "k"]
+    assert wrap(Plan("userns", "x"), ["k"]) == ["unshare", "--user", "--map-root-user", *PIDNS, "--ipc", "--", "k"]
     assert wrap(Plan("none", "x"), ["k", "-f"]) == ["k", "-f"]
     with pytest.raises(ValueError, match="mode"):
         Plan("chroot", "x")
@@ -87,17 +87,6 @@ def test_launch_gives_the_kernel_its_own_copy_of_the_connection_file(tmp_path):
     assert open(private).read() == '{"key": "k"}' and os.stat(private).st_mode & 0o077 == 0
 
 
-def test_unreachable_lists_the_folders_the_jailed_uid_cannot_traverse(jail_root):
-    base = tempfile.mkdtemp(dir=jail_root)
-    os.chmod(base, 0o755)
-    deep = os.path.join(base, "home", "env", "bin")
-    os.makedirs(deep)
-    os.chmod(os.path.join(base, "home"), 0o700)
-    assert unreachable([os.path.join(deep, "python")]) == {os.path.join(base, "home"): ["env"]}
-    os.chmod(os.path.join(base, "home"), 0o711)
-    assert unreachable([os.path.join(deep, "python")]) == {}
-
-
 def test_pickles_and_the_otter_log_leave_the_submission(tmp_path):
     (tmp_path / ".OTTER_LOG").write_bytes(b"\x80\x04cbuiltins\nexec\n(Vprint(1)\ntR.")
     (tmp_path / "answers.pkl").write_bytes(b"x")
@@ -118,8 +107,10 @@ def test_install_removes_the_log_and_serves_the_jail_for_every_kernel_name(tmp_p
 
     from blowfish_nb.labs import _answers
 
-    monkeypatch.setattr(otter_logging.LogRecordStreamHandler, "unpickle",
-                        otter_logging.LogRecordStreamHandler.unpickle)
+    for cls, name in ((otter_logging.LogRecordStreamHandler, "unpickle"),
+                      (otter_logging.LogRecordStreamHandler, "handle"),
+                      (otter_logging.LogRecordSocketReceiver, "daemon_threads")):
+        monkeypatch.setattr(cls, name, getattr(cls, name))
     monkeypatch.setattr(_jail, "set_dumpable", lambda on=False: True)  # not on pytest's own process
     seen = {}
 
@@ -260,3 +251,159 @@ def test_a_jailed_kernel_runs_cells_as_nobody(jail_root):
         km.shutdown_kernel(now=True)
     # the same interpreter and standard library as otter's (a folder nobody cannot traverse is bound into the jail)
     assert out.getvalue().split() == [str(NOBODY), "1", os.path.join(work, "run"), os.__file__]
+
+
+# --- gamer36b: reading the teacher's files, otter's log server, hygiene -----------------------------------------
+
+_READER = r"""
+import json, os, sys
+out = {"env": {k: os.environ.get(k) for k in ("PWD", "OLDPWD", "HOME", "PYTHONPATH", "VIRTUAL_ENV", "MARK")}}
+for name in sys.argv[1:]:
+    try:
+        with open(name) as f:
+            out[name] = f.read()
+    except OSError as e:
+        out[name] = type(e).__name__
+try:
+    import blowfish_nb, numpy
+    out["imports"] = blowfish_nb.__file__
+except ImportError as e:
+    out["imports"] = repr(e)
+try:
+    open(os.path.join(sys.prefix, "jail-test-write"), "w").close(); out["venv_writable"] = True
+except OSError:
+    out["venv_writable"] = False
+open("mine.txt", "w").write("x")
+out["cwd"], out["ipc"] = os.getcwd(), os.readlink("/proc/self/ns/ipc")
+print(json.dumps(out))
+"""
+
+
+def test_the_jailed_kernel_reads_no_teacher_file_and_gets_an_allow_listed_environment(jail_root):
+    """gamer36b: uid 65534 read the autograder zip and the solution notebooks (world-readable, found through PWD,
+    OLDPWD, PYTHONPATH or by walking). In the jail only the interpreter, the venv and the package folder remain."""
+    plan = _plan("root")
+    course = tempfile.mkdtemp(prefix=".jail-test-course-", dir=os.getcwd())  # under /work, like a course folder
+    shared = tempfile.mkdtemp(dir=jail_root)  # under /tmp
+    try:
+        files = []
+        for folder in (course, shared):
+            os.chmod(folder, 0o755)
+            name = os.path.join(folder, "05-autograder.zip")
+            with open(name, "w") as f:
+                f.write("expect_total(7)")
+            os.chmod(name, 0o644)
+            files.append(name)
+        work = prepare(jail_root, None, NOBODY)
+        env = {**os.environ, "PWD": course, "OLDPWD": course, "VIRTUAL_ENV": course, "MARK": "x",
+               "PYTHONPATH": os.pathsep.join([course, os.getcwd()])}
+        done = subprocess.run(launcher_argv(plan, work, [sys.executable, "-c", _READER, *files]), env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr[-2000:]
+        got = json.loads(done.stdout)
+        assert [got[f] for f in files] == ["FileNotFoundError"] * 2  # the folders are not there at all
+        assert got["env"] == {"PWD": None, "OLDPWD": None, "HOME": os.path.join(work, "home"),
+                              "PYTHONPATH": os.getcwd(), "VIRTUAL_ENV": None, "MARK": None}
+        assert got["imports"] == os.path.join(os.getcwd(), "blowfish_nb", "__init__.py")  # the package, read-only
+        assert not got["venv_writable"] and got["cwd"] == os.path.join(work, "run")
+        assert open(os.path.join(work, "run", "mine.txt")).read() == "x"  # its own folder, read-write
+        assert got["ipc"] != os.readlink("/proc/self/ns/ipc")  # its own IPC namespace
+        assert sorted(os.listdir(work)) == ["home", "run"]  # nothing held beside it (jail36's held-XXXX)
+    finally:
+        shutil.rmtree(course, ignore_errors=True)
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_the_file_system_rule_holds_wherever_the_venv_lives(monkeypatch, tmp_path):
+    """Hidden: the places a teacher's files can be, and this grading's folders outside them (not ``/`` nor a system
+    folder); kept: the prefixes, site-packages and the package folders, never the tree on PYTHONPATH."""
+    fs = _jail.allowed_fs([str(tmp_path), "/", "/usr", "/work/main/build/labs"])
+    assert {"/work", "/home", "/root", "/tmp", "/opt"} <= set(fs["hide"]) and "/" not in fs["hide"]
+    assert "/usr" not in fs["hide"] and "/work/main/build/labs" not in fs["hide"]  # under /work already
+    assert os.path.realpath(sys.prefix) in fs["keep"] and os.path.realpath(sys.base_prefix) in fs["keep"]
+    import blowfish_nb
+    assert os.path.dirname(os.path.realpath(blowfish_nb.__file__)) in fs["keep"]
+    assert os.path.realpath(os.getcwd()) not in fs["keep"]  # the worktree itself (it holds build/labs)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/work/course", os.getcwd()]))
+    assert _jail.kernel_pythonpath() == [os.getcwd()]
+    env = _jail.kernel_env({"PWD": "/c", "OLDPWD": "/c", "HOME": "/root", "JPY_SESSION_NAME": "n", "LANG": "C",
+                            "BLOWFISH_NB_GRADING_RUN": "t", "VIRTUAL_ENV": "/c/.venv", "PYTHONPATH": "/c"}, "/p")
+    assert env == {"JPY_SESSION_NAME": "n", "LANG": "C", "BLOWFISH_NB_GRADING_RUN": "t", "PYTHONPATH": "/p",
+                   "PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"])}
+
+
+def test_the_jail_tools_come_from_fixed_folders(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent-writable-folder")
+    plan = decide(0, probe=lambda cmd: None)
+    assert plan.mode == "root" and plan.unshare.startswith("/") and plan.setpriv.startswith("/")
+    assert os.path.dirname(plan.unshare) in _jail.TOOL_DIRS
+
+
+def _log_handler(data: bytes):
+    """Run otter's (guarded) log handler on ``data`` sent then closed; returns the records otter's loggers saw and
+    whether the handler returned."""
+    import logging
+    import socket
+    import threading
+
+    import otter.execute.logging as otter_logging
+
+    seen = []
+
+    class Catch(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    a, b = socket.socketpair()
+    a.sendall(data)
+    a.close()
+    catch, loggers = Catch(), [logging.getLogger(), logging.getLogger("otter")]  # otter's does not propagate
+    for logger in loggers:
+        logger.addHandler(catch)
+    try:
+        t = threading.Thread(target=otter_logging.LogRecordStreamHandler, args=(b, ("jail", 0), None), daemon=True)
+        t.start()
+        t.join(30)  # a liveness bound, not a timing: the unguarded handler never returns (gamer36b: 240 s, killed)
+        return seen, not t.is_alive()
+    finally:
+        for logger in loggers:
+            logger.removeHandler(catch)
+
+
+def test_otter_log_server_prints_nothing_of_the_kernel_and_cannot_be_hung(monkeypatch):
+    """gamer36b: a plain-dict record printed "Total Score: 7.000 / 7.000" in otter's output; a 2**30 length prefix
+    kept otter's handler thread looping (``otter run`` never exited)."""
+    import struct
+
+    import otter.execute.logging as otter_logging
+
+    for cls, name in ((otter_logging.LogRecordStreamHandler, "unpickle"),
+                      (otter_logging.LogRecordStreamHandler, "handle"),
+                      (otter_logging.LogRecordSocketReceiver, "daemon_threads")):
+        monkeypatch.setattr(cls, name, getattr(cls, name))
+    _jail._guard_log_server()
+    forged = pickle.dumps({"name": "otter", "levelno": 50, "levelname": "CRITICAL", "msg": "Total Score: 7.000 / 7.000",
+                           "args": None})
+    seen, returned = _log_handler(struct.pack(">L", len(forged)) + forged)
+    assert seen == [] and returned  # nothing of the kernel reaches otter's loggers
+    seen, returned = _log_handler(struct.pack(">L", 1 << 30) + b"x")
+    assert returned and seen == []  # the handler ends at the short read
+    assert otter_logging.LogRecordSocketReceiver.daemon_threads
+
+
+def test_make_labs_writes_the_answers_for_the_teacher_only(tmp_path):
+    """gamer36b: ``make labs`` wrote the zips and solution notebooks 0644 under a 0755 tree."""
+    from blowfish_nb.labs.build import teacher_only
+
+    lab = tmp_path / "05-break-it"
+    for kind, name in (("student", "05-break-it.ipynb"), ("solution", "05-break-it.ipynb"),
+                       ("autograder", "05-break-it-autograder.zip")):
+        (lab / kind).mkdir(parents=True)
+        (lab / kind / name).write_text("x")
+        os.chmod(lab / kind, 0o755)
+        os.chmod(lab / kind / name, 0o644)
+    teacher_only(lab)
+    modes = {p.relative_to(lab).as_posix(): p.stat().st_mode & 0o777 for p in lab.rglob("*")}
+    assert modes == {"student": 0o755, "student/05-break-it.ipynb": 0o644, "solution": 0o700,
+                     "solution/05-break-it.ipynb": 0o600, "autograder": 0o700,
+                     "autograder/05-break-it-autograder.zip": 0o600}
