@@ -109,8 +109,8 @@ OTHERS = [("dp", policy.dp(Domain.grid(K)), [(i, -1) for i in range(K)]),
 @pytest.mark.parametrize("known_total", [False, True], ids=["plain", "total"])
 def test_fitted_signed_strategies_are_charged_their_brute_force_delta_here_and_under_other_policies(
         pol, edges, known_total):
-    m = mechanisms.Optimized.fit(random_ranges(K, 12, rng=K), pol, known_total=known_total, rng=1, restarts=2,
-                                 max_iter=80)
+    m = mechanisms.Optimized.fit(random_ranges(K, 12, rng=K), pol, known_total=known_total, rng=1, restarts=1,
+                                 max_iter=40)
     A = (m.optimized.kron if m.uses_total else m.optimized.operator).dense()  # the noisy rows (the total is exact)
     assert (A < -1e-9).any()  # the fit used the sign freedom (the case under attack)
     assert m.sensitivity(pol) >= _brute(A, edges) * (1 - 1e-12)
@@ -128,7 +128,7 @@ def test_the_lattice_bound_holds_at_counts_that_maximise_cancellation_in_signed_
     from scipy.optimize import linprog
 
     pol = policy.threshold(Domain.grid(K), 2)
-    m = mechanisms.Optimized.fit(random_ranges(K, 12, rng=K), pol, known_total=True, rng=1, restarts=2, max_iter=80)
+    m = mechanisms.Optimized.fit(random_ranges(K, 12, rng=K), pol, known_total=True, rng=1, restarts=1, max_iter=40)
     A_op = m.optimized.kron
     A = A_op.dense()
     assert (A < -1e-9).any()
