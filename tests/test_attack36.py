@@ -11,8 +11,12 @@ signs either way) is released with no noise and no rounding (``noise.lattice_noi
 Δ ≤ 0), so the float summation order of A x tells neighbours apart: the outputs are deterministic and differ in
 the last bit (privacy loss ∞ for an exact-output event). It is reachable through the public classes
 (``Optimized(OptimizedStrategy(...))``) and through the on-disk strategy cache, whose re-verification accepts a
-planted Δ = 0 strategy (the recomputed Δ equals the stored 0) and whose quoted error is then 0, so
-``Optimized()``'s fit path returns it.
+planted Δ = 0 strategy (the recomputed Δ equals the stored 0), so the fit path
+(:func:`~blowfish_nb.analysis.selection.optimized_for`, which ``selection.fitted`` uses for ``Optimized()`` in the
+release paths) serves it, quoting an expected error of 0. (On this example auto's ``choose_mechanism`` does not reach
+the fit: Transformed+Laplace already quotes 0, so ``fit_can_win`` skips it; Transformed's releases were bit-identical
+on every neighbour pair of counts 0–3.) The hunter flags the Δ = 0 mechanism: lower bound 5.114 > ε = 1
+(``hunt(m, POL, 1.0, workload=W, bases=[X_DB], pilot=200, confirm=1000, rng=0)``, 95 % confidence).
 """
 
 from __future__ import annotations
@@ -74,7 +78,7 @@ def disk(tmp_path, monkeypatch):
 
 def test_a_planted_zero_delta_cache_file_is_not_served_to_the_fit_path(disk):
     """VIOLATION: a strategy written to the cache under (W, POL)'s key passes the re-verification (its recomputed
-    Δ = 0 is the stored one) and ``optimized_for`` (``Optimized()`` / auto's fit) returns it; its releases then
+    Δ = 0 is the stored one) and ``optimized_for`` (the ``Optimized()`` fit path) returns it; its releases then
     tell the neighbours above apart bit by bit."""
     key = public_key(W, POL, "optimized", AUTO)
     assert key is not None
