@@ -6,10 +6,12 @@ without ⊥, with and without the public total, also when the fitted strategy is
 lattice rounding's sensitivity bound |w − w'|₁ ≤ Δ/γ + m holds at counts chosen (by an LP) to maximise
 cancellation in the signed rows (float error of A x).
 
-Fails (VIOLATION): a real-valued strategy whose exact Δ under the policy is 0 (its columns equal along every edge,
+Fails (VIOLATION, 3 tests): a real-valued strategy whose exact Δ under the policy is 0 (its columns equal along every edge,
 signs either way) is released with no noise and no rounding (``noise.lattice_noisy`` returns the float values when
 Δ ≤ 0), so the float summation order of A x tells neighbours apart: the outputs are deterministic and differ in
-the last bit (privacy loss ∞ for an exact-output event). It is reachable through the public classes
+the last bit (privacy loss ∞ for an exact-output event). It is reached by a plain fit, no tampering: ``Optimized()`` on the x0 marginal of a 4 × 4 grid under
+sensitive_attributes(x1) fits weighted marginals with exactly 0 weight on every marginal holding x1 (Δ = 0,
+objective 0, so they win). It is also reachable through the public classes
 (``Optimized(OptimizedStrategy(...))``) and through the on-disk strategy cache, whose re-verification accepts a
 planted Δ = 0 strategy (the recomputed Δ equals the stored 0), so the fit path
 (:func:`~blowfish_nb.analysis.selection.optimized_for`, which ``selection.fitted`` uses for ``Optimized()`` in the
@@ -150,3 +152,28 @@ def test_the_lattice_bound_holds_at_counts_that_maximise_cancellation_in_signed_
             y[a] -= 1
             y[b] += 1
             assert np.abs(w - np.round((A_op @ y) / gamma)).sum() <= delta / gamma + rows
+
+
+# -- the same without any planted file: a fitted strategy with Δ = 0 ------------------------------------------------
+SHAPE4 = (4, 4)
+POL4 = policy.sensitive_attributes(Domain.grid(SHAPE4), ["x1"])
+W4 = workload.marginal(SHAPE4, [0])
+X4 = np.array([1, 27, 4, 14, 24, 21, 20, 1, 0, 6, 0, 33, 26, 32, 12, 30], dtype=float)
+X4_NEIGHBOUR = X4.copy()
+X4_NEIGHBOUR[12] -= 1  # one record moved along x1, from cell (3, 0) to cell (3, 2)
+X4_NEIGHBOUR[14] += 1
+
+
+def test_optimized_fitted_for_a_workload_the_policy_does_not_move_does_not_tell_neighbours_apart(monkeypatch):
+    """VIOLATION, no tampering: ``Optimized()`` on the x0 marginal of a 4 × 4 grid under sensitive_attributes(x1)
+    fits weighted marginals whose weights on every marginal that holds x1 are exactly 0 (fit_marginals' ZERO cut):
+    Δ = 0 exactly, objective 0, so it wins; released with no noise and no rounding, its real weights
+    (θ ≈ 7.6 on the total, 3.9·10⁶ on the x0 marginal) make the float sums differ between neighbours
+    (113.00000000000004 against 113.00000000000003 on another pair found the same way)."""
+    monkeypatch.setenv(strategy_cache.ENV, "off")
+    assert (12, 14) in {tuple(sorted(e)) for e in POL4.edges().tolist()}
+    fitted = mechanisms.Optimized().for_workload(W4, POL4)  # what Optimized().release fits (auto's templates, AUTO)
+    assert fitted.sensitivity(POL4) == 0.0 and fitted.optimized.info["template"] == "marginals"
+    a = np.asarray(fitted.release(X4, W4, POL4, 1.0, rng=0))
+    b = np.asarray(fitted.release(X4_NEIGHBOUR, W4, POL4, 1.0, rng=0))
+    assert np.array_equal(a, b), f"neighbours told apart: {a.tolist()} vs {b.tolist()}"
