@@ -169,7 +169,9 @@ def test_optimized_fitted_for_a_workload_the_policy_does_not_move_does_not_tell_
     fits weighted marginals whose weights on every marginal that holds x1 are exactly 0 (fit_marginals' ZERO cut):
     Δ = 0 exactly, objective 0, so it wins; released with no noise and no rounding, its real weights
     (θ ≈ 7.6 on the total, 3.9·10⁶ on the x0 marginal) make the float sums differ between neighbours
-    (113.00000000000004 against 113.00000000000003 on another pair found the same way)."""
+    (113.00000000000004 against 113.00000000000003 on another pair found the same way). The hunter agrees:
+    ``hunt(Optimized().for_workload(W4, POL4), POL4, 1.0, workload=W4, bases=[X4], pilot=200, confirm=1000, rng=0)``
+    reports a privacy loss ≥ 5.114 > ε = 1 at 95 % confidence (tests/attack36_scripts/hunt0.py)."""
     monkeypatch.setenv(strategy_cache.ENV, "off")
     assert (12, 14) in {tuple(sorted(e)) for e in POL4.edges().tolist()}
     fitted = mechanisms.Optimized().for_workload(W4, POL4)  # what Optimized().release fits (auto's templates, AUTO)
