@@ -20,6 +20,10 @@ package therefore draws its noise here:
   coordinate), scale back by γ (exact in floating point). This is the
   discretisation OpenDP uses for its float Laplace (round to 2^k, then
   integer noise; Canonne, Kamath and Steinke 2020 for the discrete laws).
+* **Sensitivity 0** (answers the policy does not protect): no noise, and the
+  values come from :func:`invariant_values` (A x from the policy graph's
+  class sums after an exact column check), never from ``fl(A x)``, whose
+  last bit can depend on where a record sits; :func:`lattice_noisy` refuses Δ = 0.
 * **Selection noise** that is compared but never released (DAWA's noisy
   interval costs, the matching weights) is continuous Laplace drawn by
   :func:`selection_laplace` from uniforms refined below 2^-32, so its tails
