@@ -20,6 +20,10 @@ package therefore draws its noise here:
   coordinate), scale back by γ (exact in floating point). This is the
   discretisation OpenDP uses for its float Laplace (round to 2^k, then
   integer noise; Canonne, Kamath and Steinke 2020 for the discrete laws).
+* **Sensitivity 0** (answers the policy does not protect): no noise, and the
+  values come from :func:`invariant_values` (A x from the policy graph's
+  class sums after an exact column check), never from ``fl(A x)``, whose
+  last bit can depend on where a record sits; :func:`lattice_noisy` refuses Δ = 0.
 * **Selection noise** that is compared but never released (DAWA's noisy
   interval costs, the matching weights) is continuous Laplace drawn by
   :func:`selection_laplace` from uniforms refined below 2^-32, so its tails
@@ -43,7 +47,8 @@ import numpy as np
 
 from ..exceptions import InvalidParameterError
 
-__all__ = ["MAX_SCALE", "check_scale", "discrete_laplace", "noisy", "lattice_noisy", "lattice_step", "selection_laplace",
+__all__ = ["MAX_SCALE", "check_scale", "discrete_laplace", "noisy", "lattice_noisy", "lattice_step", "invariant_values",
+           "selection_laplace",
            "variance", "uniform_open", "standard_exponential"]
 
 #: the largest noise scale drawn (≈ 1.1e12): beyond it whole-number noise loses exactness in float64 and the
@@ -209,8 +214,10 @@ def lattice_noisy(values: np.ndarray, sensitivity: float, epsilon: float, change
     (2,)
     """
     values = np.asarray(values, dtype=float)
-    if sensitivity <= 0:
-        return values.copy()
+    if sensitivity <= 0:  # fl(A x) may still differ in its last bit between neighbours (attack 36)
+        raise InvalidParameterError(
+            f"lattice_noisy got sensitivity {sensitivity!r}: measurements of sensitivity 0 are released without "
+            "noise only through invariant_values (computed from the policy-invariant class sums)")
     check_scale(sensitivity / epsilon, value=epsilon)
     gamma = lattice_step(sensitivity, changed)
     w = np.round(values / gamma)
@@ -221,6 +228,103 @@ def lattice_noisy(values: np.ndarray, sensitivity: float, epsilon: float, change
             f"the noisy measurements reach {np.abs(out).max() * gamma:.3g}, beyond the lattice sampler's "
             f"float64 grid of step {gamma:.3g} (2^53 steps)")
     return out * gamma
+
+
+#: the largest strategy (rows × cells) :func:`invariant_values` checks column by column
+INVARIANT_LIMIT = 2**24
+
+
+def invariant_values(A, x, policy, mechanism: str) -> np.ndarray:
+    """A x for a strategy of sensitivity Δ = 0, computed so neighbours get bit-identical values.
+
+    Δ = 0 says the exact A x is the same on neighbouring inputs, but the float
+    ``A @ x`` is not: its summation order lets the last bit depend on where
+    a record sits (attack 36), and with no noise that bit is released. Here
+    the cells are grouped into the classes of the policy graph: its connected
+    components, and the component holding ⊥ (if any). The check is exact (bit
+    equality, no tolerance): every column in a class equals the class's
+    first column, and every column of the ⊥ class is 0; otherwise the
+    strategy is refused. Then A x = Σ_C a_C s_C with s_C = Σ_{j∈C} x_j, the
+    class sums of whole counts (exact in float64 below 2^53), accumulated
+    class by class in a fixed order with elementwise operations only.
+
+    Privacy: a neighbour moves one record along an edge (u, v) of G, both
+    ends in one class C (s_C unchanged), or adds/removes one at a cell u
+    joined to ⊥ (u in the ⊥ class, which is not summed). So every s_C, and
+    hence every operand and every operation here, is the same on
+    neighbours: the output is bit-identical (privacy loss 0 for every ε).
+    Any later post-processing is a function of these values.
+
+    Parameters
+    ----------
+    A : array or operator with ``dense()``
+        The strategy, one column per cell of ``policy.domain``.
+    x : ndarray
+        The histogram (whole counts).
+    policy : Policy
+        The policy under which Δ = 0.
+    mechanism : str
+        Named in the refusal.
+
+    Raises
+    ------
+    InvalidParameterError
+        When the columns are not exactly equal within a class (or 0 on the
+        ⊥ class), when the counts are not whole numbers below 2^53, or when
+        the strategy is too large to check.
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, policy
+    >>> pol = policy.sensitive_attributes(Domain.grid((2, 2)), ["x1"])
+    >>> A = np.kron(np.diag([0.1, -0.7]), np.ones((1, 2)))
+    >>> invariant_values(A, np.array([1.0, 2.0, 0.0, 4.0]), pol, "Optimized").tolist()
+    [0.30000000000000004, -2.8]
+    """
+    n = policy.domain.size
+    rows = int(A.shape[0]) if len(getattr(A, "shape", ())) == 2 else -1
+    if rows < 0 or A.shape[1] != n:
+        raise InvalidParameterError(f"{mechanism}: the strategy's shape {getattr(A, 'shape', None)} does not "
+                                    f"have one column per cell of the policy's domain ({n})")
+    if rows * n > INVARIANT_LIMIT:
+        raise InvalidParameterError(
+            f"{mechanism}: a strategy of sensitivity 0 and {rows} × {n} entries is too large to check cell by cell "
+            f"(limit {INVARIANT_LIMIT}); it is refused rather than released without noise")
+    A = np.asarray(A.dense() if hasattr(A, "dense") else A, dtype=float)
+    x = np.asarray(x, dtype=float).reshape(-1)
+    if x.shape != (n,) or not np.all(x == np.round(x)) or np.abs(x).sum() >= 2.0**53:
+        raise InvalidParameterError(f"{mechanism}: the histogram must hold {n} whole counts below 2^53 "
+                                    "for a release of sensitivity 0")
+    labels, bottom = _classes(policy)
+    out = np.zeros(rows)
+    for c in range(int(labels.max(initial=-1)) + 1):
+        members = np.flatnonzero(labels == c)
+        if members.size == 0:
+            continue
+        cols = A[:, members]
+        if c == bottom:
+            if not np.all(cols == 0.0):
+                raise InvalidParameterError(
+                    f"{mechanism}: the strategy has sensitivity 0 but a nonzero column at a cell joined to ⊥; "
+                    "refused (it would be released without noise)")
+            continue
+        if not np.all(cols == cols[:, :1]):
+            raise InvalidParameterError(
+                f"{mechanism}: the strategy has sensitivity 0 but its columns differ within a component of the "
+                "policy graph; refused (it would be released without noise)")
+        out += cols[:, 0] * float(x[members].sum())  # whole counts: the class sum is exact
+    return out
+
+
+def _classes(policy) -> tuple[np.ndarray, int]:
+    """(class label of every cell, the label of ⊥'s class or −1): the policy graph's connected components."""
+    if not policy.has_bottom:
+        return np.asarray(policy.component_labels(), dtype=np.intp), -1
+    from scipy.sparse import csgraph  # lazy: keeps the import of this module light
+
+    n = policy.domain.size
+    _, labels = csgraph.connected_components(policy.adjacency(), directed=False)
+    return labels[:n].astype(np.intp), int(labels[n])
 
 
 def selection_laplace(rng: np.random.Generator, scale, shape) -> np.ndarray:

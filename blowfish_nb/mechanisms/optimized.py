@@ -364,21 +364,31 @@ class Optimized(MatrixMechanism):
         delta, _, m = self._lattice(policy, epsilon)
         if self.uses_total:  # the total exact (public: no edge to ⊥, checked by _sizes), the rest with noise
             x = np.asarray(x, dtype=float)
-            y = noise.lattice_noisy(self.optimized.kron @ x, delta, epsilon, m, rng)
+            y = self._measure(self.optimized.kron, x, policy, delta, epsilon, m, rng)
             return self.optimized.estimate(y, float(x.sum()))
-        y = noise.lattice_noisy(A @ np.asarray(x, dtype=float), delta, epsilon, m, rng)
+        y = self._measure(A, np.asarray(x, dtype=float), policy, delta, epsilon, m, rng)
         return lstsq_grid(self.factor, ops, y.reshape(tuple(op.shape[0] for op in ops))).reshape(-1)
 
+    @staticmethod
+    def _measure(A, x, policy, delta, epsilon, m, rng) -> np.ndarray:
+        """A x through the lattice sampler; at Δ = 0 (no noise) from the policy-invariant class sums instead
+        (:func:`.noise.invariant_values`: fl(A x) itself may differ in its last bit between neighbours)."""
+        if delta == 0:
+            return noise.invariant_values(A, x, policy, "Optimized")
+        return noise.lattice_noisy(A @ x, delta, epsilon, m, rng)
+
     def _sample(self, x, workload, policy, epsilon, size, rng) -> np.ndarray:
-        """Vectorised releases: answers = W A⁺(γ·round(Ax/γ) + γ·η), η discrete Laplace in grid units."""
+        """Vectorised releases: answers = W A⁺(γ·round(Ax/γ) + γ·η), η discrete Laplace in grid units (at Δ = 0,
+        A x from :func:`.noise.invariant_values`, no noise)."""
         shape, _ = self._sizes(policy)
         ops = self.measured(policy)
         A = self.optimized.kron if self.uses_total else self.optimized.operator
         delta, gamma, m = self._lattice(policy, epsilon)
-        values = A @ np.asarray(x, dtype=float)
         if delta == 0:
+            values = noise.invariant_values(A, np.asarray(x, dtype=float), policy, "Optimized")
             rounded, eta = values, np.zeros((size, values.size))
         else:
+            values = A @ np.asarray(x, dtype=float)
             scale = (delta / gamma + m) / epsilon
             noise.check_scale(scale * gamma, value=epsilon)
             units = np.round(values / gamma)[None, :] + noise.discrete_laplace(rng, scale, (size, values.size))

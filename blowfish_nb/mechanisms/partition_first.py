@@ -271,7 +271,9 @@ def measure_buckets(x: np.ndarray, blocks: np.ndarray, workload: Workload, polic
     elif choice == "weighted prefix":  # whole-valued prefix sums, row i at scale Δ/(ε w_i)
         estimate = np.diff(np.r_[0.0, noise.noisy(np.cumsum(t), delta / (epsilon * solver.weights), rng)])
     elif choice == "optimized":  # real-valued rows: the lattice sampler, every row may change
-        estimate = solver.pinv @ noise.lattice_noisy(solver.A @ t, delta, epsilon, solver.shape[0], rng)
+        measured = (noise.invariant_values(solver.A, t, proj.policy, "PartitionFirst") if delta == 0 else
+                    noise.lattice_noisy(solver.A @ t, delta, epsilon, solver.shape[0], rng))
+        estimate = solver.pinv @ measured
     else:
         estimate = solver.least_squares(t, delta / epsilon, rng)
     return np.asarray(workload @ (estimate / sizes)[proj.block_of], dtype=float)
