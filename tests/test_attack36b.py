@@ -11,6 +11,9 @@ Strategy: components {0, 1}, {2, 3} (``sensitive_attributes`` on a 2×2 grid, re
 equal columns within each component (Δ contribution 0 in exact arithmetic); row 1 = (0, δ, 0, 0) gives Δ = δ.
 x = (3, 3, 3, 0) → fl(row 0 · x) = 0 exactly; its neighbour (3, 3, 2, 1) (one record moved 2 → 3) → 5.55e-17.
 
+Second finding (below): discrete_laplace draws Z = 0 for *every* uniform when its scale is below ≈ 0.0267, so any
+release whose per-row scale Δ/ε falls there (ε ≳ 37.4 for a count, which check_epsilon accepts) is exact.
+
 These tests FAIL on zero36 (they state the privacy property that is violated).
 Run: PYTHONPATH=$PWD /work/main/.venv/bin/python -m pytest tests/test_attack36b.py -q -p no:cacheprovider -n 0
 """
@@ -23,6 +26,7 @@ import numpy as np
 
 from blowfish_nb import Domain, mechanisms, policy, workload
 from blowfish_nb.exceptions import InvalidParameterError
+from blowfish_nb.mechanisms import noise
 from blowfish_nb.strategies.optimized import DenseFactor, OptimizedStrategy
 
 SHAPE = (2, 2)
@@ -86,3 +90,38 @@ def test_delta_1e_300_one_neighbour_released_the_other_refused():
 
     p_a, p_b = released(A_X), released(B_X)
     assert _dp_bound_holds(p_a, p_b, N), (p_a, p_b)
+
+
+# -- noise whose scale rounds to 0: the discrete Laplace sampler below scale ≈ 0.0267 ---------------------------------
+
+class _LargestUniform:
+    """A Generator whose every uniform is the largest double below 1 (the most favourable draw for Z ≠ 0);
+    everything else is delegated to a real Generator."""
+
+    def __init__(self, seed: int):
+        self._g = np.random.default_rng(seed)
+        self.bit_generator = self._g.bit_generator
+
+    def random(self, n=None):
+        return np.full(n, 1 - 2.0**-53) if n is not None else 1 - 2.0**-53
+
+    def __getattr__(self, name):
+        return getattr(self._g, name)
+
+
+def test_discrete_laplace_at_scale_one_fortieth_can_draw_a_nonzero_value():
+    """DLap(b) has P(Z ≠ 0) = 2t/(1 + t) > 0, t = e^{-1/b}. The sampler draws Z = 0 unless U ≥ tanh(1/(2b)); for
+    b < 0.0267 tanh rounds to 1.0 and U < 1 always, so Z = 0 for *every* draw, even the largest uniform."""
+    z = noise.discrete_laplace(_LargestUniform(0), 1 / 40, 8)
+    assert np.any(z != 0), z
+
+
+def test_laplace_histogram_at_epsilon_40_keeps_neighbours_supports_overlapping():
+    """Laplace on the histogram under dp, ε = 40 (accepted by check_epsilon): the scale 1/40 rounds the noise to 0,
+    so x and its neighbour x + e_0 are released exactly, with disjoint supports (infinite loss, not ≤ 40).
+    The most favourable uniform is used, so no seed can make the noise nonzero."""
+    m, pol, W = mechanisms.Laplace(), policy.dp(Domain.grid(3)), workload.identity(3)
+    x = np.array([1.0, 2.0, 3.0])
+    seen = {tuple(m.release(x, W, pol, 40.0, rng=s)) for s in range(200)}
+    z = noise.discrete_laplace(_LargestUniform(1), m.noise_scale(pol, 40.0), 3)
+    assert seen != {tuple(x)} or np.any(z != 0), "x's release is x itself every time: x + e_0 never releases it"
