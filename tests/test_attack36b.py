@@ -92,6 +92,16 @@ def test_delta_1e_300_one_neighbour_released_the_other_refused():
     assert _dp_bound_holds(p_a, p_b, N), (p_a, p_b)
 
 
+
+def test_violation_hunter_finds_no_violation_for_tiny_delta_optimized():
+    """The hunter (fixed seed) on the Δ = 1e-25 strategy, base (3, 3, 2, 1) (every neighbour keeps row 0's exact
+    value 0, so none is refused): on zero36 it reports loss ≥ 6.03 > ε = 1 at x = (3,3,2,1), 3→2."""
+    from blowfish_nb.analysis.hunt import hunt
+
+    r = hunt(_mechanism(1e-25), POL, EPS, workload=workload.marginal(SHAPE, [0]), bases=[np.array([3.0, 3, 2, 1])],
+             pilot=500, confirm=2000, candidates=3, rng=0)
+    assert not r.violation, str(r)
+
 # -- noise whose scale rounds to 0: the discrete Laplace sampler below scale ≈ 0.0267 ---------------------------------
 
 class _LargestUniform:
