@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from blowfish_nb import Domain, mechanisms, policy, workload
 from blowfish_nb.exceptions import InvalidParameterError
@@ -135,3 +136,67 @@ def test_laplace_histogram_at_epsilon_40_keeps_neighbours_supports_overlapping()
     seen = {tuple(m.release(x, W, pol, 40.0, rng=s)) for s in range(200)}
     z = noise.discrete_laplace(_LargestUniform(1), m.noise_scale(pol, 40.0), 3)
     assert seen != {tuple(x)} or np.any(z != 0), "x's release is x itself every time: x + e_0 never releases it"
+
+
+# -- what held (passing checks, kept as regressions) -------------------------------------------------------------------
+
+def _same_partition(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return all(len(set(b[a == c])) == 1 for c in set(a)) and all(len(set(a[b == c])) == 1 for c in set(b))
+
+
+def test_invariant_classes_are_the_graph_components_for_every_family():
+    """noise._classes (what invariant_values sums over) equals the connected components of the policy's own edge
+    list (with ⊥ as a vertex) for every family, products, projections and spanning trees."""
+    import warnings
+
+    from scipy.sparse import csgraph
+
+    from blowfish_nb.policy import project
+
+    g1, g2, g3 = Domain.grid(5), Domain.grid((3, 4)), Domain.grid((2, 3, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pols = [policy.dp(g1), policy.bounded(g1), policy.line(g1), policy.threshold(g1, 2), policy.grid(g2, 1),
+                policy.threshold(g2, 1, "linf"), policy.partition(g1, [[0, 3], [1, 4]]), policy.attribute(g2),
+                policy.sensitive_attributes(g2, ["x1"]), policy.sensitive_attributes(g3, ["x0", "x2"]),
+                policy.custom(g1, [(0, 2), (2, 4)]), policy.custom(g1, [(0, 1), (3, "⊥")]),
+                policy.categorical(g2, "x1", [1, 2]), policy.spanning_tree(policy.grid(g2, 1)),
+                policy.compose({"a": policy.partition(Domain.grid(3, ["a"]), [[0], [1, 2]]),
+                                "b": policy.partition(Domain.grid(4, ["b"]), [[0, 3], [1], [2]])}),
+                project(policy.line(g1), [0, 0, 1, 1, 2]).policy, project(policy.dp(g1), [0, 0, 1, 1, 2]).policy]
+    for p in pols:
+        n = p.domain.size
+        _, lab = csgraph.connected_components(p.adjacency(), directed=False)
+        classes, bottom = noise._classes(p)
+        assert _same_partition(classes, lab[:n]), p.summary()
+        assert (bottom >= 0) == p.has_bottom
+        if p.has_bottom:
+            assert np.array_equal(classes == bottom, lab[:n] == lab[n]), p.summary()
+
+
+def test_kron_shortcut_saying_zero_while_dense_columns_differ_is_refused():
+    """Kron's Δ shortcut (‖A₁d‖·‖A₂c‖) underflows to 0 while the dense product's columns differ by one denormal:
+    the release is refused by invariant_values's exact column check, not published."""
+    from blowfish_nb.policy.sensitivity import edge_sensitivity
+
+    pol = policy.sensitive_attributes(Domain.grid(SHAPE), ["x0"])
+    A1, A2 = np.array([[7.9e-304, 5.9e-304], [1.0, 1.0]]), np.array([[1e-20, 1e-20]])
+    m = mechanisms.Optimized(OptimizedStrategy((DenseFactor(A1), DenseFactor(A2)), 0.0, 0.0, SHAPE))
+    assert m.sensitivity(pol) == 0.0 < edge_sensitivity(np.kron(A1, A2), pol.edge_chunks(), 4)
+    with pytest.raises(InvalidParameterError, match="differ within a component"):
+        m.release(np.array([1.0, 0, 0, 0]), workload.identity(4), pol, 1.0, rng=0)
+
+
+def test_a_remembered_zero_delta_after_an_in_place_one_ulp_change_is_refused():
+    from blowfish_nb.mechanisms.base import sensitivities_remembered
+
+    A = np.vstack([np.kron(np.diag([-0.1, 0.7]), np.ones((1, 2))), 0.3 * np.kron(np.eye(2), np.ones((1, 2)))])
+    f = DenseFactor(A)
+    m = mechanisms.Optimized(OptimizedStrategy((f,), 0.0, 0.0, SHAPE))
+    with sensitivities_remembered():
+        assert m.sensitivity(POL) == 0.0
+        f.A[0, 1] = np.nextafter(f.A[0, 1], 1.0)  # unseen by the memo (documented): Δ = 0 is served again
+        assert m.sensitivity(POL) == 0.0
+        with pytest.raises(InvalidParameterError, match="differ within a component"):
+            m.release(np.array([1.0, 2, 3, 4]), workload.marginal(SHAPE, [0]), POL, 1.0, rng=0)
