@@ -226,16 +226,17 @@ def dump(question: str, names: list[str], namespace: dict, sample: tuple[int, in
 
 
 def _kernel_draws(fn, runs: int, seed: int) -> dict:
-    """``fn`` called on each generator of the plan, its results as one encoded list (refused when a call raises)."""
+    """``fn`` called on each generator of the plan in order (a run's calls on one object), its results as one encoded
+    list (refused when a call raises)."""
     import time
 
-    from blowfish_nb.labs._grade import noise_plan, plan_generator
+    from blowfish_nb.labs._grade import noise_plan, plan_generators
 
-    plan = noise_plan(runs, seed)
+    gens = plan_generators(noise_plan(runs, seed))  # runs of calls on one generator object, as the verdict's
     out, stop = [], time.monotonic() + KERNEL_TIMEOUT
     for i in range(runs):
         try:
-            out.append(encode(fn(plan_generator(plan, i))))
+            out.append(encode(fn(gens[i])))
         except Exception as e:
             return {"t": "refused", "type": f"a call raised {type(e).__name__}"}
         if time.monotonic() > stop:

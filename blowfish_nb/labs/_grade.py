@@ -232,7 +232,7 @@ GENERATOR_KINDS = ("default_rng()", "default_rng(s)", "SeedSequence(s).spawn", "
 
 
 def _noise_sample(noise: Callable, runs: int, seed: int | None, read: Callable, *, replays: int,
-                  fresh: float = 0.25, people: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str:
+                  fresh: float = 0.25, people: float = 0.5) -> tuple[np.ndarray, ...] | str:
     """``runs`` calls ``noise(rng)``, each with a generator of its own, read by ``read`` (a value, or why not one):
     (the values stacked, which calls had a fresh generator, each call's kind of generator), or a verdict string.
 
@@ -253,28 +253,43 @@ def _noise_sample(noise: Callable, runs: int, seed: int | None, read: Callable, 
         return "not a function"
     master = np.random.default_rng(np.random.SeedSequence(seed))
     plan = _plan(master, runs, fresh, people)
+    out = _call_plan(noise, plan, read)
+    if isinstance(out, str):
+        return out
+    # replays: whole runs, picked at random and in random order, each on its generator made anew
+    starts = np.flatnonzero(np.array(plan["pos"]) == 0)
+    ends = np.append(starts[1:], runs)
+    done = 0
+    for r in master.permutation(starts.size):
+        if done >= min(replays, runs):
+            break
+        rng = plan_generator(plan, int(starts[r]))
+        for i in range(int(starts[r]), int(ends[r])):
+            v = read(noise(rng))
+            if isinstance(v, str):
+                return v
+            if not np.array_equal(np.asarray(v, dtype=float), out[i]):
+                return "ignores rng"
+            done += 1
+    if np.all(out == out[0]):
+        return "ignores rng"
+    return out, _first_calls_fresh(plan), np.array(plan["kind"], dtype=np.int64), np.array(plan["pos"]) > 0
 
-    def generator(i: int) -> np.random.Generator:
-        return plan_generator(plan, i)
 
-    is_fresh, kind = np.array(plan["fresh"], dtype=bool), np.array(plan["kind"], dtype=np.int64)
+def _call_plan(noise: Callable, plan: dict, read: Callable) -> np.ndarray | str:
+    """``noise`` called on every generator of ``plan`` in order (a run's calls on one object), read by ``read``."""
     values = []
-    for i in range(runs):
-        v = read(noise(generator(i)))
+    for rng in plan_generators(plan):
+        v = read(noise(rng))
         if isinstance(v, str):
             return v
         values.append(v)
-    out = np.array(values, dtype=float)
-    for i in master.choice(runs, min(replays, runs), replace=False):
-        v = read(noise(generator(int(i))))
-        if isinstance(v, str):
-            return v
-        if not np.array_equal(np.asarray(v, dtype=float), out[i]):
-            return "ignores rng"
-    if np.all(out == out[0]):
-        return "ignores rng"
-    return out, is_fresh, kind
+    return np.array(values, dtype=float)
 
+
+def _first_calls_fresh(plan: dict) -> np.ndarray:
+    """Which calls are a fresh generator's first call (how an analyst releases once)."""
+    return np.array(plan["fresh"], dtype=bool) & (np.array(plan["pos"]) == 0)
 
 
 def noise_plan(runs: int, seed: int | None = None, *, fresh: float = 0.25, people: float = 0.5) -> dict:
@@ -292,6 +307,26 @@ def noise_plan(runs: int, seed: int | None = None, *, fresh: float = 0.25, peopl
     True
     """
     return _plan(np.random.default_rng(np.random.SeedSequence(seed)), int(runs), fresh, people)
+
+
+#: the calls of a plan come in runs on one generator object: a run is a single call with this probability, else
+#: 2 to :data:`LONGEST_RUN` consecutive calls on the same generator (as the labs' Monte Carlo cells and ``hunt`` use
+#: one); about 56 % of the calls are then a run's later calls
+SINGLE_CALL = 0.75
+LONGEST_RUN = 10
+
+
+def _run_positions(master: np.random.Generator, runs: int) -> np.ndarray:
+    """Each call's position in its run (0: the run's first call, on a generator made anew)."""
+    pos = np.zeros(runs, dtype=np.int64)
+    single = master.random(runs) < SINGLE_CALL
+    length = master.integers(2, LONGEST_RUN, size=runs, endpoint=True)
+    i = j = 0
+    while i < runs:
+        n = 1 if single[j] else int(length[j])
+        pos[i:i + n] = np.arange(min(n, runs - i))
+        i, j = i + n, j + 1
+    return pos
 
 
 def _plan(master: np.random.Generator, runs: int, fresh: float, people: float) -> dict:
@@ -321,13 +356,35 @@ def _plan(master: np.random.Generator, runs: int, fresh: float, people: float) -
     child = np.zeros(runs, dtype=np.int64)
     for j, i in enumerate(spawned):
         small[i], child[i] = roots[j // 10], j % 10
+    # runs: a run's later calls reuse its first call's generator object (their kind is the first call's)
+    pos = _run_positions(master, runs)
+    first = np.arange(runs) - pos
     return {"entropy": [int.from_bytes(entropy[16 * i:16 * i + 16], "little") for i in range(runs)],
-            "steps": steps.tolist(), "fresh": is_fresh.tolist(), "kind": kind.tolist(), "small": small.tolist(),
-            "child": child.tolist()}
+            "steps": steps.tolist(), "fresh": is_fresh[first].tolist(), "kind": kind[first].tolist(),
+            "small": small.tolist(), "child": child.tolist(), "pos": pos.tolist()}
+
+
+def plan_generators(plan: dict) -> list[np.random.Generator]:
+    """The generators of a :func:`noise_plan`'s calls, in order: the calls of one run get the **same object** (made
+    anew for its first call), so calling a function on them in order is using one generator for the run's calls.
+
+    Examples
+    --------
+    >>> gens = plan_generators(noise_plan(50, seed=3))
+    >>> len(gens), len({id(g) for g in gens}) < 50
+    (50, True)
+    """
+    pos = plan.get("pos", [0] * len(plan["kind"]))
+    out: list[np.random.Generator] = []
+    for i, p in enumerate(pos):
+        out.append(plan_generator(plan, i) if int(p) == 0 else out[-1])
+    return out
 
 
 def plan_generator(plan: dict, i: int) -> np.random.Generator:
-    """Call ``i``'s generator of a :func:`noise_plan`, made anew (the same state each time)."""
+    """The generator of the run holding call ``i`` of a :func:`noise_plan`, made anew (its state before the run's
+    first call; the same state each time)."""
+    i -= int(plan.get("pos", [0] * (i + 1))[i])
     kind, small, child, steps = (int(plan[k][i]) for k in ("kind", "small", "child", "steps"))
     if kind == 0:
         rng = np.random.default_rng(int(plan["entropy"][i]))
@@ -352,7 +409,8 @@ def _first_failure(got, law, scale: float, ses: float, alpha: float, kernel=None
     if isinstance(kernel, str):
         return kernel
     samples = [(got, "")] + ([(kernel, "in the kernel: ")] if kernel is not None else [])
-    groups = [(values[g], said) for (values, fresh, kind), said in samples for g in _groups(fresh, kind)]
+    groups = [(values[g], said) for (values, fresh, kind, later), said in samples
+              for g in _groups(fresh, kind, later)]
     for values, said in groups:
         why = law(values, scale, ses, alpha / len(groups))
         if why is not None:
@@ -364,7 +422,7 @@ def _first_failure(got, law, scale: float, ses: float, alpha: float, kernel=None
 KERNEL_RTOL = 1e-9
 
 
-def _kernel_sample(noise: Callable, read: Callable, got) -> tuple[np.ndarray, np.ndarray, np.ndarray] | str | None:
+def _kernel_sample(noise: Callable, read: Callable, got) -> tuple[np.ndarray, ...] | str | None:
     """The draws the student's function made in the student's **kernel** (the grading plugin's dump cell), checked
     against the same function run here: (values, fresh, kind) for the law tests, a refusal, or ``None`` when
     ``noise`` carries no kernel sample (a plain function: the project's tests, a lab's own check).
@@ -399,25 +457,28 @@ def _kernel_sample(noise: Callable, read: Callable, got) -> tuple[np.ndarray, np
     if isinstance(draws, str) or not isinstance(draws, (list, tuple)) or len(draws) != runs or runs < 1:
         return f"in the kernel: {draws if isinstance(draws, str) else 'no draws'}"
     values = []
+    gens = plan_generators(plan)  # the same runs on one generator object as the kernel's calls
     for i, draw in enumerate(draws):
         v = read(draw)
         if isinstance(v, str):
             return f"in the kernel: {v}"
-        w = read(noise(plan_generator(plan, i)))
+        w = read(noise(gens[i]))
         if isinstance(w, str):
             return w
         a, b = np.asarray(v, dtype=float), np.asarray(w, dtype=float)
         if not (np.array_equal(a, b) or np.allclose(a, b, rtol=KERNEL_RTOL, atol=0.0)):
             return "kernel and grader differ"
         values.append(v)
-    return np.array(values, dtype=float), np.array(plan["fresh"], dtype=bool), np.array(plan["kind"], dtype=np.int64)
+    return (np.array(values, dtype=float), _first_calls_fresh(plan), np.array(plan["kind"], dtype=np.int64),
+            np.array(plan["pos"]) > 0)
 
 
-def _groups(fresh: np.ndarray, kind: np.ndarray, least: int = 50) -> list[np.ndarray]:
-    """The samples a noise law is tested on: every call, the fresh calls alone, and each kind of generator alone
-    (a kind with fewer than ``least`` calls, in a small run, only within the whole sample)."""
-    return [np.ones(fresh.size, dtype=bool), fresh] + [kind == k for k in range(len(GENERATOR_KINDS))
-                                                        if np.count_nonzero(kind == k) >= least]
+def _groups(fresh: np.ndarray, kind: np.ndarray, later: np.ndarray, least: int = 50) -> list[np.ndarray]:
+    """The samples a noise law is tested on: every call, the fresh generators' first calls alone, the later calls of
+    runs (a generator used before, in this run) alone, and each kind of generator alone (a sample with fewer than
+    ``least`` calls, in a small run, only within the whole sample)."""
+    return [np.ones(fresh.size, dtype=bool)] + [g for g in [fresh, later] + [kind == k for k in
+                                                range(len(GENERATOR_KINDS))] if np.count_nonzero(g) >= least]
 
 
 def _noise_vector(out: Any, cells: int) -> np.ndarray | str:
