@@ -647,7 +647,7 @@ class _Noise:
 
 
 def test_the_verdicts_compare_the_kernels_draws_with_the_functions():
-    from blowfish_nb.labs._grade import laplace_noise_verdict, noise_plan, plan_generator, range_noise_verdict
+    from blowfish_nb.labs._grade import laplace_noise_verdict, noise_plan, plan_generators, range_noise_verdict
 
     def laplace(rng):
         return rng.laplace(0.0, 2.0, size=6)
@@ -656,7 +656,7 @@ def test_the_verdicts_compare_the_kernels_draws_with_the_functions():
         return rng.laplace(0.0, 2.0) - rng.laplace(0.0, 2.0)
 
     plan = noise_plan(300, seed=7)
-    honest = [laplace(plan_generator(plan, i)) for i in range(300)]
+    honest = [laplace(g) for g in plan_generators(plan)]
     sample = {"runs": 300, "seed": 7}
     assert laplace_noise_verdict(_Noise(laplace, {**sample, "values": honest}), 6, 2.0, runs=300, seed=1) is None
     zero = [np.zeros(6)] * 300
@@ -670,7 +670,7 @@ def test_the_verdicts_compare_the_kernels_draws_with_the_functions():
         == "in the kernel: no draws"
     assert laplace_noise_verdict(_Noise(laplace, {**sample, "values": honest[:10]}), 6, 2.0, runs=300, seed=1) \
         == "in the kernel: no draws"
-    kept = [diff(plan_generator(plan, i)) for i in range(300)]
+    kept = [diff(g) for g in plan_generators(plan)]
     assert range_noise_verdict(_Noise(diff, {**sample, "values": kept}), 2.0, runs=300, seed=1) is None
     assert range_noise_verdict(_Noise(diff, {**sample, "values": [0.0] * 300}), 2.0, runs=300, seed=1) \
         == "kernel and grader differ"
@@ -684,10 +684,10 @@ def test_the_kernels_draws_cross_with_the_function_and_a_raising_call_is_refused
     line = capsys.readouterr().out
     got = read_answers({"cells": [{"id": "blowfish-answers-q2", "outputs": [
         {"output_type": "stream", "name": "stdout", "text": line}]}]})["q2"]
-    from blowfish_nb.labs._grade import noise_plan, plan_generator
+    from blowfish_nb.labs._grade import noise_plan, plan_generators
 
-    plan = noise_plan(5, 3)
-    assert [np.array_equal(a, noise(plan_generator(plan, i))) for i, a in enumerate(got["noise"].kernel)] == [True] * 5
+    gens = plan_generators(noise_plan(5, 3))
+    assert [np.array_equal(a, noise(gens[i])) for i, a in enumerate(got["noise"].kernel)] == [True] * 5
     assert got["broken"].kernel == "not plain data: a call raised ZeroDivisionError"
 
 
