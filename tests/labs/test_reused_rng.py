@@ -22,6 +22,8 @@ from blowfish_nb.labs._answers import CodeProxy, _kernel_draws, decode
 from blowfish_nb.labs._grade import (laplace_noise_verdict, noise_plan, plan_generators, range_noise_verdict)
 from blowfish_nb.mechanisms.noise import discrete_laplace
 
+from . import built_labs_fixture
+
 FIXTURES = Path(__file__).parent / "fixtures" / "gamer36b"
 K, S = 6, 2.0  # lab 5: 6 cells, scale 2/ε at ε = 1
 LAB05_SETUP = "import types\nimport numpy as np\ncheck = types.SimpleNamespace(K=6)\neps = 1.0"
@@ -163,3 +165,43 @@ def test_noise_that_keeps_state_between_calls_loses_the_point(name):
 def test_right_laplace_noise_keeps_the_point_on_runs(noise):
     for seed in range(3):
         assert laplace_noise_verdict(noise, K, S, runs=2000, seed=seed) is None
+
+
+# --- the teacher's scan: a hint, not the defence ------------------------------------------------------------------
+
+SLUGS = {"03": "03-ranges", "05": "05-break-it"}
+
+
+built_labs = pytest.fixture(scope="session")(built_labs_fixture)
+
+
+def test_the_scan_flags_gamer36bs_kept_generators(built_labs):
+    from blowfish_nb.labs.scan import compare_notebook
+
+    from . import built_versions, lab_number
+
+    for name in ("lab05_reused_rng", "lab03_reused_rng"):
+        path = FIXTURES / f"{name}.ipynb"
+        student, solution = built_versions(built_labs, SLUGS[lab_number(path, SLUGS)])
+        whys = [f.why for f in compare_notebook(path, student, solution)]
+        assert any("has a mutable default argument" in w for w in whys), whys
+        assert any("tests a parameter's identity (is)" in w for w in whys), whys
+
+
+@pytest.mark.parametrize("source, what", [
+    ("def f(rng, _seen=[]):\n    return rng.laplace()", "mutable default"),
+    ("def f(rng, _seen=set()):\n    return rng.laplace()", "mutable default"),
+    ("n = 0\ndef f(rng):\n    global n\n    n += 1\n    return rng.laplace() * (n < 3)", "declares global"),
+    ("def f(rng):\n    f.calls = getattr(f, 'calls', 0) + 1\n    return rng.laplace()", "stores f.calls"),
+    ("def f(rng, last=None):\n    return rng.laplace() * (rng is not last)", "identity"),
+    ("def f(rng):\n    return rng.laplace() * (rng.bit_generator.seed_seq.n_children_spawned == 0)", "seed sequence"),
+    ("def f(rng):\n    return rng.laplace(0.0, 2.0, size=6)", None),
+    ("def f(rng, size=None):\n    return rng.laplace(0.0, 2.0, size=6 if size is None else size)", None),
+])
+def test_the_scan_names_state_kept_between_calls(source, what):
+    import ast
+
+    from blowfish_nb.labs.scan import _kept_state
+
+    got = [why for _, why in _kept_state(ast.parse(source))]
+    assert (any(what.split()[0] in w for w in got) if what else got == []), got
