@@ -149,10 +149,20 @@ def _smaller_later():
     return noise
 
 
+def _quiet_from_call_25():
+    count, keep = {}, []
+
+    def noise(rng):  # Laplace on a generator's first 24 calls (longer than a short run), exact from the 25th on
+        keep.append(rng)
+        count[id(rng)] = count.get(id(rng), 0) + 1
+        return rng.laplace(0.0, S, K) * (count[id(rng)] < 25)
+    return noise
+
+
 #: state kept between calls, by any mechanism: each is wrong on a reused generator and must lose the point
 STATEFUL = {"global counter, quiet after call 3": _counter_quiet_after_3, "function attribute": _attribute,
             "bit generator state": _state, "seed sequence spawn count": _spawned,
-            "id(), half the scale": _smaller_later}
+            "id(), half the scale": _smaller_later, "exact from a generator's 25th call": _quiet_from_call_25}
 
 
 @pytest.mark.parametrize("name", sorted(STATEFUL))
