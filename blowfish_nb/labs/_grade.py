@@ -302,7 +302,8 @@ def _noise_sample(noise: Callable, runs: int, seed: int | None, read: Callable, 
             done += 1
     if np.all(out == out[0]):
         return "ignores rng"
-    return out, _first_calls_fresh(plan), np.array(plan["kind"], dtype=np.int64), np.array(plan["pos"], dtype=np.int64)
+    return (out, _first_calls_fresh(plan), np.array(plan["kind"], dtype=np.int64),
+            np.array(plan["pos"], dtype=np.int64))
 
 
 def _call_plan(noise: Callable, plan: dict, read: Callable) -> np.ndarray | str:
