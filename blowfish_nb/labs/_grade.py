@@ -381,11 +381,13 @@ def _plan(master: np.random.Generator, runs: int, fresh: float, people: float) -
     pool = np.arange(max(10_000, need + len(LAB_SEEDS)))
     pool = np.concatenate([np.array(LAB_SEEDS), master.permutation(np.setdiff1d(pool, LAB_SEEDS))])
     small = np.zeros(runs, dtype=np.int64)
-    at = {1: np.flatnonzero(kind == 1), 3: np.flatnonzero(kind == 3)}
+    pos = _run_positions(master, runs)  # a run's first call first: the lab's seeds go to generators made anew
+    at = {k: np.concatenate([np.flatnonzero((kind == k) & (pos == 0)), np.flatnonzero((kind == k) & (pos > 0))])
+          for k in (1, 2, 3)}
     small[at[1]] = pool[:at[1].size]
     small[at[3]] = pool[at[1].size:at[1].size + at[3].size]
     # spawned children: roots from the lab's seeds and small ints, 10 children each, (root, child) distinct
-    spawned = np.flatnonzero(kind == 2)
+    spawned = at[2]
     roots = np.concatenate([np.array(LAB_SEEDS), master.choice(10_000, max(spawned.size // 10 + 1, 1) + 3,
                                                                   replace=False)])
     roots = np.array(list(dict.fromkeys(roots.tolist())), dtype=np.int64)
@@ -393,7 +395,6 @@ def _plan(master: np.random.Generator, runs: int, fresh: float, people: float) -
     for j, i in enumerate(spawned):
         small[i], child[i] = roots[j // 10], j % 10
     # runs: a run's later calls reuse its first call's generator object (their kind is the first call's)
-    pos = _run_positions(master, runs)
     first = np.arange(runs) - pos
     return {"entropy": [int.from_bytes(entropy[16 * i:16 * i + 16], "little") for i in range(runs)],
             "steps": steps.tolist(), "fresh": is_fresh[first].tolist(), "kind": kind[first].tolist(),
