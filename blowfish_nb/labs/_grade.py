@@ -512,11 +512,12 @@ def _kernel_sample(noise: Callable, read: Callable, got) -> tuple[np.ndarray, ..
             np.array(plan["pos"], dtype=np.int64))
 
 
-def _groups(fresh: np.ndarray, kind: np.ndarray, pos: np.ndarray, least: int = 50) -> list[np.ndarray]:
+def _groups(fresh: np.ndarray, kind: np.ndarray, pos: np.ndarray, least: int = 250) -> list[np.ndarray]:
     """The samples a noise law is tested on: every call, the fresh generators' first calls alone, the later calls of
     runs (a generator used before, in this run) alone, the calls after the :data:`LONGEST_RUN`-th of a long run
-    alone, and each kind of generator alone (a sample with fewer than ``least`` calls, in a small run, only within
-    the whole sample)."""
+    alone, and each kind of generator alone (a sample with fewer than ``least`` calls only within the whole sample:
+    the whole-number χ² of :func:`_difference_law` refuses right noise at 162 calls, 40 of 40 samples, and passes it
+    at 250, 40 of 40; since the runs a fresh generator's first calls are about 8 % of the calls)."""
     return [np.ones(fresh.size, dtype=bool)] + [g for g in [fresh, pos > 0, pos >= LONGEST_RUN] + [
         kind == k for k in range(len(GENERATOR_KINDS))] if np.count_nonzero(g) >= least]
 
