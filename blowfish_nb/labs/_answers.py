@@ -226,16 +226,17 @@ def dump(question: str, names: list[str], namespace: dict, sample: tuple[int, in
 
 
 def _kernel_draws(fn, runs: int, seed: int) -> dict:
-    """``fn`` called on each generator of the plan, its results as one encoded list (refused when a call raises)."""
+    """``fn`` called on each generator of the plan in order (a run's calls on one object), its results as one encoded
+    list (refused when a call raises)."""
     import time
 
-    from blowfish_nb.labs._grade import noise_plan, plan_generator
+    from blowfish_nb.labs._grade import noise_plan, plan_generators
 
-    plan = noise_plan(runs, seed)
+    gens = plan_generators(noise_plan(runs, seed))  # runs of calls on one generator object, as the verdict's
     out, stop = [], time.monotonic() + KERNEL_TIMEOUT
     for i in range(runs):
         try:
-            out.append(encode(fn(plan_generator(plan, i))))
+            out.append(encode(fn(gens[i])))
         except Exception as e:
             return {"t": "refused", "type": f"a call raised {type(e).__name__}"}
         if time.monotonic() > stop:
@@ -261,7 +262,7 @@ def reply(obj):
     data = json.dumps(obj).encode()
     out.write(struct.pack(">I", len(data)) + data)
     out.flush()
-setup, answer, name, argv, shell = read()
+setup, answer, name, argv, shell, GEN_MARK = read()
 sys.argv = list(argv)
 run = _kernel_like(shell)
 for src in setup:
@@ -275,8 +276,21 @@ if ok is not True or name not in ns:
     sys.exit(0)
 fn = ns[name]
 reply({"ok": True})
+gens = {}                                    # token -> the one Generator object that stands for the parent's
+def arg(a):
+    if type(a) is tuple and len(a) == 3 and a[0] == GEN_MARK:
+        _, token, payload = a
+        if isinstance(payload, np.random.Generator):
+            gens[token] = payload
+        else:                                # the same generator again: the same object, at the parent's state
+            gens[token].bit_generator.state = payload
+        return gens[token]
+    return a
 while True:
-    args, kwargs = read()
+    args, kwargs, dropped = read()
+    for token in dropped:
+        gens.pop(token, None)
+    args, kwargs = [arg(a) for a in args], {k: arg(a) for k, a in kwargs.items()}
     try:
         value = fn(*args, **kwargs)
         states = [a.bit_generator.state if isinstance(a, np.random.Generator) else None
@@ -329,6 +343,12 @@ def _kernel_like(shell=True):
 '''
 
 
+#: how many of the generators a :class:`CodeProxy` was passed keep their identity in the child (the most recent)
+KEPT_GENERATORS = 256
+#: the tag of a generator argument sent to the child (a random string: a student's value cannot guess it)
+GEN_MARK = "blowfish-generator-" + os.urandom(8).hex()
+
+
 class CodeProxy:
     """A callable that runs the function ``name`` of ``answer`` (after ``setup``) in a child interpreter.
 
@@ -350,11 +370,13 @@ class CodeProxy:
 
         self.__name__ = name
         self.timeout = timeout
+        self._gens: dict[int, tuple[int, np.random.Generator]] = {}  # id -> (number, the generator: keeps the id)
+        self._next_token = 0
         self._deadline = time.monotonic() + total
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         self._child = subprocess.Popen([sys.executable, "-c", _CHILD_SHELL + _CHILD], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-        self._send((list(setup), answer, name, _kernel_argv(), bool(KERNEL_SHELL)))
+        self._send((list(setup), answer, name, _kernel_argv(), bool(KERNEL_SHELL), GEN_MARK))
         first = self._receive(CALL_TIMEOUT)  # the set-up: the interpreter starts and runs the lab's cells
         if not first.get("ok"):
             self.close()
@@ -362,7 +384,9 @@ class CodeProxy:
 
     def __call__(self, *args, **kwargs):
         gens = [a for a in list(args) + list(kwargs.values())]
-        self._send((args, kwargs))
+        dropped: list[int] = []
+        self._send(([self._generator(a, dropped) for a in args],
+                    {k: self._generator(a, dropped) for k, a in kwargs.items()}, dropped))
         got = self._receive()
         if not got.get("ok"):
             raise RuntimeError(f"the answer raised {str(got.get('error'))[:300]}")
@@ -379,6 +403,21 @@ class CodeProxy:
         if isinstance(value, Refused):
             raise RuntimeError(f"the answer returned {value.why}")
         return value
+
+    def _generator(self, a, dropped: list[int]):
+        """``a`` as sent: a generator as (mark, its number, itself the first time, its state after)."""
+        if not isinstance(a, np.random.Generator):
+            return a
+        key = id(a)
+        if key in self._gens:
+            token, _ = self._gens.pop(key)
+            self._gens[key] = (token, a)  # most recent last
+            return (GEN_MARK, token, a.bit_generator.state)
+        self._next_token += 1
+        self._gens[key] = (self._next_token, a)
+        while len(self._gens) > KEPT_GENERATORS:
+            dropped.append(self._gens.pop(next(iter(self._gens)))[0])
+        return (GEN_MARK, self._next_token, a)
 
     def _send(self, obj) -> None:
         data = pickle.dumps(obj)

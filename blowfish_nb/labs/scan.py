@@ -1078,10 +1078,52 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
                                              f"{name}: the function may depend only on its arguments and the lab's "
                                              "names (display/print/In/__name__ tell a kernel from the grader)",
                                       text[ln - 1].strip() if 0 < ln <= len(text) else ""))
+                for ln, what in _kept_state(tree):
+                    flags.append(Flag(j, ln, f"the answer cell of {q} (a function the handout asks for) {what}: "
+                                             "state kept between calls (noise that tells a reused generator from a "
+                                             "new one?)", text[ln - 1].strip() if 0 < ln <= len(text) else ""))
             if _calls(model, "release") and not _live_call(tree, "release", mine) and not _blank(tree, answer):
                 flags.append(Flag(j, 1, f"the answer cell of {q} makes no release where the lab's solution "
                                         "simulates (a made-up simulation?)", (text or [""])[0].strip()))
     return sorted(set(flags), key=lambda f: (f.cell, f.line, f.why))
+
+
+#: a generator's marks that tell a reused generator from a new one (gamer36b: ``r is rng`` against a kept list)
+_GENERATOR_MARKS = {"state", "seed_seq", "_seed_seq", "n_children_spawned", "spawn_key", "bit_generator"}
+_MUTABLE = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+
+
+def _kept_state(tree: ast.AST) -> list[tuple[int, str]]:
+    """Where the functions of ``tree`` keep state between calls or test a generator's identity: (line, what).
+
+    A noise function needs none of these (gamer36b's ``fixed_noise(rng, _seen=[])`` returned zero on a generator it
+    had seen). Mutable default arguments, ``global``/``nonlocal``, attributes stored on a function, ``is``/``is not``
+    against a parameter, and reads of a generator's state or seed sequence are flagged: a hint for the teacher; the
+    defence is the verdict's runs of calls on one generator (``blowfish_nb.labs._grade``).
+    """
+    out = []
+    for f in ast.walk(tree):
+        if not isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        params = {a.arg for a in f.args.posonlyargs + f.args.args + f.args.kwonlyargs}
+        for d in list(f.args.defaults) + [d for d in f.args.kw_defaults if d is not None]:
+            if isinstance(d, _MUTABLE) or (isinstance(d, ast.Call) and _dotted(d.func).split(".")[-1] in
+                                           {"list", "dict", "set", "bytearray", "deque", "defaultdict", "Counter"}):
+                out.append((d.lineno, "has a mutable default argument"))
+        for n in ast.walk(f):
+            if isinstance(n, (ast.Global, ast.Nonlocal)):
+                out.append((n.lineno, f"declares {type(n).__name__.lower()} {', '.join(n.names)}"))
+            elif isinstance(n, ast.Compare) and any(isinstance(o, (ast.Is, ast.IsNot)) for o in n.ops):
+                sides = [n.left] + list(n.comparators)
+                if any(isinstance(e, ast.Name) and e.id in params for e in sides) and not any(
+                        isinstance(e, ast.Constant) for e in sides):
+                    out.append((n.lineno, "tests a parameter's identity (is)"))
+            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) \
+                    and not isinstance(f, ast.Lambda) and n.value.id == f.name:
+                out.append((n.lineno, f"stores {f.name}.{n.attr}"))
+            elif isinstance(n, ast.Attribute) and n.attr in _GENERATOR_MARKS - {"bit_generator"}:
+                out.append((n.lineno, f"reads .{n.attr} (a generator's state or seed sequence)"))
+    return sorted(set(out))
 
 
 def _defined(source: str) -> set[str]:

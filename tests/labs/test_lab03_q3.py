@@ -76,7 +76,8 @@ ATTACKS = {
     # gamer35's lab03_seeded_rng_exact: the solution's noise on the grader's 128-bit seeds, zero on a person's
     # (the lab's own default_rng(2026) cell then releases the true count)
     "gamer35: zero noise on a person-seeded generator": (
-        lambda r: solution(r) * (r.bit_generator.seed_seq.entropy > 2 ** 64), {"exact release", "law"}),
+        lambda r: solution(r) * (r.bit_generator.seed_seq.entropy > 2 ** 64),
+        {"exact release", "law", "correlated"}),  # correlated: its zeros come in runs on one generator (labs36b)
     "zero noise on a small unspawned seed (default_rng(7), PCG64(7))": (
         lambda r: continuous(r) * (r.bit_generator.seed_seq.entropy >= 10_000
                                    or r.bit_generator.seed_seq.spawn_key != ()),
@@ -134,7 +135,7 @@ def test_the_grader_passes_nothing_but_a_generator():
     lab03.q3(spy)
     assert grader >= 3000 and len(seen) > grader
     assert all(len(a) == 1 and not kw and type(a[0]) is np.random.Generator for a, kw in seen)
-    assert len({id(a[0]) for a, _ in seen[:grader]}) == grader
+    assert len({id(a[0]) for a, _ in seen[:grader]}) < 0.6 * grader  # runs of calls on one object (labs36b)
     keys = [a[0].bit_generator.seed_seq.spawn_key for a, _ in seen[:grader]]
     assert 0.1 < np.mean([k != () for k in keys]) < 0.25  # gamer35: a share are SeedSequence children, as people spawn
 

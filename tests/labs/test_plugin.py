@@ -624,6 +624,23 @@ def test_gamer35b_display_lambda_noise_loses_the_point_and_honest_noise_keeps_it
     assert set(plugin.samples) == {"q2", "q3"}
 
 
+def test_gamer36b_reused_rng_noise_loses_the_point_and_honest_noise_keeps_it(tmp_path, _few_kernel_draws):
+    """gamer36b's lab05_reused_rng, its q2 answer cell as submitted: Laplace noise on a generator object it has not
+    seen, zero on one it has (``fixed_noise(rng, _seen=[])``). The grader's calls now come in runs on one generator
+    object, kept as one object by the child and by the kernel's sample: the answer loses the point; honest Laplace
+    noise keeps it."""
+    cells = json.loads((Path(__file__).parent / "fixtures" / "gamer36b" / "lab05_reused_rng.ipynb").read_text(
+        encoding="utf-8"))["cells"]
+    answer = next("".join(c["source"]) for c in cells if c.get("id") == "a7563202")
+    assert "_seen=[]" in answer
+    sub = json.loads(json.dumps(NOISE_HANDOUT))
+    sub["cells"][1]["source"] = answer
+    sub["cells"][3]["source"] = "def honest(rng):\n    return rng.laplace(0.0, 2.0, size=check.K)"
+    results, _ = _grade(tmp_path, sub, handout=NOISE_HANDOUT, tests=NOISE_TESTS, questions=("q2", "q3"))
+    assert results.get_score("q2") == 0 and results.get_score("q3") == 1, _messages(results)
+    assert any("exact release" in m for m in _messages(results)), _messages(results)
+
+
 def test_noise_that_tells_the_kernel_from_the_grader_by_anything_loses_the_point(tmp_path, _few_kernel_draws):
     """A difference the child does not remove (here the type of ``sys.stdout``: ``StringIO`` in this test's stand-in
     kernel, ``OutStream`` in a Jupyter kernel): the child's noise is right Laplace, the kernel's is 0 on the same
@@ -647,7 +664,7 @@ class _Noise:
 
 
 def test_the_verdicts_compare_the_kernels_draws_with_the_functions():
-    from blowfish_nb.labs._grade import laplace_noise_verdict, noise_plan, plan_generator, range_noise_verdict
+    from blowfish_nb.labs._grade import laplace_noise_verdict, noise_plan, plan_generators, range_noise_verdict
 
     def laplace(rng):
         return rng.laplace(0.0, 2.0, size=6)
@@ -656,7 +673,7 @@ def test_the_verdicts_compare_the_kernels_draws_with_the_functions():
         return rng.laplace(0.0, 2.0) - rng.laplace(0.0, 2.0)
 
     plan = noise_plan(300, seed=7)
-    honest = [laplace(plan_generator(plan, i)) for i in range(300)]
+    honest = [laplace(g) for g in plan_generators(plan)]
     sample = {"runs": 300, "seed": 7}
     assert laplace_noise_verdict(_Noise(laplace, {**sample, "values": honest}), 6, 2.0, runs=300, seed=1) is None
     zero = [np.zeros(6)] * 300
@@ -670,7 +687,7 @@ def test_the_verdicts_compare_the_kernels_draws_with_the_functions():
         == "in the kernel: no draws"
     assert laplace_noise_verdict(_Noise(laplace, {**sample, "values": honest[:10]}), 6, 2.0, runs=300, seed=1) \
         == "in the kernel: no draws"
-    kept = [diff(plan_generator(plan, i)) for i in range(300)]
+    kept = [diff(g) for g in plan_generators(plan)]
     assert range_noise_verdict(_Noise(diff, {**sample, "values": kept}), 2.0, runs=300, seed=1) is None
     assert range_noise_verdict(_Noise(diff, {**sample, "values": [0.0] * 300}), 2.0, runs=300, seed=1) \
         == "kernel and grader differ"
@@ -684,10 +701,10 @@ def test_the_kernels_draws_cross_with_the_function_and_a_raising_call_is_refused
     line = capsys.readouterr().out
     got = read_answers({"cells": [{"id": "blowfish-answers-q2", "outputs": [
         {"output_type": "stream", "name": "stdout", "text": line}]}]})["q2"]
-    from blowfish_nb.labs._grade import noise_plan, plan_generator
+    from blowfish_nb.labs._grade import noise_plan, plan_generators
 
-    plan = noise_plan(5, 3)
-    assert [np.array_equal(a, noise(plan_generator(plan, i))) for i, a in enumerate(got["noise"].kernel)] == [True] * 5
+    gens = plan_generators(noise_plan(5, 3))
+    assert [np.array_equal(a, noise(gens[i])) for i, a in enumerate(got["noise"].kernel)] == [True] * 5
     assert got["broken"].kernel == "not plain data: a call raised ZeroDivisionError"
 
 
