@@ -55,9 +55,7 @@ __all__ = ["MAX_SCALE", "check_scale", "discrete_laplace", "noisy", "lattice_noi
 #: answers carry no information; ε so small that Δ/ε exceeds it is refused
 MAX_SCALE = 2.0**40
 #: below this discrete Laplace scale, Z ≠ 0 is drawn against p itself, not against tanh(1/(2b)) = 1 − p
-TINY_SCALE = 1.0 / 16
-#: the smallest discrete Laplace scale drawn (t = e^{−1/b} stays a normal double; uniform_open reaches it)
-MIN_SCALE = 1.0 / 600
+TINY_SCALE = 1.0 / 24
 
 _REFINE = 2.0**-32
 
@@ -132,17 +130,13 @@ def discrete_laplace(rng: np.random.Generator, scale, shape) -> np.ndarray:
     ``scale`` = 0 gives zeros (nothing to protect).
 
     Z ≠ 0 with probability p = 2t/(1 + t), t = e^{−1/b}. For b ≥ :data:`TINY_SCALE` the sampler keeps Z ≠ 0 when a
-    53-bit uniform is ≥ tanh(1/(2b)) = 1 − p: p ≥ 2.2e-7 there, and its two roundings (tanh's and the uniform's
-    grid, 1.1e-16 each) move p by a relative 1e-9 at most. Below it, 1 − p is no longer representable (for b < 0.0267
-    tanh rounds to 1 and every draw would be 0: an exact release at ε ≳ 37 for a count — attack 36b), so Z ≠ 0 is
-    drawn as U < p with U from :func:`uniform_open`, whose law is exact at a relative resolution of 2^-21 or finer
-    all the way down (refined below 2^-32), against p computed directly. A scale below :data:`MIN_SCALE` (t would
-    leave the normal doubles) is refused.
-
-    Raises
-    ------
-    InvalidParameterError
-        When a scale is in (0, :data:`MIN_SCALE`).
+    53-bit uniform is ≥ tanh(1/(2b)) = 1 − p: p ≥ 7.5e-11 there, and its two roundings (tanh's and the uniform's
+    grid, 1.1e-16 each) move p by a relative 3e-6 at most. Below it 1 − p no longer carries p (for b < 0.0267 tanh
+    rounded to 1 and every draw was 0: an exact release at ε ≳ 37 for a count, attack 36b), so Z ≠ 0 is drawn as
+    U < p with U from :func:`uniform_open`, whose law is exact at a relative resolution of 2^-21 or finer all the
+    way down (refined below 2^-32), against p computed directly. Below b ≈ 1/700 (ε above ~700 per unit of Δ) p
+    itself falls under e^-700 and the draws are 0: the same truncation, a δ below 1e-300, as the magnitudes'
+    exponential tail (:func:`standard_exponential`, about 770 scales).
 
     Examples
     --------
@@ -153,10 +147,6 @@ def discrete_laplace(rng: np.random.Generator, scale, shape) -> np.ndarray:
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     n = int(np.prod(shape))
     scale = np.asarray(scale, dtype=float)
-    if scale.size and np.any((scale > 0) & (scale < MIN_SCALE)):
-        raise InvalidParameterError(
-            f"a noise scale of {float(scale[(scale > 0) & (scale < MIN_SCALE)].min()):.3g} is below the smallest drawn "
-            f"exactly ({MIN_SCALE:.3g}): the answers would be released almost exactly; use a smaller epsilon")
     if scale.ndim:
         scale = np.broadcast_to(scale, shape).reshape(-1)
     # Z = 0 with probability (1 − t)/(1 + t); otherwise ±(1 + G), G ~ Geometric(t) on {0, 1, …} as ⌊E·b⌋
