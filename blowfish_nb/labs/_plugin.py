@@ -30,9 +30,10 @@
   lists of them, NumPy scalars and numeric arrays, lab 9's classroom as its ledger files; anything else is
   refused. otter's process records that output while the cell runs (a later cell cannot change it), so the answer
   graded is the one held at the check cell. For a question whose hidden test runs a noise verdict, the cell also
-  calls the student's function in the kernel on the generators of ``noise_plan(KERNEL_RUNS, seed)``, ``seed`` drawn
-  here now (never in the notebook or the zip), and prints its draws: the verdict requires the child's function to
-  return the same on the same generators, and the kernel's draws to pass the same law
+  calls the student's function in the kernel on the generators of ``noise_plan(KERNEL_RUNS, seed)`` — runs of
+  calls on one generator object, as people reuse one (``plan_generators``) — ``seed`` drawn here now (never in the
+  notebook or the zip), and prints its draws: the verdict requires the child's function to return the same on the
+  same generators, call by call along the same runs, and the kernel's draws to pass the same law
   (:func:`blowfish_nb.labs._grade._kernel_sample`), so a function that tells the child from a kernel loses the point.
 * ``after_grading``: first the processes the grading started that still run (marked with :data:`RUN_MARK`, or
   descendants of otter's process: :func:`leftover_processes`) are killed, and any refuses the grading; then the
