@@ -129,10 +129,16 @@ def decide(euid: int | None = None, *, which=None, probe=None) -> Plan:
     """The strongest jail this host allows: ``root`` when running as root and ``unshare``/``setpriv`` work (a probe
     runs the interpreter jailed and finds ``ipykernel`` and ``blowfish_nb``), else ``userns``, else ``none``.
 
+    ``none`` also when the teacher sets :data:`SWITCH` to ``off`` in otter's environment (to debug a grading, or to
+    grade with a site-packages the jail cannot see): the report then says the kernel was not isolated. The student's
+    kernel starts after this decision and cannot reach otter's environment.
+
     ``which`` (name -> absolute path or None; by default only the fixed folders of :data:`TOOL_DIRS`, never
     ``PATH``) and ``probe`` (``cmd -> str | None``: ``None`` when ``cmd`` ran and exited 0, else
     why not) are injectable for tests.
     """
+    if switched_off():
+        return Plan("none", f"switched off by {SWITCH}={os.environ[SWITCH]!r} in the grading's environment")
     euid = os.geteuid() if euid is None else euid
     which = which or _which
     probe = probe or _probe
@@ -155,6 +161,12 @@ def decide(euid: int | None = None, *, which=None, probe=None) -> Plan:
     if failed is None:
         return plan
     return Plan("none", f"{why_root}; an unprivileged user namespace did not work either: {failed}")
+
+
+def switched_off() -> bool:
+    """Whether the teacher set :data:`SWITCH` to ``off`` (``0``, ``no``, ``false``) in otter's environment: the kernel
+    is then started by otter as without this module (its environment and folder untouched, not isolated)."""
+    return os.environ.get(SWITCH, "").strip().lower() in ("0", "off", "no", "false")
 
 
 def launcher_argv(plan: Plan, work: str, cmd: list[str], connection: str | None = None) -> list[str]:
@@ -290,6 +302,9 @@ def install(here: str, autograder_dir: str | None = None, *, plan: Plan | None =
         lines.append("WARNING: could not make otter's process non-dumpable (prctl unavailable)")
     _guard_log_server()
     plan = plan or _decided()
+    if plan.mode == "none" and switched_off():  # the teacher's choice: otter starts the kernel as it would
+        lines.append(plan.report())
+        return lines
     if plan.mode == "root" and plan.fs["hide"]:  # hide where this grading's teacher files are, too
         plan = Plan(plan.mode, plan.why, plan.unshare, plan.setpriv, plan.uid,
                     allowed_fs(teacher_folders(here, autograder_dir)))
@@ -421,6 +436,8 @@ def kernel_env(environ, pythonpath: str = "") -> dict:
     return env
 
 
+#: the variable of otter's environment that switches the jail off (``off``, ``0``, ``no``, ``false``)
+SWITCH = "BLOWFISH_NB_JAIL"
 #: where a teacher's files can be: an empty tmpfs in the jail (the world-writable ones a fresh one, mode 1777)
 HIDDEN = ("/home", "/work", "/root", "/opt", "/srv", "/mnt", "/media", "/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 #: folders a hidden ``extra`` folder may not hold (the kernel needs them; nothing of a course is there by default)

@@ -302,8 +302,12 @@ def test_the_jailed_kernel_reads_no_teacher_file_and_gets_an_allow_listed_enviro
         assert done.returncode == 0, done.stderr[-2000:]
         got = json.loads(done.stdout)
         assert [got[f] for f in files] == ["FileNotFoundError"] * 2  # the folders are not there at all
+        # the kernel keeps the entries of this process's PYTHONPATH that hold a package it imports (none when the
+        # package is installed, as in CI's editable install); never the course folder
+        kept = os.pathsep.join(_jail.kernel_pythonpath()) or None
+        assert course not in (kept or "")
         assert got["env"] == {"PWD": None, "OLDPWD": None, "HOME": os.path.join(work, "home"),
-                              "PYTHONPATH": os.getcwd(), "VIRTUAL_ENV": None, "MARK": None}
+                              "PYTHONPATH": kept, "VIRTUAL_ENV": None, "MARK": None}
         assert got["imports"] == os.path.join(os.getcwd(), "blowfish_nb", "__init__.py")  # the package, read-only
         assert not got["venv_writable"] and got["cwd"] == os.path.join(work, "run")
         assert open(os.path.join(work, "run", "mine.txt")).read() == "x"  # its own folder, read-write
@@ -407,3 +411,13 @@ def test_make_labs_writes_the_answers_for_the_teacher_only(tmp_path):
     assert modes == {"student": 0o755, "student/05-break-it.ipynb": 0o644, "solution": 0o700,
                      "solution/05-break-it.ipynb": 0o600, "autograder": 0o700,
                      "autograder/05-break-it-autograder.zip": 0o600}
+
+
+def test_the_teacher_can_switch_the_jail_off_in_otters_environment(monkeypatch):
+    from blowfish_nb.labs import _jail
+
+    monkeypatch.setenv(_jail.SWITCH, "off")
+    plan = _jail.decide(0, which=lambda name: f"/usr/bin/{name}", probe=lambda cmd: None)
+    assert plan.mode == "none" and _jail.SWITCH in plan.why
+    monkeypatch.setenv(_jail.SWITCH, "")
+    assert _jail.decide(0, which=lambda name: f"/usr/bin/{name}", probe=lambda cmd: None).mode == "root"

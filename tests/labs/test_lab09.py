@@ -241,8 +241,10 @@ def test_the_graded_answers_need_no_service_under_otter_run(tmp_path):
     (shim / "uvicorn.py").write_text("import os, pathlib\npathlib.Path(os.environ['HOME'], 'no-uvicorn').touch()\n"
                                      "raise ImportError('uvicorn is not installed here')\n")
     command = [str(OTTER), "run", "-a", str(zip_path), "-o", str(out), str(lab / "solution" / f"{slug}.ipynb")]
+    # the jail gives the kernel only the venv's packages (the shim would not reach it): the teacher's switch grades
+    # this one unjailed, as an image without uvicorn would be graded
     env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "PYTHONPATH": f"{shim}:{ROOT}",
-           "HOME": str(out)}
+           "HOME": str(out), "BLOWFISH_NB_JAIL": "off"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env, cwd=out)
     assert (out / "results.json").is_file(), done.stdout[-3000:] + done.stderr[-3000:]
     assert (out / "no-uvicorn").is_file()  # the notebook did try to serve, and could not
