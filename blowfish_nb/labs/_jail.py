@@ -71,6 +71,10 @@ NOBODY = 65534
 #: file names otter or a lab could unpickle (otter's log is ``.OTTER_LOG``, a dill pickle)
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".dill", ".pck")
 _PR_SET_DUMPABLE = 4
+_PR_SET_PDEATHSIG = 1
+#: the size of the tmpfs that holds the kernel's ``run/`` and ``home/`` in the jail (root mode): a cell that writes
+#: until the disk is full fills this, not the grading host's disk
+WORK_TMPFS_SIZE = "256m"
 
 
 class Plan:
@@ -118,10 +122,14 @@ def wrap(plan: Plan, cmd: list[str], work: str | None = None) -> list[str]:
         stage = []
         if plan.fs["hide"]:  # as root in the new mount namespace, before dropping to the uid: the allow-listed fs
             stage = [sys.executable, "-I", "-S", "-c", _code(), "--fs", _spec(plan.fs, work), "--"]
-        return [plan.unshare, *pidns, "--ipc", *stage, plan.setpriv, f"--reuid={plan.uid}", f"--regid={plan.uid}",
-                "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *cmd]
+        # setpriv's change of uid clears the parent-death signal unshare's --kill-child set: a last stage (as the
+        # uid) sets it again, so that the namespace's PID 1 dies with unshare
+        death = [sys.executable, "-I", "-S", "-c", _code(), "--pdeathsig", "9", "--"]
+        return [plan.unshare, *pidns, "--ipc", "--net", *stage, plan.setpriv, f"--reuid={plan.uid}",
+                f"--regid={plan.uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
+                "--", *death, *cmd]
     if plan.mode == "userns":
-        return [plan.unshare, "--user", "--map-root-user", *pidns, "--ipc", "--", *cmd]
+        return [plan.unshare, "--user", "--map-root-user", *pidns, "--ipc", "--net", "--", *cmd]
     return cmd
 
 
@@ -190,6 +198,11 @@ def launch(argv: list[str], *, execute=None) -> list[str]:
     i = argv.index("--")
     opts, cmd = argv[:i], argv[i + 1:]
     o = dict(zip(opts[::2], opts[1::2]))
+    if "--pdeathsig" in o:  # last stage, as the kernel's uid: die with unshare
+        set_parent_death_signal(int(o["--pdeathsig"]))
+        if execute is not None:
+            return cmd
+        os.execv(cmd[0], cmd)
     if "--fs" in o:  # second stage: root, PID 1 of the new namespaces, before setpriv
         isolate_fs(o["--fs"])
         if execute is not None:
@@ -222,6 +235,7 @@ def launch(argv: list[str], *, execute=None) -> list[str]:
     if execute is not None:
         return full
     os.chdir(run)
+    set_parent_death_signal()  # otter dies -> unshare gets SIGKILL -> --kill-child kills the namespace
     os.execvpe(full[0], full, env)
     return full  # pragma: no cover - execvpe does not return
 
@@ -247,7 +261,8 @@ def prepare(root: str, submission: str | None = None, uid: int | None = NOBODY) 
     os.makedirs(os.path.join(run, "tests"), exist_ok=True)
     for sub in ("", "tmp", ".ipython", ".matplotlib", ".cache", "runtime"):
         os.makedirs(os.path.join(home, sub), exist_ok=True)
-    for folder in (run, home):
+    os.mkdir(os.path.join(work, "sock"))  # the kernel's Unix sockets (IPC transport), shared with otter's process
+    for folder in (run, home, os.path.join(work, "sock")):
         os.chmod(folder, 0o700)
         if uid is not None:
             for base, dirs, files in os.walk(folder):
@@ -270,6 +285,19 @@ def strip_pickles(folder: str, keep: frozenset | set = frozenset()) -> list[str]
                 os.remove(path)
                 removed.append(rel)
     return sorted(removed)
+
+
+def set_parent_death_signal(sig: int = 9) -> bool:
+    """``prctl(PR_SET_PDEATHSIG, sig)`` on this process (kept across ``exec`` of ``unshare``): when the process that
+    started it (otter) dies, it gets ``sig`` (SIGKILL) and ``unshare --kill-child`` takes the jail with it. False when
+    the call is not available."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def set_dumpable(on: bool = False) -> bool:
@@ -501,7 +529,35 @@ def isolate_fs(spec: str) -> None:
         for fd in held.values():
             os.close(fd)
     if s.get("work"):
+        for sub in ("run", "home"):  # size-limited: the kernel cannot fill the host's disk
+            _onto_tmpfs(os.path.join(s["work"], sub), mount)
         os.chdir(os.path.join(s["work"], "run"))
+
+
+def _onto_tmpfs(folder: str, mount) -> None:
+    """Cover ``folder`` with a tmpfs of :data:`WORK_TMPFS_SIZE` (mode 0700, its owner's) holding a copy of its
+    files (the kernel's writes stay in memory, capped; the host's copy is left as it was)."""
+    import shutil
+
+    if not os.path.isdir(folder):
+        return
+    st = os.stat(folder)
+    fd = os.open(folder, os.O_PATH | os.O_DIRECTORY)
+    try:
+        mount("tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV,
+              f"mode=0700,uid={st.st_uid},gid={st.st_gid},size={WORK_TMPFS_SIZE}")
+        src = f"/proc/self/fd/{fd}"
+        for name in os.listdir(src):
+            a, b = os.path.join(src, name), os.path.join(folder, name)
+            if os.path.isdir(a) and not os.path.islink(a):
+                shutil.copytree(a, b, symlinks=True)
+            else:
+                shutil.copy2(a, b, follow_symlinks=False)
+        for base, dirs, files in os.walk(folder):
+            for name in (*dirs, *files):
+                os.lchown(os.path.join(base, name), st.st_uid, st.st_gid)
+    finally:
+        os.close(fd)
 
 
 def _skeleton(path: str, is_dir: bool) -> None:
@@ -607,12 +663,26 @@ def _activate(plan: Plan, kernel_work: str, child_work: str):
         return KernelSpec(argv=list(argv), display_name="Python 3 (graded, jailed)", language="python",
                           resource_dir=kernel_work, env={}, metadata={}, interrupt_mode="signal")
 
+    from jupyter_client.manager import KernelManager
+
+    sockets = os.path.join(kernel_work, "sock", "kernel")
+    original_pre_start = KernelManager.__dict__["_async_pre_start_kernel"]
+
+    async def pre_start(self, *args, **kwargs):
+        # the jail has its own network namespace (no TCP to otter): Unix sockets in the jail's 0700 folder, which
+        # only uid 65534 (and root) can enter and which no other grading's jail has in its mount namespace
+        if plan.mode != "none":
+            self.transport, self.ip = "ipc", sockets
+        return await original_pre_start(self, *args, **kwargs)
+
     saved = KernelSpecManager.__dict__["get_kernel_spec"], _answers.subprocess
     KernelSpecManager.get_kernel_spec = get_kernel_spec
+    KernelManager._async_pre_start_kernel = pre_start
     _answers.subprocess = _JailedSubprocess(plan, child_work)
 
     def undo():
         KernelSpecManager.get_kernel_spec, _answers.subprocess = saved
+        KernelManager._async_pre_start_kernel = original_pre_start
 
     return undo
 

@@ -12,6 +12,7 @@ import json
 import os
 import pickle
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,16 +32,19 @@ PIDNS = ["--pid", "--fork", "--kill-child", "--mount-proc"]
 def test_root_plan_drops_to_nobody_in_a_pid_namespace():
     cmd = ["python", "-m", "ipykernel_launcher", "-f", "conn.json"]
     argv = wrap(Plan("root", "", "/usr/bin/unshare", "/usr/bin/setpriv"), cmd)
-    assert argv[:6] == ["/usr/bin/unshare", *PIDNS, "--ipc"]
-    assert argv[6] == "/usr/bin/setpriv"
+    assert argv[:7] == ["/usr/bin/unshare", *PIDNS, "--ipc", "--net"]
+    assert argv[7] == "/usr/bin/setpriv"
     for flag in (f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
                  "--bounding-set=-all", "--no-new-privs"):
-        assert flag in argv[7:argv.index("--")]
-    assert argv[argv.index("--") + 1:] == cmd
+        assert flag in argv[8:argv.index("--")]
+    death = argv[argv.index("--") + 1:]  # as the uid: the parent-death signal again (setpriv cleared it)
+    assert death[death.index("--pdeathsig"):death.index("--") + 1] == ["--pdeathsig", "9", "--"]
+    assert death[death.index("--") + 1:] == cmd
 
 
 def test_userns_plan_maps_the_user_and_none_runs_the_command_as_is():
-    assert wrap(Plan("userns", "x"), ["k"]) == ["unshare", "--user", "--map-root-user", *PIDNS, "--ipc", "--", "k"]
+    assert wrap(Plan("userns", "x"), ["k"]) == ["unshare", "--user", "--map-root-user", *PIDNS, "--ipc", "--net", "--",
+                                                "k"]
     assert wrap(Plan("none", "x"), ["k", "-f"]) == ["k", "-f"]
     with pytest.raises(ValueError, match="mode"):
         Plan("chroot", "x")
@@ -200,10 +204,11 @@ def _run_jailed(plan: Plan, root: str):
             "wrote": wrote == "True"}, left
 
 
-def _cmdline_has(pid: str, token: str) -> bool:
+def _cmdline_has(pid: str, token: str, start: list[str] | None = None) -> bool:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return token.encode() in f.read()
+            line = f.read()
+        return token.encode() in line and (start is None or line.startswith("\0".join(start).encode() + b"\0"))
     except OSError:
         return False
 
@@ -251,12 +256,49 @@ def test_a_jailed_kernel_runs_cells_as_nobody(jail_root):
         km.shutdown_kernel(now=True)
     # the same interpreter and standard library as otter's (a folder nobody cannot traverse is bound into the jail)
     assert out.getvalue().split() == [str(NOBODY), "1", os.path.join(work, "run"), os.__file__]
+    # gamer36c: no TCP (its own network namespace): Jupyter's IPC transport, Unix sockets in the jail's own folder,
+    # 0700 and nobody's, which no other grading's jail has in its mount namespace
+    sock = os.path.join(work, "sock")
+    assert km.transport == "ipc" and km.ip == os.path.join(sock, "kernel")
+    st = os.stat(sock)
+    assert (st.st_mode & 0o777, st.st_uid) == (0o700, NOBODY)
+
+
+def test_killing_the_grader_kills_the_jailed_kernel(jail_root):
+    """gamer36c: SIGTERM/SIGKILL to otter left unshare and the kernel running. The launcher asks for SIGKILL when
+    its parent dies (PR_SET_PDEATHSIG); unshare's --kill-child then takes the namespace."""
+    import time
+
+    work = prepare(jail_root, None, NOBODY)
+    token = f"jail-test-{uuid.uuid4().hex}"
+    sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
+    argv = launcher_argv(_plan("root"), work, [*sleeper, token])
+    grader = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen(sys.argv[1:]); "
+                               "time.sleep(120)", *argv], stdin=subprocess.DEVNULL)
+    try:
+        for _ in range(200):  # the jailed process is up (its command line starts with the sleeper's)
+            if [p for p in os.listdir("/proc") if p.isdigit() and _cmdline_has(p, token, sleeper)]:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the jailed process did not start")
+    finally:
+        grader.kill()
+        grader.wait()
+    for _ in range(100):
+        left = [int(p) for p in os.listdir("/proc") if p.isdigit() and _cmdline_has(p, token)]
+        if not left:
+            break
+        time.sleep(0.1)
+    for pid in left:
+        os.kill(pid, 9)
+    assert left == []
 
 
 # --- gamer36b: reading the teacher's files, otter's log server, hygiene -----------------------------------------
 
 _READER = r"""
-import json, os, sys
+import json, os, socket, sys
 out = {"env": {k: os.environ.get(k) for k in ("PWD", "OLDPWD", "HOME", "PYTHONPATH", "VIRTUAL_ENV", "MARK")}}
 for name in sys.argv[1:]:
     try:
@@ -275,6 +317,14 @@ except OSError:
     out["venv_writable"] = False
 open("mine.txt", "w").write("x")
 out["cwd"], out["ipc"] = os.getcwd(), os.readlink("/proc/self/ns/ipc")
+out["net"], out["ifaces"] = os.readlink("/proc/self/ns/net"), [n for _, n in socket.if_nameindex()]
+out["tcp"] = open("/proc/net/tcp").read()
+try:
+    socket.create_connection(("127.0.0.1", int(os.environ.get("JPY_TEST_PORT", "1"))), timeout=2).close()
+    out["connected"] = True
+except OSError:
+    out["connected"] = False
+out["sizes"] = [os.statvfs(f).f_blocks * os.statvfs(f).f_frsize for f in (".", os.environ["HOME"])]
 print(json.dumps(out))
 """
 
@@ -295,10 +345,15 @@ def test_the_jailed_kernel_reads_no_teacher_file_and_gets_an_allow_listed_enviro
             os.chmod(name, 0o644)
             files.append(name)
         work = prepare(jail_root, None, NOBODY)
-        env = {**os.environ, "PWD": course, "OLDPWD": course, "VIRTUAL_ENV": course, "MARK": "x",
+        listener = socket.create_server(("127.0.0.1", 0))  # a service on the host's loopback (another kernel's port)
+        port = listener.getsockname()[1]
+        env = {**os.environ, "JPY_TEST_PORT": str(port), "PWD": course, "OLDPWD": course, "VIRTUAL_ENV": course, "MARK": "x",
                "PYTHONPATH": os.pathsep.join([course, os.getcwd()])}
-        done = subprocess.run(launcher_argv(plan, work, [sys.executable, "-c", _READER, *files]), env=env,
-                              capture_output=True, text=True, timeout=60)
+        try:
+            done = subprocess.run(launcher_argv(plan, work, [sys.executable, "-c", _READER, *files]), env=env,
+                                  capture_output=True, text=True, timeout=60)
+        finally:
+            listener.close()
         assert done.returncode == 0, done.stderr[-2000:]
         got = json.loads(done.stdout)
         assert [got[f] for f in files] == ["FileNotFoundError"] * 2  # the folders are not there at all
@@ -310,9 +365,15 @@ def test_the_jailed_kernel_reads_no_teacher_file_and_gets_an_allow_listed_enviro
                               "PYTHONPATH": kept, "VIRTUAL_ENV": None, "MARK": None}
         assert got["imports"] == os.path.join(os.getcwd(), "blowfish_nb", "__init__.py")  # the package, read-only
         assert not got["venv_writable"] and got["cwd"] == os.path.join(work, "run")
-        assert open(os.path.join(work, "run", "mine.txt")).read() == "x"  # its own folder, read-write
+        # its own folder, read-write, on a size-limited tmpfs (gamer36c: on the host's disk, no limit): what it
+        # writes stays in the jail
+        assert got["sizes"] == [256 << 20] * 2 and not os.path.exists(os.path.join(work, "run", "mine.txt"))
         assert got["ipc"] != os.readlink("/proc/self/ns/ipc")  # its own IPC namespace
-        assert sorted(os.listdir(work)) == ["home", "run"]  # nothing held beside it (jail36's held-XXXX)
+        # gamer36c: its own network namespace, only lo: the host's loopback listeners (another grading's kernel)
+        # are neither listed nor reachable
+        assert got["net"] != os.readlink("/proc/self/ns/net") and got["ifaces"] == ["lo"]
+        assert not got["connected"] and f":{port:04X} " not in got["tcp"]
+        assert sorted(os.listdir(work)) == ["home", "run", "sock"]  # nothing held beside it (jail36's held-XXXX)
     finally:
         shutil.rmtree(course, ignore_errors=True)
         shutil.rmtree(shared, ignore_errors=True)
