@@ -44,9 +44,17 @@ a teacher's files can be (:data:`HIDDEN`: ``/home``, ``/work``, ``/root``, ``/op
 :data:`KERNEL_PACKAGES`, so a source tree on ``PYTHONPATH`` shows its ``blowfish_nb/`` and nothing else), plus the
 kernel's folder read-write. ``/usr``, ``/etc``, ``/var`` stay as they are (read-only to 65534). The environment is an
 allow-list too (:func:`kernel_env`). The jail has its own IPC namespace (``--ipc``: no SysV shared memory or
-semaphore of the host). It shares the host's network: the kernel talks to otter over TCP, so it can still connect to
-any service listening on the host (loopback included) or beyond; otter's log server, the one it is told about,
-drops what it sends. ``unshare``/``setpriv`` come from :data:`TOOL_DIRS` only and the mounts are ``mount(2)``
+semaphore of the host) and its own network namespace (``--net``: only ``lo``, down). gamer36c graded two notebooks
+at once: one kernel found the other's ports in the host's ``/proc/net/tcp``, subscribed to its iopub ``PUB`` socket
+(no key needed to listen) and copied the answers its dump cells printed. Now no TCP crosses the jail: while otter
+grades, jupyter_client's ``KernelManager`` is told to use Jupyter's IPC transport (``transport: "ipc"``, ``ip`` = a
+path prefix in the connection file), the Unix sockets in ``sock/`` of the jail's folder (:func:`prepare`: 0700,
+owned by 65534, under a root-owned ``mkdtemp``), which the jail's mount namespace has at the same path; another
+grading's jail has its own empty ``/tmp``. otter's log server is out of the kernel's reach too. The kernel's
+``run/`` and ``home/`` are copied into a tmpfs of :data:`WORK_TMPFS_SIZE` in the jail (:func:`_onto_tmpfs`): it
+cannot fill the host's disk. The launcher sets ``PR_SET_PDEATHSIG`` (SIGKILL) before exec'ing ``unshare`` and the
+jail's PID 1 sets it again as the uid (``setpriv``'s change of uid clears the one ``--kill-child`` set): killing
+otter kills ``unshare``, hence every process of the jail. ``unshare``/``setpriv`` come from :data:`TOOL_DIRS` only and the mounts are ``mount(2)``
 calls, so nothing of ``PATH`` runs as root.
 
 Not root: an unprivileged user namespace
@@ -98,8 +106,8 @@ class Plan:
         """The one line of the grading report that says how the kernel ran."""
         if self.mode == "root":
             return (f"The notebook's kernel ran isolated: its own PID namespace (every process it started died "
-                    f"with it; otter's process not visible), as uid {self.uid} without groups or capabilities, "
-                    f"in its own folder.")
+                    f"with it; otter's process not visible) and network namespace (no network; Unix sockets to "
+                    f"otter), as uid {self.uid} without groups or capabilities, in its own folder (256 MB tmpfs).")
         if self.mode == "userns":
             return ("The notebook's kernel ran in its own PID namespace (unprivileged user namespace: every process it "
                     "started died with it; otter's process not visible) but as the grading user on files: " + self.why)
