@@ -1493,8 +1493,8 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
                     and isinstance(n.ctx, (ast.Store, ast.Del)) and _root(n)}
     rebound.discard(name)
     local = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - {"rng"}
-    lab = {k for k, m in modules.items() if re.fullmatch(r"blowfish_nb\.labs\.lab\d+", m)}
-    mods = {k: _PURE_NP_MODULES[m] for k, m in modules.items() if m in _PURE_NP_MODULES}
+    lab = {k for k, m in modules.items() if re.fullmatch(r"blowfish_nb\.labs\.lab\d+", m) and k not in rebound}
+    mods = {k: _PURE_NP_MODULES[m] for k, m in modules.items() if m in _PURE_NP_MODULES and k not in rebound}
     parents = {c: p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
     for node in ast.walk(fn):
         if node is fn:
