@@ -1531,6 +1531,8 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
                 return f"uses .{node.attr} ({line})"
             if isinstance(base, ast.Name) and base.id in local and node.attr not in PURE_VALUE_ATTRS:
                 return f"uses {base.id}.{node.attr} ({line})"
+        if isinstance(node, ast.Name) and node.id == "rng" and not isinstance(node.ctx, ast.Load):
+            return f"rebinds rng ({line})"
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             n = node.id
             parent = parents.get(node)

@@ -116,6 +116,8 @@ BROKEN = {
     "another statement in the cell": "n = 0\ndef fixed_noise(rng):\n    return rng.laplace(0.0, 2 / eps, size=check.K)",
     "another name": "def noise(rng):\n    return rng.laplace(0.0, 2 / eps, size=check.K)",
     "the generator's identity": BODY.format("keep = id(rng) > 0"),
+    "rng rebound": BODY.format("rng = buggy_noise\n    keep = 1"),
+    "rng called": BODY.format("keep = rng(1)"),
 }
 
 
