@@ -92,8 +92,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Flag", "scan_source", "scan_notebook", "compare_notebook", "find_reference", "allowed_import", "pure_answer",
-           "main"]
+__all__ = ["Flag", "scan_source", "scan_notebook", "compare_notebook", "find_reference", "allowed_import",
+           "pure_answer", "main"]
 
 _MODULES = {"os", "sys", "io", "pathlib", "glob", "shutil", "importlib", "builtins", "inspect", "ctypes",
             "subprocess", "gc", "tempfile", "runpy", "otter", "IPython", "ipykernel", "pickle", "marshal", "types",
