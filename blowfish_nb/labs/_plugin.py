@@ -84,6 +84,7 @@ except ImportError:  # pragma: no cover - only without otter
 
 from . import _integrity, _jail
 from ._answers import DUMP_ID, MARKER, CodeProxy, Refused, decode
+from .scan import pure_answer  # here, not in after_grading: a first import then writes a .pyc the snapshot sees
 
 __all__ = ["LabGrader", "PLUGIN", "rebuild", "read_answers"]
 
@@ -282,6 +283,12 @@ class LabGrader(AbstractOtterPlugin):
         proxies: list[CodeProxy] = []
         try:
             for question in sorted(self.tests, key=_natural):
+                why = self._impure(question)
+                if why is not None:  # judged on the source read from the submission; its function is not run
+                    files.append(_failed_file(self.tests[question], question,
+                                              f"❌ the answer must be one function of rng alone: {why}"))
+                    self.notes.append(f"{question}: the answer must be one function of rng alone: {why}")
+                    continue
                 env = dict(answers.get(question, {}))
                 for name, value in list(env.items()):
                     if isinstance(value, Refused) and value.why.startswith("function "):
@@ -341,15 +348,8 @@ class LabGrader(AbstractOtterPlugin):
 
     def _refuse(self, results, message: str):
         """Every question 0, every test case failed with ``message``; nothing of the submission is run."""
-        from otter.test_files.abstract_test import TestCaseResult
-
-        files = []
-        for question in sorted(self.tests, key=_natural):
-            tf = _not_graded_class().from_string(self.tests[question], path=f"tests/{question}.py")
-            tf.test_case_results = [TestCaseResult(test_case=tc, message=f"❌ not graded: {message}", passed=False)
-                                    for tc in tf.test_cases]
-            tf.update_score(0)
-            files.append(tf)
+        files = [_failed_file(self.tests[question], question, f"❌ not graded: {message}")
+                 for question in sorted(self.tests, key=_natural)]
         self._set(results, files)
 
     def generate_report(self):
@@ -358,6 +358,32 @@ class LabGrader(AbstractOtterPlugin):
             lines.append(f"Cells not in the handout, not run: {', '.join(self.dropped)}")
         lines += self.notes
         return "\n".join(lines)
+
+    def _impure(self, question: str) -> str | None:
+        """Why the answer of a noise question (its hidden test runs a noise verdict) is not one function of ``rng``
+        alone (:func:`blowfish_nb.labs.scan.pure_answer`), or None. Read from the cells this process built from the
+        submission (:func:`rebuild`), never from what the kernel reports: a behavioural verdict cannot see a
+        condition its calls never create (a pause between calls, a run longer than its longest), the source can."""
+        if not _noise_question(self.tests[question]):
+            return None
+        names = sorted(_test_args(self.tests[question]))
+        setup, answer, others, seen = [], [], [], False
+        for cell in self.cells:
+            if cell.get("cell_type") != "code":
+                continue
+            if _check_question(cell) == question:
+                seen = True
+                continue
+            if _check_question(cell) is not None and not seen:  # an earlier question's: its answers are others
+                others += answer
+                answer = []
+            elif ANSWER_TAG in _tags(cell):
+                (others if seen else answer).append(_source(cell))
+            elif not seen and not answer:
+                setup.append(_source(cell))
+        if len(names) != 1:
+            return None
+        return pure_answer("\n".join(answer), names[0], setup, others)
 
     def _proxy(self, question: str, name: str) -> CodeProxy | None:
         """A proxy of the function ``name`` that the answer cells of ``question`` define, run in a child."""
@@ -527,6 +553,16 @@ def _preload_late() -> None:
         df.to_string(), str(df), repr(df), df["score"].sum()
     except ImportError:  # pragma: no cover - pandas is otter's requirement
         pass
+
+
+def _failed_file(test_source: str, question: str, message: str):
+    """The test file of ``question`` with every case failed with ``message`` (score 0), none of it run."""
+    from otter.test_files.abstract_test import TestCaseResult
+
+    tf = _not_graded_class().from_string(test_source, path=f"tests/{question}.py")
+    tf.test_case_results = [TestCaseResult(test_case=tc, message=message, passed=False) for tc in tf.test_cases]
+    tf.update_score(0)
+    return tf
 
 
 def _not_graded_class():

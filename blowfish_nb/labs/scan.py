@@ -92,7 +92,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Flag", "scan_source", "scan_notebook", "compare_notebook", "find_reference", "allowed_import", "main"]
+__all__ = ["Flag", "scan_source", "scan_notebook", "compare_notebook", "find_reference", "allowed_import",
+           "pure_answer", "main"]
 
 _MODULES = {"os", "sys", "io", "pathlib", "glob", "shutil", "importlib", "builtins", "inspect", "ctypes",
             "subprocess", "gc", "tempfile", "runpy", "otter", "IPython", "ipykernel", "pickle", "marshal", "types",
@@ -1078,6 +1079,17 @@ def compare_notebook(submission: str | Path, student: str | Path, solution: str 
                                              f"{name}: the function may depend only on its arguments and the lab's "
                                              "names (display/print/In/__name__ tell a kernel from the grader)",
                                       text[ln - 1].strip() if 0 < ln <= len(text) else ""))
+                noise = [n.name for n in model.body if isinstance(n, ast.FunctionDef)
+                         and [a.arg for a in n.args.args] == ["rng"]]
+                if noise:  # a noise answer: the rule the plugin grades by (one function of rng alone)
+                    why = pure_answer(_key(sub[j])[1], noise[0],
+                                      [_key(c)[1] for c in ref[:at] if c.get("cell_type") == "code"
+                                       and _ANSWER_TAG not in c.get("metadata", {}).get("tags", [])],
+                                      [_key(c)[1] for k, c in enumerate(sub) if k != j and c.get("cell_type") == "code"
+                                       and _ANSWER_TAG in c.get("metadata", {}).get("tags", [])])
+                    if why:
+                        flags.append(Flag(j, 1, f"the answer cell of {q} must be one function of rng alone: {why} "
+                                                "(graded 0)", (text or [""])[0].strip()))
                 for ln, what in _kept_state(tree):
                     flags.append(Flag(j, ln, f"the answer cell of {q} (a function the handout asks for) {what}: "
                                              "state kept between calls (noise that tells a reused generator from a "
@@ -1382,6 +1394,168 @@ def _live_call(tree: ast.Module, attr: str, entry: set[str]) -> bool:
 
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == attr and not dead(n)
                for n in ast.walk(tree))
+
+
+# --- the structural rule of a noise answer (shared by the scan and the plugin) ----------------------------------
+
+#: the draws a noise answer may call on its generator (the labs' solutions use ``laplace``; the others build the
+#: right laws too, or wrong ones the verdict rejects by their law)
+PURE_DRAWS = frozenset({"laplace", "exponential", "standard_exponential", "random", "integers", "geometric",
+                        "choice", "uniform", "normal", "standard_normal", "binomial", "poisson"})
+#: ``np.NAME`` a noise answer may use: arithmetic on numbers and arrays; nothing that reads a clock, a file or the
+#: global random state (``np.random``, ``np.datetime64``), nothing that writes into an array (``np.copyto``,
+#: ``np.put``, ``out=``)
+PURE_NP = frozenset({"sqrt", "log", "exp", "log2", "log10", "log1p", "expm1", "abs", "absolute", "sign", "floor",
+                     "ceil", "round", "rint", "around", "trunc", "minimum", "maximum", "clip", "sum", "cumsum",
+                     "diff", "prod", "mean", "where", "zeros", "ones", "full", "zeros_like", "ones_like",
+                     "full_like", "array", "asarray", "arange", "concatenate", "stack", "repeat", "tile", "dot",
+                     "matmul", "float64", "float32", "int64", "int32", "intp", "pi", "e", "inf", "isfinite",
+                     "log1p", "square", "negative", "subtract", "add", "multiply", "divide", "power"})
+PURE_MATH = frozenset({"sqrt", "log", "exp", "log1p", "expm1", "floor", "ceil", "fabs", "pi", "e", "inf", "pow",
+                       "log2", "log10", "copysign"})
+#: builtins a noise answer may call
+PURE_BUILTINS = frozenset({"abs", "min", "max", "float", "int", "round", "len", "range", "sum", "bool", "pow"})
+#: methods of the handout's objects a noise answer may call (lab 3: ``ordered.release``)
+PURE_LAB_ATTRS = frozenset({"release"})
+#: attributes of a value the answer computed (an array's)
+PURE_VALUE_ATTRS = frozenset({"sum", "mean", "astype", "item", "copy", "shape", "size", "T", "reshape", "ravel",
+                              "dtype", "ndim", "cumsum", "round", "clip"})
+_PURE_FORBIDDEN = {ast.Yield: "yield", ast.YieldFrom: "yield from", ast.Await: "await", ast.Global: "global",
+                   ast.Nonlocal: "nonlocal", ast.Lambda: "a lambda", ast.FunctionDef: "a nested def",
+                   ast.AsyncFunctionDef: "a nested def", ast.ClassDef: "a class", ast.Import: "an import",
+                   ast.ImportFrom: "an import", ast.With: "with", ast.AsyncWith: "with", ast.Try: "try",
+                   ast.While: "while", ast.Delete: "del", ast.AugAssign: "an augmented assignment (+=)",
+                   ast.Assert: "assert", ast.Match: "match", ast.GeneratorExp: "a generator expression"}
+_PURE_NP_MODULES = {"numpy": PURE_NP, "math": PURE_MATH}
+
+
+def handout_names(setup: list[str]) -> tuple[dict[str, str], set[str]]:
+    """The modules (alias -> module) and the other names the handout's cells ``setup`` bind at their top level."""
+    modules: dict[str, str] = {}
+    values: set[str] = set()
+    for source in setup:
+        try:
+            tree = ast.parse(ipython_lines(source)[0])
+        except SyntaxError:
+            continue
+        for n in _module_level(tree):
+            if isinstance(n, ast.Import):
+                for a in n.names:
+                    modules[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(n, ast.ImportFrom):
+                for a in n.names:
+                    modules[a.asname or a.name] = f"{n.module}.{a.name}"
+        values |= _bound_at_top(tree) - set(modules)
+    return modules, values
+
+
+def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()) -> str | None:
+    """Why the answer cell ``source`` is not one function ``def name(rng):`` of ``rng`` alone, or None.
+
+    The rule is structural, so it holds where the grader's calls never reach (gamer36c: Laplace noise on every call
+    the grader makes, the true count after a 90 s pause read from ``pd.Timestamp.now()``, or after more calls in a
+    row than the grader's longest run, the state kept in a generator driven by ``.send``). The cell holds only the
+    ``def``: one positional parameter ``rng``, no default, no decorator, no annotation. Its body uses the draws
+    of ``rng`` (:data:`PURE_DRAWS`; ``rng`` itself only as an argument), its own local names, literals, arithmetic,
+    comparisons, ``if``/``for``/``return``, the allow-listed ``np.``/``math.`` names and builtins, the lab module's
+    UPPER constants and the names the handout's cells ``setup`` bind (``eps``, ``R``, ``ordered.release``) unless a
+    student cell in ``others`` rebinds them. No ``yield``, ``global``, ``lambda``, nested ``def``, import, store into
+    an attribute or item, ``+=``, ``out=``, private or dunder name, comparison of ``rng``: nothing a value can
+    outlive one call in, and no clock. With no state and no clock, the function's law on the grader's calls is its
+    law on every call.
+
+    >>> pure_answer("def f(rng):\\n    return rng.laplace(0.0, 2 / eps)", "f", ["eps = 0.5"])
+    >>> pure_answer("def f(rng):\\n    return rng.laplace(0.0, 2 / eps) * (np.datetime64('now') > 0)", "f",
+    ...             ["import numpy as np", "eps = 0.5"])
+    'uses np.datetime64 (line 2)'
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        return f"does not parse ({e.msg})"
+    body = [st for st in tree.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.FunctionDef) or body[0].name != name:
+        return f"the cell must hold only `def {name}(rng):`"
+    fn = body[0]
+    a = fn.args
+    if (fn.decorator_list or fn.returns or a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults
+            or [p.arg for p in a.args] != ["rng"] or a.args[0].annotation is not None):
+        return f"the definition must read `def {name}(rng):` (one parameter rng, no default, no decorator)"
+    modules, values = handout_names(setup)
+    rebound: set[str] = set()
+    for other in others:
+        try:
+            t = ast.parse(ipython_lines(other)[0])
+        except SyntaxError:
+            continue
+        rebound |= _bound_at_top(t)
+        rebound |= {_root(n) for n in ast.walk(t) if isinstance(n, (ast.Attribute, ast.Subscript))
+                    and isinstance(n.ctx, (ast.Store, ast.Del)) and _root(n)}
+    rebound.discard(name)
+    local = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - {"rng"}
+    lab = {k for k, m in modules.items() if re.fullmatch(r"blowfish_nb\.labs\.lab\d+", m) and k not in rebound}
+    mods = {k: _PURE_NP_MODULES[m] for k, m in modules.items() if m in _PURE_NP_MODULES and k not in rebound}
+    parents = {c: p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
+    for node in ast.walk(fn):
+        if node is fn:
+            continue
+        line = f"line {getattr(node, 'lineno', fn.lineno)}"
+        for kind, what in _PURE_FORBIDDEN.items():
+            if isinstance(node, kind):
+                return f"uses {what} ({line})"
+        if isinstance(node, ast.keyword) and node.arg in (None, "out"):
+            return f"passes {'**' if node.arg is None else 'out='} ({line})"
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            return f"stores into {_dotted(node) if isinstance(node, ast.Attribute) else 'an item'} ({line})"
+        if isinstance(node, ast.Compare) and any(isinstance(o, ast.Name) and o.id == "rng"
+                                                 for o in [node.left, *node.comparators]):
+            return f"compares rng ({line})"
+        if isinstance(node, ast.Attribute):
+            if node.attr.startswith("_"):
+                return f"uses .{node.attr} ({line})"
+            base = node.value
+            if isinstance(base, ast.Name) and base.id not in local:
+                if base.id == "rng":
+                    ok = node.attr in PURE_DRAWS
+                elif base.id in mods:
+                    ok = node.attr in mods[base.id]
+                elif base.id in lab:
+                    ok = node.attr.isupper()
+                elif base.id in values and base.id not in rebound:
+                    ok = node.attr in PURE_LAB_ATTRS
+                else:
+                    ok = True  # the name itself is judged below
+                if not ok:
+                    return f"uses {base.id}.{node.attr} ({line})"
+            elif not isinstance(base, ast.Name) and node.attr not in PURE_VALUE_ATTRS:
+                return f"uses .{node.attr} ({line})"
+            if isinstance(base, ast.Name) and base.id in local and node.attr not in PURE_VALUE_ATTRS:
+                return f"uses {base.id}.{node.attr} ({line})"
+        if isinstance(node, ast.Name) and node.id == "rng" and not isinstance(node.ctx, ast.Load):
+            return f"rebinds rng ({line})"
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            n = node.id
+            parent = parents.get(node)
+            as_base = isinstance(parent, ast.Attribute) and parent.value is node
+            if n.startswith("_"):
+                return f"uses {n} ({line})"
+            if n == "rng":
+                if not (as_base or isinstance(parent, (ast.Call, ast.keyword)) and node is not getattr(parent,
+                                                                                                      "func", None)):
+                    return f"uses rng other than by its draws or as an argument ({line})"
+            elif n in local:
+                pass
+            elif n in mods or n in lab:
+                if not as_base:
+                    return f"uses the module {n} itself ({line})"
+            elif n in values and n not in rebound:
+                pass
+            elif n in PURE_BUILTINS and n not in values and n not in modules:
+                if not (isinstance(parent, ast.Call) and parent.func is node):
+                    return f"uses {n} other than by calling it ({line})"
+            else:
+                return f"uses {n} ({line})"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

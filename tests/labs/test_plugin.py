@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from blowfish_nb.labs import _plugin
 from blowfish_nb.labs._answers import MARKER, CodeProxy, Refused, decode, dump, encode
 from blowfish_nb.labs._plugin import RUN_MARK, LabGrader, read_answers, rebuild
 
@@ -624,7 +625,8 @@ def test_gamer35b_display_lambda_noise_loses_the_point_and_honest_noise_keeps_it
     assert set(plugin.samples) == {"q2", "q3"}
 
 
-def test_gamer36b_reused_rng_noise_loses_the_point_and_honest_noise_keeps_it(tmp_path, _few_kernel_draws):
+def test_gamer36b_reused_rng_noise_loses_the_point_and_honest_noise_keeps_it(tmp_path, _few_kernel_draws,
+                                                                             monkeypatch):
     """gamer36b's lab05_reused_rng, its q2 answer cell as submitted: Laplace noise on a generator object it has not
     seen, zero on one it has (``fixed_noise(rng, _seen=[])``). The grader's calls now come in runs on one generator
     object, kept as one object by the child and by the kernel's sample: the answer loses the point; honest Laplace
@@ -638,13 +640,22 @@ def test_gamer36b_reused_rng_noise_loses_the_point_and_honest_noise_keeps_it(tmp
     sub["cells"][3]["source"] = "def honest(rng):\n    return rng.laplace(0.0, 2.0, size=check.K)"
     results, _ = _grade(tmp_path, sub, handout=NOISE_HANDOUT, tests=NOISE_TESTS, questions=("q2", "q3"))
     assert results.get_score("q2") == 0 and results.get_score("q3") == 1, _messages(results)
+    # the source rule (gamer36c) refuses it first: a default argument
+    assert any("one function of rng alone" in m for m in _messages(results)), _messages(results)
+    # beneath the rule the behavioural verdict still finds it
+    monkeypatch.setattr(_plugin, "pure_answer", lambda *a, **k: None)
+    results, _ = _grade(tmp_path / "no-rule", sub, handout=NOISE_HANDOUT, tests=NOISE_TESTS, questions=("q2", "q3"))
+    assert results.get_score("q2") == 0 and results.get_score("q3") == 1, _messages(results)
     assert any("exact release" in m for m in _messages(results)), _messages(results)
 
 
-def test_noise_that_tells_the_kernel_from_the_grader_by_anything_loses_the_point(tmp_path, _few_kernel_draws):
+def test_noise_that_tells_the_kernel_from_the_grader_by_anything_loses_the_point(tmp_path, _few_kernel_draws,
+                                                                                 monkeypatch):
     """A difference the child does not remove (here the type of ``sys.stdout``: ``StringIO`` in this test's stand-in
     kernel, ``OutStream`` in a Jupyter kernel): the child's noise is right Laplace, the kernel's is 0 on the same
-    generators, so the verdict finds the two differ."""
+    generators, so the verdict finds the two differ. (The source rule refuses this cell first, ``import sys``; it is
+    switched off here to test the layer beneath it.)"""
+    monkeypatch.setattr(_plugin, "pure_answer", lambda *a, **k: None)
     sub = json.loads(json.dumps(NOISE_HANDOUT))
     sub["cells"][1]["source"] = ("import sys\ndef fixed_noise(rng):\n    return rng.laplace(0.0, 2.0, size=check.K)"
                                  " * (type(sys.stdout).__name__ != 'StringIO')")
