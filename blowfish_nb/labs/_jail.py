@@ -127,9 +127,12 @@ def wrap(plan: Plan, cmd: list[str], work: str | None = None) -> list[str]:
     cmd = list(cmd)
     pidns = ["--pid", "--fork", "--kill-child", "--mount-proc"]
     if plan.mode == "root":
-        stage = []
-        if plan.fs["hide"]:  # as root in the new mount namespace, before dropping to the uid: the allow-listed fs
-            stage = [sys.executable, "-I", "-S", "-c", _code(), "--fs", _spec(plan.fs, work), "--"]
+        # as root in the new namespaces, before dropping to the uid: the loopback up (lab 9's service talks to
+        # itself over 127.0.0.1) and the allow-listed fs
+        stage = [sys.executable, "-I", "-S", "-c", _code(), "--lo", "up"]
+        if plan.fs["hide"]:
+            stage += ["--fs", _spec(plan.fs, work)]
+        stage += ["--"]
         # setpriv's change of uid clears the parent-death signal unshare's --kill-child set: a last stage (as the
         # uid) sets it again, so that the namespace's PID 1 dies with unshare
         death = [sys.executable, "-I", "-S", "-c", _code(), "--pdeathsig", "9", "--"]
@@ -137,7 +140,8 @@ def wrap(plan: Plan, cmd: list[str], work: str | None = None) -> list[str]:
                 f"--regid={plan.uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
                 "--", *death, *cmd]
     if plan.mode == "userns":
-        return [plan.unshare, "--user", "--map-root-user", *pidns, "--ipc", "--net", "--", *cmd]
+        return [plan.unshare, "--user", "--map-root-user", *pidns, "--ipc", "--net", "--",
+                sys.executable, "-I", "-S", "-c", _code(), "--lo", "up", "--", *cmd]
     return cmd
 
 
@@ -211,8 +215,11 @@ def launch(argv: list[str], *, execute=None) -> list[str]:
         if execute is not None:
             return cmd
         os.execv(cmd[0], cmd)
-    if "--fs" in o:  # second stage: root, PID 1 of the new namespaces, before setpriv
-        isolate_fs(o["--fs"])
+    if "--fs" in o or "--lo" in o:  # second stage: root, PID 1 of the new namespaces, before setpriv
+        if "--lo" in o:
+            loopback_up()
+        if "--fs" in o:
+            isolate_fs(o["--fs"])
         if execute is not None:
             return cmd
         os.execv(cmd[0], cmd)
@@ -490,6 +497,18 @@ ENV_KEEP = ("LANG", "LANGUAGE", "TZ", "TERM", "PYTHONHASHSEED", "PYTHONDONTWRITE
 ENV_PREFIXES = ("LC_", "JPY_", "PYDEVD_")
 
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC = 1, 2, 4, 32, 4096, 16384
+
+
+def loopback_up() -> None:
+    """Bring the new network namespace's ``lo`` up (SIOCSIFFLAGS | IFF_UP): the namespace holds nothing else, so
+    127.0.0.1 reaches only processes of this jail (lab 9's analyst service and its clients)."""
+    import fcntl
+    import socket
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack("16sH", fcntl.ioctl(s, 0x8913, struct.pack("16sH", b"lo", 0)))[1]  # SIOCGIFFLAGS
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH", b"lo", flags | 0x1))  # SIOCSIFFLAGS, IFF_UP
 
 
 def isolate_fs(spec: str) -> None:

@@ -33,18 +33,22 @@ def test_root_plan_drops_to_nobody_in_a_pid_namespace():
     cmd = ["python", "-m", "ipykernel_launcher", "-f", "conn.json"]
     argv = wrap(Plan("root", "", "/usr/bin/unshare", "/usr/bin/setpriv"), cmd)
     assert argv[:7] == ["/usr/bin/unshare", *PIDNS, "--ipc", "--net"]
-    assert argv[7] == "/usr/bin/setpriv"
+    stage = argv[7:argv.index("--") + 1]  # as root in the new namespaces: the loopback up (no fs plan here)
+    assert stage[-3:] == ["--lo", "up", "--"]
+    argv = argv[7 + len(stage):]
+    assert argv[0] == "/usr/bin/setpriv"
     for flag in (f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
                  "--bounding-set=-all", "--no-new-privs"):
-        assert flag in argv[8:argv.index("--")]
+        assert flag in argv[1:argv.index("--")]
     death = argv[argv.index("--") + 1:]  # as the uid: the parent-death signal again (setpriv cleared it)
     assert death[death.index("--pdeathsig"):death.index("--") + 1] == ["--pdeathsig", "9", "--"]
     assert death[death.index("--") + 1:] == cmd
 
 
 def test_userns_plan_maps_the_user_and_none_runs_the_command_as_is():
-    assert wrap(Plan("userns", "x"), ["k"]) == ["unshare", "--user", "--map-root-user", *PIDNS, "--ipc", "--net", "--",
-                                                "k"]
+    argv = wrap(Plan("userns", "x"), ["k"])
+    assert argv[:10] == ["unshare", "--user", "--map-root-user", *PIDNS, "--ipc", "--net", "--"]
+    assert argv[-4:] == ["--lo", "up", "--", "k"]  # root of the user namespace brings its loopback up
     assert wrap(Plan("none", "x"), ["k", "-f"]) == ["k", "-f"]
     with pytest.raises(ValueError, match="mode"):
         Plan("chroot", "x")
