@@ -37,8 +37,9 @@ output of the dump cells, through jupyter_client's signed messages).
 uid 65534 still reads whatever is world-readable (gamer36b: the autograder zip and the solution notebooks of
 ``build/labs``, found through ``PWD``/``PYTHONPATH`` of otter's environment). So, as root in the jail's own mount
 namespace before ``setpriv`` (:func:`isolate_fs`), the file system is an allow-list (:func:`allowed_fs`): the places
-a teacher's files can be (:data:`HIDDEN`: ``/home``, ``/work``, ``/root``, ``/opt``, ``/srv``, ``/mnt``,
-``/media``, ``/tmp``, ``/var/tmp``, ``/dev/shm``, ``/run/lock``) and this grading's folders outside them
+a teacher's files can be (:func:`hidden_roots`: every top-level folder but the system's, ``/home``, ``/work``,
+``/root``, ``/opt``, ``/tmp`` … and :data:`HIDDEN`: ``/var/tmp``, ``/dev/shm``, ``/run/lock``) and this grading's
+folders outside them
 (:func:`teacher_folders`) become empty tmpfs, and only what the kernel reads is bound back read-only
 (:func:`needed_paths`: ``sys.prefix``, ``sys.base_prefix``, the site-packages folders and the package folders of
 :data:`KERNEL_PACKAGES`, so a source tree on ``PYTHONPATH`` shows its ``blowfish_nb/`` and nothing else), plus the
@@ -71,8 +72,8 @@ import os
 import sys
 
 __all__ = ["NOBODY", "Plan", "decide", "wrap", "launcher_argv", "launch", "prepare", "strip_pickles",
-           "set_dumpable", "install", "allowed_fs", "needed_paths", "kernel_env", "kernel_pythonpath", "isolate_fs",
-           "teacher_folders"]
+           "set_dumpable", "install", "allowed_fs", "hidden_roots", "needed_paths", "kernel_env", "kernel_pythonpath",
+           "isolate_fs", "teacher_folders"]
 
 #: the uid and gid the kernel runs as when otter runs as root (``nobody``/``nogroup``)
 NOBODY = 65534
@@ -422,13 +423,13 @@ def _which(name: str) -> str | None:
 def allowed_fs(extra=()) -> dict:
     """The jail's allow-listed file system: ``{"hide": folders, "keep": paths}``.
 
-    ``hide``: the folders of :data:`HIDDEN` that exist, and each folder of ``extra`` (otter's working folder, the
-    zip's folder, ``PWD``/``OLDPWD``/``HOME`` of otter's environment) that is not ``/`` nor holds a system folder of
-    :data:`SYSTEM`; none under another. ``keep``: what the kernel must read (:func:`needed_paths`), none under
+    ``hide``: the top-level folders of :func:`hidden_roots`, those of :data:`HIDDEN` that exist, and each folder of
+    ``extra`` (otter's working folder, the zip's folder, ``PWD``/``OLDPWD``/``HOME`` of otter's environment) that is
+    not ``/`` nor holds a system folder of :data:`SYSTEM`; none under another. ``keep``: what the kernel must read (:func:`needed_paths`), none under
     another. Real paths throughout (a symbolic link cannot lead around the rule).
     """
     hide = []
-    for folder in (*HIDDEN, *extra):
+    for folder in (*hidden_roots(), *HIDDEN, *extra):
         real = os.path.realpath(folder)
         if not os.path.isdir(real) or real == os.sep:
             continue
@@ -436,6 +437,20 @@ def allowed_fs(extra=()) -> dict:
             continue  # ``/``-like: hiding it would hide the system
         hide.append(real)
     return {"hide": sorted(_outermost(hide), key=lambda f: f.count(os.sep)), "keep": _outermost(needed_paths())}
+
+
+def hidden_roots(root: str = os.sep) -> list[str]:
+    """Every folder at the top of ``root`` (``/``) but the system's (:data:`SYSTEM`), by its real path: ``/home``,
+    ``/work``, ``/tmp``, ``/opt`` … and whatever a host adds (CI checks the project out under ``/check``: a fixed
+    list of the usual places missed it and the jailed kernel read a course folder there). Symbolic links at the top
+    (``/bin`` → ``usr/bin``) are not folders of their own; files at the top stay (none belongs to a course)."""
+    out = []
+    for name in sorted(os.listdir(root)):
+        path = os.path.join(root, name)
+        if os.path.islink(path) or not os.path.isdir(path) or os.sep + name in SYSTEM:
+            continue
+        out.append(path)
+    return out
 
 
 def needed_paths() -> list[str]:
@@ -481,8 +496,9 @@ def kernel_env(environ, pythonpath: str = "") -> dict:
 
 #: the variable of otter's environment that switches the jail off (``off``, ``0``, ``no``, ``false``)
 SWITCH = "BLOWFISH_NB_JAIL"
-#: where a teacher's files can be: an empty tmpfs in the jail (the world-writable ones a fresh one, mode 1777)
-HIDDEN = ("/home", "/work", "/root", "/opt", "/srv", "/mnt", "/media", "/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+#: where a teacher's files can be below a system folder: an empty tmpfs in the jail (the world-writable ones a fresh
+#: one, mode 1777); every top-level folder of ``/`` that is not in :data:`SYSTEM` is hidden too (:func:`hidden_roots`)
+HIDDEN = ("/var/tmp", "/dev/shm", "/run/lock")
 #: folders a hidden ``extra`` folder may not hold (the kernel needs them; nothing of a course is there by default)
 SYSTEM = ("/usr", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/proc", "/sys", "/dev", "/boot",
           "/run", "/var")

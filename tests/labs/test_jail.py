@@ -401,6 +401,22 @@ def test_the_file_system_rule_holds_wherever_the_venv_lives(monkeypatch, tmp_pat
                    "PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"])}
 
 
+def test_every_top_level_folder_but_the_system_is_hidden(tmp_path):
+    """CI checks the project out under ``/check``: the fixed list of usual places (``/home``, ``/work`` …) missed it,
+    and the jailed kernel read a course folder beside the checkout. Every top-level folder is hidden but the
+    system's; a top-level link (``/bin`` → ``usr/bin``) is not a folder of its own."""
+    for name in ("usr", "etc", "proc", "check", "work", "data", "lost+found"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "bin").symlink_to("usr")
+    (tmp_path / "notes.txt").write_text("x")
+    assert _jail.hidden_roots(str(tmp_path)) == [str(tmp_path / n) for n in ("check", "data", "lost+found", "work")]
+    top = [os.path.join(os.sep, n) for n in os.listdir(os.sep)]
+    others = {p for p in top if os.path.isdir(p) and not os.path.islink(p) and p not in _jail.SYSTEM}
+    assert others <= set(_jail.allowed_fs()["hide"])  # this host's, whatever they are
+    here = os.path.realpath(os.getcwd())
+    assert any(_jail._under(h, here) for h in _jail.allowed_fs()["hide"])  # the checkout, wherever it is
+
+
 def test_the_jail_tools_come_from_fixed_folders(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent-writable-folder")
     plan = decide(0, probe=lambda cmd: None)

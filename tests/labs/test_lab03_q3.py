@@ -98,7 +98,7 @@ def test_wrong_code_loses_the_point(name):
     assert range_noise_verdict(noise, B, runs=1000 if name in STRUCTURAL else 3000, seed=11) in why
 
 
-def test_the_hidden_test_passes_the_law_and_fails_gaussian_noise(monkeypatch):
+def test_the_hidden_test_passes_the_law_and_fails_gaussian_noise(pinned_entropy):
     """The hidden test the build writes (its source, as the autograder runs it, with its own copy of _grade) passes
     the solution's law (the library's discrete Laplace; the solution itself passes it under ``otter run`` in
     tests/labs/test_grading.py) and fails Gaussian noise of the right variance. Its generators' seeds are drawn at
@@ -106,9 +106,6 @@ def test_the_hidden_test_passes_the_law_and_fails_gaussian_noise(monkeypatch):
     q = load_key("lab03")["q3"]
     source = hidden_test("q3", q, 0, q.parts[0])
     assert "expect_range_noise(range_noise, 10.0)" in source
-    real = np.random.SeedSequence
-    monkeypatch.setattr(np.random, "SeedSequence", lambda entropy=None, **kw: real(
-        3 if entropy is None else entropy, **kw))
     namespace = {}
     exec(source, namespace)
     namespace["test_q3_0"](discrete)
@@ -116,7 +113,7 @@ def test_the_hidden_test_passes_the_law_and_fails_gaussian_noise(monkeypatch):
         namespace["test_q3_0"](ATTACKS["gaussian, same variance"][0])
 
 
-def test_the_grader_passes_nothing_but_a_generator():
+def test_the_grader_passes_nothing_but_a_generator(pinned_entropy):
     """No histogram reaches the student's function (gamer34b's release_range hid 2 bits of a count in the digits of
     each release; a noise function has no count to hide), in the hidden test and in the public check: one
     np.random.Generator per call, as ``np.random.default_rng()`` makes one or as people make them (gamer35), a new
