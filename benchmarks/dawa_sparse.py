@@ -127,6 +127,25 @@ def choice_rows(runs: int, draws: int = 200_000) -> list:
     return rows
 
 
+def spike_free(cell: str, runs: int) -> None:
+    """Print DAWA at r = 0.25 and 0.5 on a set and on the set with its largest cell lowered to its neighbours' mean."""
+    name, eps = cell.split(":")[:2]
+    eps = float(eps)
+    pol, W = policy.dp(Domain.grid(K)), workload.identity(K)
+    x = dpbench(f"{name}.n4096").astype(float)
+    i = int(np.argmax(x))
+    x0 = x.copy()
+    x0[i] = float(np.round(np.mean([x[j] for j in (i - 1, i + 1) if 0 <= j < K])))
+    for label, v in ((name, x), (f"{name} with cell {i} = {x0[i]:.0f} (was {x[i]:.0f})", x0)):
+        out = []
+        for r in (0.25, 0.5):
+            rng = np.random.default_rng([37, int(r * 100)])
+            e = mean_se([np.mean((mechanisms.DAWA(ratio=r).release(v, W, pol, eps, rng=rng) - v) ** 2)
+                         for _ in range(runs)])
+            out.append(f"DAWA r = {r}: {e[0]:.4g} ± {e[1]:.2g}")
+        print(f"{label}, ε = {eps:g}, identity, {runs} runs: " + " | ".join(out), flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
@@ -134,7 +153,12 @@ def main(argv=None) -> None:
     parser.add_argument("--cells", nargs="*", default=list(CELLS))
     parser.add_argument("--choice", action="store_true", help="also the three-way choice's what-if (module notes)")
     parser.add_argument("--choice-runs", type=int, default=10)
+    parser.add_argument("--spike-free", metavar="SET:EPS", help="only print DAWA r = 0.25 / 0.5 on the set with and "
+                        "without its largest cell (no page written)")
     args = parser.parse_args(argv)
+    if args.spike_free:
+        spike_free(args.spike_free, args.runs)
+        return
     started = time.perf_counter()
     built, how = built_reference()
     ref_partition = built or reference_partition
