@@ -287,9 +287,9 @@ def hidden_test(question: str, q: Question, index: int, part: Part) -> str:
     exception's message, in ``results.json``, its printed summary and what Gradescope shows; a teacher who
     forwards them would hand every wrong answer's expected value to the student. So the comparison with the
     literal is only defined on its own line (a ``lambda`` that cannot raise there), run by :func:`_verdict`,
-    which never raises and returns the short reason alone; the test raises a new ``AssertionError`` of that
-    reason from a line without a literal, outside any ``except`` block (no exception chain, no frame of the
-    comparison in its traceback). The literal stays in the test's source: nothing is looked up in the student's
+    which never raises and returns the short reason alone; the test raises a new exception of that reason (an
+    ``AssertionError``, or the built-in class the comparison raised) from a line without a literal, outside any
+    ``except`` block (no exception chain, no frame of the comparison in its traceback). The literal stays in the test's source: nothing is looked up in the student's
     namespace.
 
     Examples
@@ -324,47 +324,50 @@ def hidden_test(question: str, q: Question, index: int, part: Part) -> str:
             f"    exec({_hidden_source()!r}, _grade)\n"
             f"    {fn} = _grade[{fn!r}]\n"
             f"    _judge = lambda: {call}\n"
-            f"    _why = _grade['_verdict'](_judge)\n"
-            f"    if _why is not None:\n"
-            f"        raise AssertionError(_why)\n")
+            f"    _kind, _why = _grade['_verdict'](_judge)\n"
+            f"    if _kind is not None:\n"
+            f"        raise _kind(_why)\n")
 
 
 def _verdict(judge):
-    """Why ``judge()`` (a hidden test's comparison with its literal) fails, as a short reason; ``None`` when it
-    passes. Never raises but on ``KeyboardInterrupt``, re-raised here without the comparison's frames.
+    """Why ``judge()`` (a hidden test's comparison with its literal) fails: the exception class to raise and a short
+    reason, or ``(None, None)`` when it passes. Never raises.
 
     The reason is the message of an ``AssertionError`` of the comparisons (``"wrong"``, ``"not a plain number"``,
-    a noise verdict's reason), of a grading proxy's ``RuntimeError`` about the answer's own function, or else the
-    exception's type alone: an error's message raised inside a comparison could quote the expected value. Its
-    source is carried by every hidden test (:func:`hidden_test`) and runs in the test's own namespace.
+    a noise verdict's reason), of a grading proxy's ``RuntimeError`` about the answer's own function
+    (:class:`blowfish_nb.labs._answers.CodeProxy`: ``"the answer raised …"``), or else the exception's type alone: an
+    error raised inside a comparison could quote the expected value in its message. The class is the exception's
+    when it is a built-in one (a ``TypeError`` stays a ``TypeError``), else ``AssertionError``. Its source is carried
+    by every hidden test (:func:`hidden_test`) and runs in the test's own namespace.
 
     Examples
     --------
     >>> _verdict(lambda: None), _verdict(lambda: 1 / 0)
-    (None, 'ZeroDivisionError while grading')
+    ((None, None), (<class 'ZeroDivisionError'>, 'ZeroDivisionError while grading'))
     """
-    stop = False
+    import builtins
+
     try:
         judge()
-        return None
-    except KeyboardInterrupt:
-        stop = True
-    except AssertionError as e:
-        args = e.args if type(e) is AssertionError else ()
-        why = args[0] if len(args) == 1 and type(args[0]) is str else "wrong"
-    except RuntimeError as e:
-        args = e.args if type(e) is RuntimeError else ()
-        text = args[0] if len(args) == 1 and type(args[0]) is str else ""
-        # the grading proxy's (blowfish_nb.labs._answers.CodeProxy) messages: what the student's function did
-        why = text if text.startswith(("the answer ", "malformed ")) else "RuntimeError while grading"
+        return None, None
     except BaseException as e:  # noqa: BLE001 - a failed comparison, whatever it raised, fails the test
-        try:
-            why = f"{type(e).__name__} while grading"
-        except BaseException:  # noqa: BLE001
-            why = "error while grading"
-    if stop:
-        raise KeyboardInterrupt from None
-    return why
+        error = e
+    kind = type(error)
+    args = error.args if kind in (AssertionError, RuntimeError) else ()
+    text = args[0] if len(args) == 1 and type(args[0]) is str else ""
+    if kind is AssertionError:
+        return AssertionError, text or "wrong"
+    if kind is RuntimeError and text.startswith(("the answer ", "malformed ")):
+        return RuntimeError, text
+    name = type.__dict__["__name__"].__get__(kind)  # no property of the class's own
+    if getattr(builtins, name, None) is not kind:  # not a built-in exception: nothing of it is run or shown
+        return AssertionError, "error while grading"
+    why = f"{name} while grading"
+    try:
+        kind(why)
+    except BaseException:  # noqa: BLE001 - a built-in exception that takes other arguments (UnicodeDecodeError)
+        return AssertionError, why
+    return kind, why
 
 
 def first_attempt_test(question: str, args: Sequence[str]) -> str:
