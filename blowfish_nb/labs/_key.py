@@ -289,8 +289,9 @@ def hidden_test(question: str, q: Question, index: int, part: Part) -> str:
     literal is only defined on its own line (a ``lambda`` that cannot raise there), run by :func:`_verdict`,
     which never raises and returns the short reason alone; the test raises a new exception of that reason (an
     ``AssertionError``, or the built-in class the comparison raised) from a line without a literal, outside any
-    ``except`` block (no exception chain, no frame of the comparison in its traceback). The literal stays in the test's source: nothing is looked up in the student's
-    namespace.
+    ``except`` block (no exception chain, no frame of the comparison in its traceback). The literal stays in the
+    test's source: nothing is looked up in the student's namespace. (otter keeps that source in its results
+    pickle, ``results.pkl``, which is the teacher's, as the autograder zip is.)
 
     Examples
     --------
@@ -335,15 +336,16 @@ def _verdict(judge):
 
     The reason is the message of an ``AssertionError`` of the comparisons (``"wrong"``, ``"not a plain number"``,
     a noise verdict's reason), of a grading proxy's ``RuntimeError`` about the answer's own function
-    (:class:`blowfish_nb.labs._answers.CodeProxy`: ``"the answer raised …"``), or else the exception's type alone: an
-    error raised inside a comparison could quote the expected value in its message. The class is the exception's
+    (:class:`blowfish_nb.labs._answers.CodeProxy`: ``"the answer raised …"``), or else ``"raised while grading"`` (the
+    exception's class tells its type): an error raised inside a comparison could quote the expected value in its
+    message. The class is the exception's
     when it is a built-in one (a ``TypeError`` stays a ``TypeError``), else ``AssertionError``. Its source is carried
     by every hidden test (:func:`hidden_test`) and runs in the test's own namespace.
 
     Examples
     --------
     >>> _verdict(lambda: None), _verdict(lambda: 1 / 0)
-    ((None, None), (<class 'ZeroDivisionError'>, 'ZeroDivisionError while grading'))
+    ((None, None), (<class 'ZeroDivisionError'>, 'raised while grading'))
     """
     import builtins
 
@@ -362,7 +364,7 @@ def _verdict(judge):
     name = type.__dict__["__name__"].__get__(kind)  # no property of the class's own
     if getattr(builtins, name, None) is not kind:  # not a built-in exception: nothing of it is run or shown
         return AssertionError, "error while grading"
-    why = f"{name} while grading"
+    why = "raised while grading"
     try:
         kind(why)
     except BaseException:  # noqa: BLE001 - a built-in exception that takes other arguments (UnicodeDecodeError)

@@ -120,15 +120,26 @@ def test_a_failing_hidden_test_shows_a_clean_line_and_its_reason_only():
     source = ("from otter.test_files import test_case\nOK_FORMAT = False\nname = 'q1'\npoints = [1]\n"
               "@test_case(points=1, hidden=True)\n" + hidden_test("q1", q, 0, q.parts[0]))
     tf = ExceptionTestFile.from_string(source, path="tests/q1.py")
+    cheat = type("Any", (float,), {"__eq__": lambda s, o: True})(0.0)
     for answer, reason in ((2.0, "wrong"), ("4.48", "the answer is not a plain number"),
-                           (type("Any", (float,), {"__eq__": lambda s, o: True})(0.0), "the answer is not a plain number")):
+                           (cheat, "the answer is not a plain number")):
         tf.run({"answer": answer, "shown": None})
         (result,) = tf.test_case_results
         assert not result.passed
         head, line, last = result.message.splitlines()[-3:]
         assert head.startswith("Error at line") and line.strip() == CLEAN_LINES[0], result.message
         assert last == f"AssertionError: {reason}"
-        assert not any(found_in(result.message, f) for f in forms(q.parts[0])), result.message
+        assert not any(found_in(unframed(result.message), f) for f in forms(q.parts[0])), result.message
+    # a comparison that raises something else (a function of the histogram too, gamer34b's shape): its class only
+    noise = Question("q2", [Part("range_noise", 10.0, otherwise="", kind="code",
+                                 grade="expect_range_noise({arg}, 10.0)")])
+    tf2 = ExceptionTestFile.from_string(source.replace("'q1'", "'q2'").split("def test_q1_0")[0]
+                                       + hidden_test("q2", noise, 0, noise.parts[0]), path="tests/q2.py")
+    tf2.run({"range_noise": lambda x, rng: rng.laplace(0.0, 10.0) - rng.laplace(0.0, 10.0)})
+    message = tf2.test_case_results[0].message
+    line, last = message.splitlines()[-2:]
+    assert line.strip() == CLEAN_LINES[0] and last == "TypeError: raised while grading", message
+    assert "10" not in unframed(message)
     tf.run({"answer": 4.4817, "shown": None})
     assert tf.test_case_results[0].passed
     env, lines = {}, hidden_test("q1", q, 0, q.parts[0]).splitlines()
