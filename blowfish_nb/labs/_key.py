@@ -279,7 +279,33 @@ def hint_table(lab: str, questions: dict[str, Question], args: dict[str, list[st
 
 
 def hidden_test(question: str, q: Question, index: int, part: Part) -> str:
-    """The source of one hidden, exception-based otter test: the student's answer against a literal."""
+    """The source of one hidden, exception-based otter test: the student's answer against a literal.
+
+    A failing test shows nothing that holds the expected value (issue 26, leak37). otter reports a failing test
+    case by the one source line of the test function where the exception left it (``_generate_error_message``
+    of ``otter.test_files.exception_test``: the test file's line at ``tb_next.tb_next.tb_lineno``) and the
+    exception's message, in ``results.json``, its printed summary and what Gradescope shows; a teacher who
+    forwards them would hand every wrong answer's expected value to the student. So the comparison with the
+    literal is only defined on its own line (a ``lambda`` that cannot raise there), run by :func:`_verdict`,
+    which never raises and returns the short reason alone; the test raises a new exception of that reason (an
+    ``AssertionError``, or the built-in class the comparison raised) from a line without a literal, outside any
+    ``except`` block (no exception chain, no frame of the comparison in its traceback). The literal stays in the
+    test's source: nothing is looked up in the student's namespace. (otter keeps that source in its results
+    pickle, ``results.pkl``, which is the teacher's, as the autograder zip is.)
+
+    Examples
+    --------
+    >>> env = {}
+    >>> exec(hidden_test("q1", Question("q1", [Part("answer", 42, otherwise="")]), 0,
+    ...                  Part("answer", 42, otherwise="")), env)
+    >>> env["test_q1_0"](42)
+    >>> import traceback
+    >>> try:
+    ...     env["test_q1_0"](41)
+    ... except AssertionError as e:
+    ...     print(e, "42" in "".join(traceback.format_exception(e)))
+    wrong False
+    """
     if part.grade is not None:
         call = part.grade.format(arg=part.arg)
     elif part.kind == "choice":
@@ -296,9 +322,54 @@ def hidden_test(question: str, q: Question, index: int, part: Part) -> str:
                     for n in q.before)
     return (f"# HIDDEN\ndef test_{question}_{index}({names}):\n{order}"
             f"    _grade = {{}}\n"
-            f"    exec({_grade_source()!r}, _grade)\n"
+            f"    exec({_hidden_source()!r}, _grade)\n"
             f"    {fn} = _grade[{fn!r}]\n"
-            f"    {call}\n")
+            f"    _judge = lambda: {call}\n"
+            f"    _kind, _why = _grade['_verdict'](_judge)\n"
+            f"    if _kind is not None:\n"
+            f"        raise _kind(_why)\n")
+
+
+def _verdict(judge):
+    """Why ``judge()`` (a hidden test's comparison with its literal) fails: the exception class to raise and a short
+    reason, or ``(None, None)`` when it passes. Never raises.
+
+    The reason is the message of an ``AssertionError`` of the comparisons (``"wrong"``, ``"not a plain number"``,
+    a noise verdict's reason), of a grading proxy's ``RuntimeError`` about the answer's own function
+    (:class:`blowfish_nb.labs._answers.CodeProxy`: ``"the answer raised …"``), or else ``"raised while grading"`` (the
+    exception's class tells its type): an error raised inside a comparison could quote the expected value in its
+    message. The class is the exception's
+    when it is a built-in one (a ``TypeError`` stays a ``TypeError``), else ``AssertionError``. Its source is carried
+    by every hidden test (:func:`hidden_test`) and runs in the test's own namespace.
+
+    Examples
+    --------
+    >>> _verdict(lambda: None), _verdict(lambda: 1 / 0)
+    ((None, None), (<class 'ZeroDivisionError'>, 'raised while grading'))
+    """
+    import builtins
+
+    try:
+        judge()
+        return None, None
+    except BaseException as e:  # noqa: BLE001 - a failed comparison, whatever it raised, fails the test
+        error = e
+    kind = type(error)
+    args = error.args if kind in (AssertionError, RuntimeError) else ()
+    text = args[0] if len(args) == 1 and type(args[0]) is str else ""
+    if kind is AssertionError:
+        return AssertionError, text or "wrong"
+    if kind is RuntimeError and text.startswith(("the answer ", "malformed ")):
+        return RuntimeError, text
+    name = type.__dict__["__name__"].__get__(kind)  # no property of the class's own
+    if getattr(builtins, name, None) is not kind:  # not a built-in exception: nothing of it is run or shown
+        return AssertionError, "error while grading"
+    why = "raised while grading"
+    try:
+        kind(why)
+    except BaseException:  # noqa: BLE001 - a built-in exception that takes other arguments (UnicodeDecodeError)
+        return AssertionError, why
+    return kind, why
 
 
 def first_attempt_test(question: str, args: Sequence[str]) -> str:
@@ -309,7 +380,7 @@ def first_attempt_test(question: str, args: Sequence[str]) -> str:
     names = ", ".join(args)
     return (f"# HIDDEN\ndef test_{question}_first_attempt({names}):\n"
             f"    _grade = {{}}\n"
-            f"    exec({_grade_source()!r}, _grade)\n"
+            f"    exec({_hidden_source()!r}, _grade)\n"
             f"    _grade['expect_first_attempt']({question!r}, [{names}])\n")
 
 
@@ -319,6 +390,14 @@ def _grade_source() -> str:
     own: the hidden tests run in the student's kernel (otter's design), and a notebook that replaces the installed
     module's functions (``blowfish_nb.labs._grade.expect_number = ...``) no longer grades itself."""
     return (Path(__file__).resolve().parent / "_grade.py").read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def _hidden_source() -> str:
+    """What each hidden test runs in its own namespace: :func:`_grade_source` and :func:`_verdict`."""
+    import inspect
+
+    return _grade_source() + "\n\n" + inspect.getsource(_verdict)
 
 
 def public_test(lab: str, question: str, args: Sequence[str]) -> str:
