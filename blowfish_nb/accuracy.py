@@ -20,6 +20,13 @@ to find the least ε:
   transfer operator (:mod:`blowfish_nb.analysis.chain_tail`), solved for ε
   (issue 28: it replaced two Monte-Carlo rounds, and asks the ε the
   coverage needs, without the rounds' confidence margin);
+* **one scaled row per answer** when each answer is one measured row of an
+  ``Optimized`` strategy divided by its weight, the rows independent (the
+  range–edge strategy that stands in for auto's fit on ranges under a tree
+  policy): the errors are independent lattice Laplace terms, so the exact
+  product of their laws, with the grid's rounding charged, is a lower bound
+  on the coverage for every histogram (:mod:`blowfish_nb.analysis.scaled_rows`;
+  issue 28: no Monte-Carlo round, no confidence margin);
 * **tabulated quantiles** for OrderedHierarchical's prefix sums when one tree
   spans the domain (the cumulative query under dp, k = 16, 32, …, 4,096): the
   quantiles of max |error| were drawn once per noise scale on a 2.2 % grid,
@@ -69,6 +76,7 @@ import numpy as np
 
 from .analysis.chain_tail import chain_epsilon
 from .analysis.prefix_table import tabulated_epsilon
+from .analysis.scaled_rows import scaled_rows, scaled_rows_epsilon
 from .analysis.selection import Memo, public_key
 from .exceptions import InvalidParameterError
 from .policy import Policy
@@ -168,6 +176,11 @@ def _epsilon(mechanism, workload, policy, alpha, beta, draws, seed, query) -> fl
         if count == 0 or delta == 0:
             return 1e-12  # nothing random to bound: any ε meets the target (kept positive)
         return _single_term_epsilon(count, delta, alpha, beta)
+    scaled = _remembered(query, "scaled rows", lambda: scaled_rows(mechanism, workload, policy))
+    if scaled is not None:
+        epsilon = scaled_rows_epsilon(mechanism, policy, scaled[1], alpha, beta)
+        if epsilon is not None:  # (None: α below the grid's allowance; Monte Carlo says so)
+            return epsilon
     chain = _remembered(query, "chain", lambda: mechanism.difference_chain(workload, policy))
     if chain is not None:
         n, delta = chain
