@@ -83,8 +83,8 @@ from .policy import Policy
 from .ranges import Ranges, as_ranges
 from .workload import Workload
 
-__all__ = ["epsilon_for_accuracy", "error_draws", "max_abs_errors", "check_accuracy", "upper_quantile", "clear_memory",
-           "chunk_draws", "binomial_quantile", "DRAWS", "CONFIDENCE"]
+__all__ = ["epsilon_for_accuracy", "epsilon_below", "error_draws", "max_abs_errors", "check_accuracy", "upper_quantile",
+           "clear_memory", "chunk_draws", "binomial_quantile", "DRAWS", "CONFIDENCE"]
 
 #: Monte-Carlo draws of the release error used for (α, β) → ε and intervals. With 99% confidence the bound on
 #: the 0.95-quantile is then the 775th of 800 sorted draws (0.969) rather than the 966th of 1,000 (0.966)
@@ -150,6 +150,40 @@ def epsilon_for_accuracy(mechanism, workload: Workload, policy: Policy, alpha: f
     epsilon = _epsilon(mechanism, workload, policy, alpha, beta, draws, seed, query)
     _EPSILONS.put(request, epsilon)
     return epsilon
+
+
+def epsilon_below(mechanism, workload: Workload, policy: Policy, alpha: float, beta: float,
+                  bound: float) -> float | None:
+    """:func:`epsilon_for_accuracy` of ``mechanism`` when it is below ``bound``, else None; screened by one round.
+
+    For comparing an alternative with an ε already quoted (``bound``, certified on its own): a mechanism whose
+    quote is Monte Carlo is first screened by one round of :data:`DRAWS` draws at ``bound`` (seeded, public
+    noise only) — when their empirical (1 − β)-quantile of max |error| is above α the mechanism would need more
+    than ``bound`` and None is returned without its certifying rounds. A screen, not a bound: a wrong call keeps
+    the other quote, which is certified anyway; whatever is returned is this mechanism's own certified ε.
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, mechanisms, policy, workload
+    >>> m, W, g = mechanisms.Laplace(), workload.identity(100), policy.dp(Domain.grid(100))
+    >>> epsilon_below(m, W, g, 10, 0.05, 1.0) == epsilon_for_accuracy(m, W, g, 10, 0.05)
+    True
+    >>> epsilon_below(m, W, g, 10, 0.05, 0.5) is None  # it needs 0.7155
+    True
+    """
+    alpha, beta = check_accuracy((alpha, beta))
+    quick = (mechanism.single_terms(workload, policy) is not None or mechanism.difference_chain(workload, policy)
+             is not None or tabulated_epsilon(mechanism, workload, policy, alpha, beta) is not None)
+    if not quick:
+        z = max_abs_errors(mechanism, workload, policy, bound, DRAWS, seed=SCREEN_SEED)
+        if np.quantile(z, 1 - beta) > alpha:
+            return None
+    epsilon = epsilon_for_accuracy(mechanism, workload, policy, alpha, beta)
+    return epsilon if epsilon < bound else None
+
+
+#: the seed of :func:`epsilon_below`'s screening round (its draws are never those of a certifying round)
+SCREEN_SEED = 1 << 20
 
 
 def clear_memory() -> None:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from . import policy as policies
 from ._validation import as_generator, check_epsilon
-from .accuracy import check_accuracy, epsilon_for_accuracy, error_draws
+from .accuracy import check_accuracy, epsilon_below, epsilon_for_accuracy, error_draws
 from .analysis import choose_mechanism
 from .analysis.selection import default_candidates, fitted, fixed_alternative, is_stand_in
 from .domain import CELL_LIMIT, Domain
@@ -164,10 +164,11 @@ def plan_budget(plan: Plan, request: Request | None = None, *, epsilon=None, acc
             )
     if acc is not None:
         eps = epsilon_for_accuracy(m, run.workload, run.policy, *acc)
-        if isinstance(mechanism, str) and mechanism == "auto" and is_stand_in(m):  # auto chose it by squared error: the fixed best may quote less
+        # auto chose the range-edge stand-in by squared error; the best fixed mechanism may quote less for (α, β)
+        if isinstance(mechanism, str) and mechanism == "auto" and is_stand_in(m):
             alt = fixed_alternative(table, run.policy)
-            alt_eps = None if alt is None else epsilon_for_accuracy(alt, run.workload, run.policy, *acc)
-            if alt_eps is not None and alt_eps < eps:
+            alt_eps = None if alt is None else epsilon_below(alt, run.workload, run.policy, *acc, eps)
+            if alt_eps is not None:
                 m, eps = alt, alt_eps
     # an ε too small to draw noise for is refused here, from public facts, before any row is read
     m.require(run.policy)  # a mechanism that cannot protect the policy is refused before any row is read
