@@ -152,6 +152,11 @@ def plan_budget(plan: Plan, request: Request | None = None, *, epsilon=None, acc
                 f"He et al. §8 establishes), got mechanism={mechanism!r}")
         mechanism, projection = Laplace(), False
     run = Run(plan, projection)
+    with sensitivities_remembered():  # each candidate's Δ scanned once for its error, the choice and the ε
+        return _plan_budget(plan, run, mechanism, eps, acc)
+
+
+def _plan_budget(plan: Plan, run: Run, mechanism, eps, acc) -> Budgeted:
     m, table = pick_mechanism(mechanism, run, accuracy=acc is not None)
     if plan.query.name == "workload":
         with np.errstate(invalid="ignore", over="ignore"):
