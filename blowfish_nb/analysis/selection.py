@@ -274,13 +274,13 @@ def _choose(workload: Workload, policy: Policy, epsilon: float,
         if _unfitted(mech):
             reason = fit_can_win(bound, best_fixed)
             stand_in = None if reason is not None else range_edge_stand_in(workload, policy)
-            if stand_in is not None:
-                mech = stand_in
-            else:
+            row = None if stand_in is None else _error_row(stand_in, workload, policy, epsilon, bound, candidates)
+            if row is not None and row["expected_error"] < best_fixed * (1 - GAIN):  # it beats every fixed one
+                mech, row["note"] = stand_in, STAND_IN_NOTE
+            else:  # no stand-in, or one no better than a fixed mechanism: the fit as before
                 mech = _fitted(mech, workload, policy) if reason is None else _NotOffered(reason)
-            errors[id(mech)] = _error_row(mech, workload, policy, epsilon, bound, candidates)
-            if stand_in is not None and not errors[id(mech)]["note"]:
-                errors[id(mech)]["note"] = STAND_IN_NOTE
+                row = _error_row(mech, workload, policy, epsilon, bound, candidates)
+            errors[id(mech)] = row
         quoted.append(mech)
     rows = [errors[id(m)] for m in quoted]
     while True:
@@ -364,9 +364,11 @@ def range_edge_stand_in(workload: Workload, policy: Policy) -> Optimized | None:
     range is one or two coordinates (the suffix counts at its two boundaries) and one record's move changes
     one coordinate by 1. :func:`~blowfish_nb.strategies.range_edges.range_edge_strategy` measures each range
     once where its boundaries are not shared and the edge values with what each edge's budget has left, in
-    O(q·n) with no optimiser, so a quote needs no fit (issue 28: the fit cost 1.3–3.2 s cold on the 64-range
-    quote and lost to Ordered there). It is charged its exact Δ. The choice stays by exact error among the
-    candidates; the table says a fit was not run, and the release uses what was quoted. Off a tree (G^θ
+    O(q·n) with no optimiser. Where its exact error is below every fixed candidate's, :func:`choose_mechanism`
+    quotes it instead of fitting (issue 28: the fit cost 1.3–3.2 s cold on the 64-range quote and lost to
+    Ordered there); where it is not (ranges sharing many boundaries: each is then measured at a fraction of the
+    budget), the fit runs as before. It is charged its exact Δ; the table says a fit was not run, and the
+    release uses what was quoted. Off a tree (G^θ
     with θ ≥ 2, grids) the fit runs as before: there the fit's strategies had lower ℓ∞ quantiles
     (benchmarks/results/quote_cold.md).
 
