@@ -1,6 +1,8 @@
 """Cold (α, β) → ε quotes at k = 4,096 (issue 28: ≤ 50 ms each), each in a fresh interpreter.
 
-Run: ``nice -n 10 .venv/bin/python -m benchmarks.quote_cold`` (writes benchmarks/results/quote_cold.md).
+Run: ``nice -n 10 .venv/bin/python -m benchmarks.quote_cold`` (writes benchmarks/results/quote_cold.md);
+``--against PATH`` times a baseline checkout and this tree alternately; ``--line-seeds PATH`` compares the ε and
+time of the range quote under the line policy over 16 range sets.
 A quote is ``plan_budget(plan, accuracy=(50, 0.05))`` on a prepared plan: the mechanism choice among the linear
 candidates and the ε for (α, β) (closed form, the exact chain bound or Monte Carlo), everything a panel's "this release will cost"
 line waits for. *Cold*: the first quote of its query in a fresh interpreter (no remembered choice, draws or
@@ -52,6 +54,44 @@ print(json.dumps({"cold": cold, "bincount": min(base), "mechanism": b.mechanism.
 """
 
 
+SEEDS_CHILD = r"""
+import json, time, numpy as np, pandas as pd
+from blowfish_nb.accessor import prepare
+from blowfish_nb.planning import plan_budget
+from blowfish_nb.accuracy import clear_memory
+k = 4096
+for q in (64, 32):
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        ranges = sorted((float(a), float(b)) for a, b in (np.sort(rng.integers(0, k, size=(q, 2)), axis=1) + [0, 1]))
+        plan = prepare(pd.DataFrame({"v": np.linspace(0, k - 1, 100)}), "range", "v", bins=k, bounds=(0, k),
+                       policy="line", ranges=ranges)
+        clear_memory()
+        t = time.perf_counter(); b = plan_budget(plan, accuracy=(50, 0.05)); dt = time.perf_counter() - t
+        print(json.dumps({"q": q, "seed": seed, "mech": b.mechanism.name, "eps": b.epsilon, "ms": 1000 * dt}))
+"""
+
+
+def line_seeds(against: str) -> str:
+    """ε and time of the range quote under the line policy over 16 range sets (q = 64 and 32, seeds 0–7), in one
+    process per tree (``against`` first, then this tree; cache off, one BLAS thread; after the first quote the
+    process is warm, so the times are those of a quote in a running notebook)."""
+    here = str(Path(__file__).resolve().parent.parent)
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BLOWFISH_NB_CACHE")}
+    base.update(OPENBLAS_NUM_THREADS="1", BLOWFISH_NB_CACHE="off")
+    runs = []
+    for tree in (str(Path(against).resolve()), here):
+        out = subprocess.run([sys.executable, "-c", SEEDS_CHILD], capture_output=True, text=True, check=True,
+                             env={**base, "PYTHONPATH": tree}, cwd=tree)
+        runs.append([json.loads(line) for line in out.stdout.strip().splitlines()])
+    rows = []
+    for b, a in zip(*runs):
+        rows.append([b["q"], b["seed"], f"{b['mech']} ({b['eps']:.4g})", f"{b['ms']:.0f}",
+                     f"{a['mech']} ({a['eps']:.4g})", f"{a['ms']:.0f}", f"{a['eps'] / b['eps']:.3f}"])
+    return markdown_table(["ranges", "seed", "before: mechanism (ε)", "before ms", "after: mechanism (ε)", "after ms",
+                           "ε after ÷ before"], rows)
+
+
 def _child(query: str, pol: str, env: dict) -> dict:
     # run from the tree being timed: ``python -c`` puts the working folder before PYTHONPATH on sys.path
     out = subprocess.run([sys.executable, "-c", CHILD, query, pol], capture_output=True, text=True, check=True,
@@ -100,6 +140,9 @@ def compare(against: str, repeats: int = COMPARE_REPEATS) -> str:
 
 
 def main() -> None:
+    if "--line-seeds" in sys.argv:
+        print(line_seeds(sys.argv[sys.argv.index("--line-seeds") + 1]))
+        return
     if "--against" in sys.argv:
         against = sys.argv[sys.argv.index("--against") + 1]
         table = compare(against)

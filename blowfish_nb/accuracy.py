@@ -20,6 +20,13 @@ to find the least ε:
   transfer operator (:mod:`blowfish_nb.analysis.chain_tail`), solved for ε
   (issue 28: it replaced two Monte-Carlo rounds, and asks the ε the
   coverage needs, without the rounds' confidence margin);
+* **one scaled row per answer** when each answer is one measured row of an
+  ``Optimized`` strategy divided by its weight, the rows independent (the
+  range–edge strategy that stands in for auto's fit on ranges under a tree
+  policy): the errors are independent lattice Laplace terms, so the exact
+  product of their laws, with the grid's rounding charged, is a lower bound
+  on the coverage for every histogram (:mod:`blowfish_nb.analysis.scaled_rows`;
+  issue 28: no Monte-Carlo round, no confidence margin);
 * **tabulated quantiles** for OrderedHierarchical's prefix sums when one tree
   spans the domain (the cumulative query under dp, k = 16, 32, …, 4,096): the
   quantiles of max |error| were drawn once per noise scale on a 2.2 % grid,
@@ -69,14 +76,15 @@ import numpy as np
 
 from .analysis.chain_tail import chain_epsilon
 from .analysis.prefix_table import tabulated_epsilon
+from .analysis.scaled_rows import scaled_rows, scaled_rows_epsilon
 from .analysis.selection import Memo, public_key
 from .exceptions import InvalidParameterError
 from .policy import Policy
 from .ranges import Ranges, as_ranges
 from .workload import Workload
 
-__all__ = ["epsilon_for_accuracy", "error_draws", "max_abs_errors", "check_accuracy", "upper_quantile", "clear_memory",
-           "chunk_draws", "binomial_quantile", "DRAWS", "CONFIDENCE"]
+__all__ = ["epsilon_for_accuracy", "epsilon_below", "error_draws", "max_abs_errors", "check_accuracy", "upper_quantile",
+           "clear_memory", "chunk_draws", "binomial_quantile", "DRAWS", "CONFIDENCE"]
 
 #: Monte-Carlo draws of the release error used for (α, β) → ε and intervals. With 99% confidence the bound on
 #: the 0.95-quantile is then the 775th of 800 sorted draws (0.969) rather than the 966th of 1,000 (0.966)
@@ -144,6 +152,40 @@ def epsilon_for_accuracy(mechanism, workload: Workload, policy: Policy, alpha: f
     return epsilon
 
 
+def epsilon_below(mechanism, workload: Workload, policy: Policy, alpha: float, beta: float,
+                  bound: float) -> float | None:
+    """:func:`epsilon_for_accuracy` of ``mechanism`` when it is below ``bound``, else None; screened by one round.
+
+    For comparing an alternative with an ε already quoted (``bound``, certified on its own): a mechanism whose
+    quote is Monte Carlo is first screened by one round of :data:`DRAWS` draws at ``bound`` (seeded, public
+    noise only) — when their empirical (1 − β)-quantile of max |error| is above α the mechanism would need more
+    than ``bound`` and None is returned without its certifying rounds. A screen, not a bound: a wrong call keeps
+    the other quote, which is certified anyway; whatever is returned is this mechanism's own certified ε.
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, mechanisms, policy, workload
+    >>> m, W, g = mechanisms.Laplace(), workload.identity(100), policy.dp(Domain.grid(100))
+    >>> epsilon_below(m, W, g, 10, 0.05, 1.0) == epsilon_for_accuracy(m, W, g, 10, 0.05)
+    True
+    >>> epsilon_below(m, W, g, 10, 0.05, 0.5) is None  # it needs 0.7155
+    True
+    """
+    alpha, beta = check_accuracy((alpha, beta))
+    quick = (mechanism.single_terms(workload, policy) is not None or mechanism.difference_chain(workload, policy)
+             is not None or tabulated_epsilon(mechanism, workload, policy, alpha, beta) is not None)
+    if not quick:
+        z = max_abs_errors(mechanism, workload, policy, bound, DRAWS, seed=SCREEN_SEED)
+        if np.quantile(z, 1 - beta) > alpha:
+            return None
+    epsilon = epsilon_for_accuracy(mechanism, workload, policy, alpha, beta)
+    return epsilon if epsilon < bound else None
+
+
+#: the seed of :func:`epsilon_below`'s screening round (its draws are never those of a certifying round)
+SCREEN_SEED = 1 << 20
+
+
 def clear_memory() -> None:
     """Forget every remembered quote: ε, closed forms, draws, mechanism choices, optimised strategies, H^θ plans.
 
@@ -168,6 +210,11 @@ def _epsilon(mechanism, workload, policy, alpha, beta, draws, seed, query) -> fl
         if count == 0 or delta == 0:
             return 1e-12  # nothing random to bound: any ε meets the target (kept positive)
         return _single_term_epsilon(count, delta, alpha, beta)
+    scaled = _remembered(query, "scaled rows", lambda: scaled_rows(mechanism, workload, policy))
+    if scaled is not None:
+        epsilon = scaled_rows_epsilon(mechanism, policy, scaled[1], alpha, beta)
+        if epsilon is not None:  # (None: α below the grid's allowance; Monte Carlo says so)
+            return epsilon
     chain = _remembered(query, "chain", lambda: mechanism.difference_chain(workload, policy))
     if chain is not None:
         n, delta = chain

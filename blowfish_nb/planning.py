@@ -25,9 +25,9 @@ import pandas as pd
 
 from . import policy as policies
 from ._validation import as_generator, check_epsilon
-from .accuracy import check_accuracy, epsilon_for_accuracy, error_draws
+from .accuracy import check_accuracy, epsilon_below, epsilon_for_accuracy, error_draws
 from .analysis import choose_mechanism
-from .analysis.selection import default_candidates, fitted
+from .analysis.selection import default_candidates, fitted, fixed_alternative, is_stand_in
 from .domain import CELL_LIMIT, Domain
 from .exceptions import DomainError, InvalidParameterError, PolicyError
 from .mechanisms import REGISTRY, Laplace, Mechanism, by_name
@@ -152,6 +152,11 @@ def plan_budget(plan: Plan, request: Request | None = None, *, epsilon=None, acc
                 f"He et al. §8 establishes), got mechanism={mechanism!r}")
         mechanism, projection = Laplace(), False
     run = Run(plan, projection)
+    with sensitivities_remembered():  # each candidate's Δ scanned once for its error, the choice and the ε
+        return _plan_budget(plan, run, mechanism, eps, acc)
+
+
+def _plan_budget(plan: Plan, run: Run, mechanism, eps, acc) -> Budgeted:
     m, table = pick_mechanism(mechanism, run, accuracy=acc is not None)
     if plan.query.name == "workload":
         with np.errstate(invalid="ignore", over="ignore"):
@@ -164,6 +169,12 @@ def plan_budget(plan: Plan, request: Request | None = None, *, epsilon=None, acc
             )
     if acc is not None:
         eps = epsilon_for_accuracy(m, run.workload, run.policy, *acc)
+        # auto chose the range-edge stand-in by squared error; the best fixed mechanism may quote less for (α, β)
+        if isinstance(mechanism, str) and mechanism == "auto" and is_stand_in(m):
+            alt = fixed_alternative(table, run.policy)
+            alt_eps = None if alt is None else epsilon_below(alt, run.workload, run.policy, *acc, eps)
+            if alt_eps is not None:
+                m, eps = alt, alt_eps
     # an ε too small to draw noise for is refused here, from public facts, before any row is read
     m.require(run.policy)  # a mechanism that cannot protect the policy is refused before any row is read
     scale = m.noise_scale(run.policy, eps)

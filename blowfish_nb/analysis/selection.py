@@ -37,6 +37,7 @@ from ..mechanisms.htheta import AUTO_MAX_THETA
 from ..mechanisms.optimized import AUTO, AUTO_COST
 from ..strategies.known_total import KnownTotalStrategy
 from ..strategies.optimized import OptimizedStrategy
+from ..strategies.range_edges import RANGE_EDGE_CELLS, range_edge_strategy
 from ..strategies.reduction import lift, reduce_workload
 from ..domain import CategoricalAttribute, OrderedAttribute
 from ..policy import Attribute, Bounded, Categorical, Composed, Custom, Partition, Policy, Threshold
@@ -47,7 +48,7 @@ from . import strategy_cache
 from .lower_bound import LOWER_BOUND_LIMIT, lower_bound
 
 __all__ = ["choose_mechanism", "expected_error", "default_candidates", "public_key", "Memo", "memo_scope", "CHOICES",
-           "optimized_for", "OPTIMIZED_COST", "fitted"]
+           "optimized_for", "OPTIMIZED_COST", "fitted", "range_edge_stand_in", "is_stand_in", "STAND_IN_NOTE", "fixed_alternative"]
 
 #: choices remembered (each a candidate's index and its small table), over every scope
 CHOICES = 1024
@@ -272,8 +273,14 @@ def _choose(workload: Workload, policy: Policy, epsilon: float,
     for mech in candidates:
         if _unfitted(mech):
             reason = fit_can_win(bound, best_fixed)
-            mech = _fitted(mech, workload, policy) if reason is None else _NotOffered(reason)
-            errors[id(mech)] = _error_row(mech, workload, policy, epsilon, bound, candidates)
+            stand_in = None if reason is not None else range_edge_stand_in(workload, policy)
+            row = None if stand_in is None else _error_row(stand_in, workload, policy, epsilon, bound, candidates)
+            if row is not None and row["expected_error"] < best_fixed * (1 - GAIN):  # it beats every fixed one
+                mech, row["note"] = stand_in, STAND_IN_NOTE
+            else:  # no stand-in, or one no better than a fixed mechanism: the fit as before
+                mech = _fitted(mech, workload, policy) if reason is None else _NotOffered(reason)
+                row = _error_row(mech, workload, policy, epsilon, bound, candidates)
+            errors[id(mech)] = row
         quoted.append(mech)
     rows = [errors[id(m)] for m in quoted]
     while True:
@@ -340,6 +347,77 @@ def fit_can_win(bound: float, best_fixed: float) -> str | None:
         return None
     return (f"not fitted: no strategy can beat {best_fixed:.4g} here (the SVD lower bound on any strategy's error "
             f"is {bound:.4g})")
+
+
+#: the table's note on an ``Optimized`` row answered by the range–edge strategy instead of a fit
+STAND_IN_NOTE = ("range-edge strategy under a tree policy, not fitted (mechanism=Optimized() fits one; a fit could "
+                 "lower the error at most to the SVD bound)")
+
+
+def range_edge_stand_in(workload: Workload, policy: Policy) -> Optimized | None:
+    """``Optimized`` on the range–edge strategy where it stands in for auto's fit, else None (fit as before).
+
+    Where: 1-D ranges (not the histogram: auto never fits it) under a *tree* policy without ⊥ (the line, a
+    projected line, a path-like custom graph) on at most
+    :data:`~blowfish_nb.strategies.range_edges.RANGE_EDGE_CELLS` cells. Why there: under a tree
+    policy (ε, G)-Blowfish privacy on x is ε-DP on the edge values x_G (Haney et al. 2017, Thm 4.3), in which a
+    range is one or two coordinates (the suffix counts at its two boundaries) and one record's move changes
+    one coordinate by 1. :func:`~blowfish_nb.strategies.range_edges.range_edge_strategy` measures each range
+    once where its boundaries are not shared and the edge values with what each edge's budget has left, in
+    O(q·n) with no optimiser. Where its exact error is below every fixed candidate's, :func:`choose_mechanism`
+    quotes it instead of fitting (issue 28: the fit cost 1.3–3.2 s cold on the 64-range quote and lost to
+    Ordered there); where it is not (ranges sharing many boundaries: each is then measured at a fraction of the
+    budget), the fit runs as before. It is charged its exact Δ; the table says a fit was not run, and the
+    release uses what was quoted. Off a tree (G^θ
+    with θ ≥ 2, grids) the fit runs as before: there the fit's strategies had lower ℓ∞ quantiles
+    (benchmarks/results/quote_cold.md).
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, policy
+    >>> from blowfish_nb.ranges import Ranges
+    >>> m = range_edge_stand_in(Ranges(8, [1, 4], [3, 6]), policy.line(Domain.grid(8)))
+    >>> m.name, m.optimized.info["template"]
+    ('Optimized', 'range-edge')
+    >>> range_edge_stand_in(Ranges(8, [1], [3]), policy.threshold(Domain.grid(8), 2)) is None
+    True
+    """
+    if getattr(workload, "is_identity", False) or policy.has_bottom or len(policy.domain.shape) != 1:
+        return None
+    if not 2 <= policy.domain.size <= RANGE_EDGE_CELLS or not policy.is_tree():
+        return None
+    strategy = range_edge_strategy(workload, policy)
+    return None if strategy is None else Optimized(strategy)
+
+
+def is_stand_in(mech) -> bool:
+    """Whether ``mech`` is the range–edge strategy standing in for auto's fit."""
+    return (isinstance(mech, Optimized) and mech.optimized is not None
+            and mech.optimized.info.get("template") == "range-edge")
+
+
+def fixed_alternative(table: pd.DataFrame, policy: Policy, linear: bool = True) -> MatrixMechanism | None:
+    """The candidate of ``table`` with the lowest finite error among those that are not ``Optimized``, or None.
+
+    An accuracy quote that chose the range–edge stand-in (by expected squared error, :func:`choose_mechanism`)
+    also asks this one's ε and keeps the lower (the ℓ∞ target ranks them differently now and then), so the
+    stand-in never quotes more than the best fixed mechanism would. ``linear``: among the linear candidates
+    only (an accuracy quote's).
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, policy, workload
+    >>> g = policy.line(Domain.grid(16))
+    >>> _, table = choose_mechanism(workload.prefix(16), g, 1.0)
+    >>> fixed_alternative(table, g).name
+    'Transformed+Laplace'
+    """
+    candidates = [m for m in default_candidates(policy, optimized=False) if m.linear or not linear]
+    labels = {(repr(m) if sum(type(o) is type(m) for o in candidates) > 1 else m.name): m for m in candidates}
+    errors = table["expected_error"]
+    rows = [(float(errors[label]), i, label) for i, label in enumerate(table.index)
+            if label in labels and label != "Optimized" and np.isfinite(errors[label])]
+    return labels[min(rows)[2]] if rows else None
 
 
 def _unfitted(mech) -> bool:
