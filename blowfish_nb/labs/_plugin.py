@@ -342,6 +342,8 @@ class LabGrader(AbstractOtterPlugin):
         return bool(self.refused)
 
     def _set(self, results, files):
+        for tf in files:  # the hidden test's text holds the expected values: otter's results pickle keeps each file's
+            tf.source = ""  # source (leak37); the failure messages were made from it already
         results.results = {tf.name: tf for tf in files}
         results._catastrophic_error = None
         results.set_plugin_data(PLUGIN, {"dropped_cells": list(self.dropped), "notes": list(self.notes)})

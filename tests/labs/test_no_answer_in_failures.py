@@ -183,7 +183,7 @@ def test_every_answer_wrong_under_otter_run_shows_no_expected_value(built_labs, 
 
     out = tmp_path / "out"
     out.mkdir()
-    command = [str(OTTER), "run", "-a", str(zip_path), "-o", str(out), str(path)]
+    command = [str(OTTER), "run", "-a", str(zip_path), "-o", str(out), "--pickle-results", str(path)]
     if shutil.which("unshare") and shutil.which("ip") and subprocess.run(["unshare", "-n", "true"]).returncode == 0:
         command = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *command]
     env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(out),
@@ -200,6 +200,14 @@ def test_every_answer_wrong_under_otter_run_shows_no_expected_value(built_labs, 
         assert "AssertionError: wrong" in text
     printed = done.stdout + done.stderr
     assert "Total Score" in printed
+    # the results pickle (the teacher's, as Gradescope writes it) held each hidden test's whole source until the
+    # plugin emptied it: its text is searched as it lies on disk
+    # (it also holds the submitted notebook, whose text has small numbers of its own: the hidden tests' lines are
+    # what must be gone, the values' longest forms with them)
+    pickled = (out / "results.pkl").read_bytes().decode("latin-1")
+    assert "_judge = lambda" not in pickled and "expect_number(" not in pickled
+    assert not [f for part in parts.values() for f in forms(part) if len(f) >= 8 and any(c.isdigit() for c in f)
+                and f in pickled]
     texts = {"results.json": unframed("\n".join(strings(results))), "printed": unframed(printed)}
     leaks = [(name, arg, f, where(text, f)) for name, text in texts.items() for arg, part in parts.items()
              for f in forms(part) if found_in(text, f)]
