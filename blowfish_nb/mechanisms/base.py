@@ -492,7 +492,8 @@ class MatrixMechanism(Mechanism):
         Then :meth:`estimate`'s general path — pad (nothing to pad: K = k), measure ``I @ x`` (a copy), draw
         ``noise.noisy`` on it, least squares (``IdentityFactor.lstsq_rows``: a copy) — returns exactly
         ``noise.noisy(x, b, rng)``: the same draws from ``rng`` and the same bits, without the operators, copies
-        and axis moves that were most of a 4,096-cell release's mechanism time (issue 28).
+        and axis moves (issue 28: a 4,096-cell Laplace release 0.195 → 0.154 ms by the median, twice per dp
+        histogram release with the Adaptive fallback's probe).
         """
         return type(self.factor) is IdentityFactor and type(self)._postprocess is MatrixMechanism._postprocess
 
