@@ -118,8 +118,8 @@ def standard_exponential(rng: np.random.Generator, n: int) -> np.ndarray:
     fresh exponential −ln U from :func:`uniform_open` (memorylessness).
     """
     e = rng.standard_exponential(n)
-    tail = np.flatnonzero(e > 30.0)
-    if tail.size:
+    if n and e.max() > 30.0:  # one reduction, no mask, in the usual case (the same draws: nothing is drawn here)
+        tail = np.flatnonzero(e > 30.0)
         e[tail] = 30.0 - np.log(uniform_open(rng, tail.size))
     return e
 
@@ -145,29 +145,70 @@ def discrete_laplace(rng: np.random.Generator, scale, shape) -> np.ndarray:
     (True, 1.0)
     """
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    n = int(np.prod(shape))
+    n = math.prod(shape)
     scale = np.asarray(scale, dtype=float)
     if scale.ndim:
         scale = np.broadcast_to(scale, shape).reshape(-1)
     # Z = 0 with probability (1 − t)/(1 + t); otherwise ±(1 + G), G ~ Geometric(t) on {0, 1, …} as ⌊E·b⌋
     out = standard_exponential(rng, n)
+    if scale.ndim == 0 and scale > 0:
+        zero, tiny = np.tanh(0.5 / scale), bool(scale < TINY_SCALE)  # (1 − t)/(1 + t)
+    else:
+        with np.errstate(divide="ignore"):
+            zero = np.tanh(0.5 / scale)  # 1 at scale 0
+        tiny = bool(((scale > 0) & (scale < TINY_SCALE)).any())
+    if not tiny:
+        return _whole_draws(rng, out, scale, zero).reshape(shape)
     out *= scale
     np.floor(out, out=out)
     out += 1.0
-    with np.errstate(divide="ignore"):
-        zero = np.tanh(0.5 / scale)  # (1 − t)/(1 + t); 1 at scale 0
     # the zeros, then the signs, as multiplications (the same bits as setting out[u < zero] = 0 and negating where
     # the sign bit is set, -0.0 included; a boolean-mask store and a masked negation cost 5× more)
     keep = rng.random(n) >= zero
-    tiny = (scale > 0) & (scale < TINY_SCALE)
-    if tiny.any():  # p too small for 1 − p to carry it: U < p with a uniform exact near 0
-        where = np.flatnonzero(np.broadcast_to(tiny, (n,)))
-        b = np.broadcast_to(scale, (n,))[where]
-        t = np.exp(-1.0 / b)
-        keep[where] = uniform_open(rng, where.size) < 2.0 * t / (1.0 + t)
+    # p too small for 1 − p to carry it: U < p with a uniform exact near 0
+    where = np.flatnonzero(np.broadcast_to((scale > 0) & (scale < TINY_SCALE), (n,)))
+    b = np.broadcast_to(scale, (n,))[where]
+    t = np.exp(-1.0 / b)
+    keep[where] = uniform_open(rng, where.size) < 2.0 * t / (1.0 + t)
     out *= keep
     out *= 1.0 - 2.0 * _signs(rng, n)
     return out.reshape(shape)
+
+
+#: values per block in :func:`_whole_draws`: its scratch arrays (uniforms, flags, signs) stay in the L2 cache
+BLOCK = 1 << 14
+
+
+def _whole_draws(rng: np.random.Generator, out: np.ndarray, scale, zero) -> np.ndarray:
+    """:func:`discrete_laplace` above :data:`TINY_SCALE` from the exponentials ``out``, in place, block by block.
+
+    The same operations on the same draws as the whole-array form (``out = (⌊E·b⌋ + 1)·[U ≥ zero]·(1 − 2s)``,
+    kept for scales below :data:`TINY_SCALE`): the n uniforms are drawn in consecutive blocks (a Generator's
+    stream does not depend on how a draw is split), then the ⌈n/64⌉ words of sign bits, so the generator is
+    consumed exactly as before and every value, -0.0 included, has the same bits. Blocks keep the uniforms,
+    the flags and the ±1 factors in cache instead of four fresh n-element temporaries (10⁶ draws: ~27 → ~18 ms
+    on this project's machines, benchmarks/noise_speed.py).
+    """
+    n = out.size
+    m = min(BLOCK, n)
+    u, keep, sign = np.empty(m), np.empty(m, dtype=bool), np.empty(m)
+    per_value = np.ndim(scale) > 0
+    for s in range(0, n, BLOCK):
+        o = out[s : s + BLOCK]
+        k = o.size
+        np.multiply(o, scale[s : s + BLOCK] if per_value else scale, out=o)
+        np.floor(o, out=o)
+        o += 1.0
+        rng.random(out=u[:k])
+        o *= np.greater_equal(u[:k], zero[s : s + BLOCK] if per_value else zero, out=keep[:k])
+    bits = np.unpackbits(rng.bit_generator.random_raw((n + 63) // 64).view(np.uint8))[:n]
+    for s in range(0, n, BLOCK):
+        o = out[s : s + BLOCK]
+        k = o.size
+        np.multiply(bits[s : s + BLOCK], -2.0, out=sign[:k])  # 1 − 2s: exactly ±1.0
+        sign[:k] += 1.0
+        o *= sign[:k]
+    return out
 
 
 def noisy(values: np.ndarray, scale, rng: np.random.Generator, epsilon: float | None = None) -> np.ndarray:

@@ -165,7 +165,12 @@ def _discrete_laplace_as_before(rng, scale, shape):
 
 
 @pytest.mark.parametrize("scale, shape", [(4.0, 100_003), (0.05, 5_000), (0.0, 64), (3e9, 1_000), (1.0, (7, 9)),
-                                          (np.array([0.0, 0.3, 2.0, 50.0, 1e6]), (3_000, 5))])
+                                          (np.array([0.0, 0.3, 2.0, 50.0, 1e6]), (3_000, 5)),
+                                          # block edges of the in-place form (noise.BLOCK), an empty draw, and
+                                          # per-value scales (0 among them) across blocks
+                                          (2.0, 0), (2.0, 1), (2.0, noise.BLOCK), (2.0, noise.BLOCK + 1),
+                                          (np.r_[0.0, np.linspace(0.05, 40.0, 39_999)], 40_000),
+                                          (7.5, (3, noise.BLOCK))])
 def test_discrete_laplace_draws_the_same_bits_as_before(scale, shape):
     """Issue 28 made the sampler faster by multiplications in place of masked stores: the same generator state gives
     the same array, bit for bit (signed zeros included), and leaves the generator in the same state."""
@@ -174,3 +179,24 @@ def test_discrete_laplace_draws_the_same_bits_as_before(scale, shape):
         new, old = noise.discrete_laplace(a, scale, shape), _discrete_laplace_as_before(b, scale, shape)
         assert new.shape == old.shape and new.tobytes() == old.tobytes()
         assert a.bit_generator.state == b.bit_generator.state
+
+
+class _TailAt:
+    """A generator whose exponentials put one value past 30 (probability e^-30 each: never seen in a test)."""
+
+    def __init__(self, seed: int, where: int):
+        self._rng, self._where = np.random.default_rng(seed), where
+        self.bit_generator = self._rng.bit_generator
+
+    def standard_exponential(self, n):
+        e = self._rng.standard_exponential(n)
+        e[self._where] = 31.0
+        return e
+
+
+def test_an_exponential_past_30_is_redrawn_as_30_plus_a_fresh_one():
+    """The tail check is one reduction now: a value past 30 is still replaced (memorylessness), the rest kept."""
+    e = noise.standard_exponential(_TailAt(3, 17), 100)
+    plain = np.random.default_rng(3).standard_exponential(100)
+    assert e[17] > 30.0 and e[17] != 31.0
+    assert np.array_equal(np.delete(e, 17), np.delete(plain, 17))
