@@ -84,7 +84,8 @@ except ImportError:  # pragma: no cover - only without otter
 
 from . import _integrity, _jail
 from ._answers import DUMP_ID, MARKER, CodeProxy, Refused, decode
-from .scan import pure_answer  # here, not in after_grading: a first import then writes a .pyc the snapshot sees
+# here, not in after_grading: a first import then writes a .pyc the snapshot sees
+from .scan import PURE_BUILTINS, handout_names, noise_reads, pure_answer
 
 __all__ = ["LabGrader", "PLUGIN", "rebuild", "read_answers"]
 
@@ -386,7 +387,10 @@ class LabGrader(AbstractOtterPlugin):
         return pure_answer("\n".join(answer), names[0], setup, others)
 
     def _proxy(self, question: str, name: str) -> CodeProxy | None:
-        """A proxy of the function ``name`` that the answer cells of ``question`` define, run in a child."""
+        """A proxy of the function ``name`` that the answer cells of ``question`` define, run in a child; for a noise
+        question the function compiled from the answer's source in a namespace of the handout's allowed names alone
+        (:class:`~blowfish_nb.labs._answers.CodeProxy`'s ``snapshot``; what :func:`~blowfish_nb.labs.scan.pure_answer`
+        guarantees)."""
         setup, answer = [], []
         for cell in self.cells:
             if _check_question(cell) == question:
@@ -399,8 +403,15 @@ class LabGrader(AbstractOtterPlugin):
                 answer.append(_source(cell))
             elif not answer:  # the handout's cells before this question's answer cells
                 setup.append(_source(cell))
+        snapshot = None
+        if _noise_question(self.tests.get(question, "")):  # graded: the answer's code under the handout's bindings
+            modules, _ = handout_names(setup)
+            snapshot = (noise_reads(modules, name),
+                        {k: m for k, m in modules.items() if m in ("numpy", "math")},
+                        {k: m for k, m in modules.items() if re.fullmatch(r"blowfish_nb\.labs\.lab\d+", m)},
+                        sorted(PURE_BUILTINS))
         try:
-            return CodeProxy(setup, "\n".join(answer), name)
+            return CodeProxy(setup, "\n".join(answer), name, snapshot=snapshot)
         except (OSError, RuntimeError) as e:
             self.notes.append(f"{question}: the answer {name} could not run on its own ({e})")
             return None
