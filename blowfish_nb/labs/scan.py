@@ -1631,14 +1631,12 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
             elif n in allowed and n in values:  # allowed, but a student cell binds it too
                 return (f"reads {n} ({line}), which another answer cell binds: the noise function may read only "
                         "the handout's value of it")
-            elif n in values or n in rebound:
-                return (f"reads {n} ({line}): {hint}; not {n}: the noise must not depend on the data (nor on a name "
-                        "another cell can change)")
-            elif n in PURE_BUILTINS and n not in modules:
+            elif n in PURE_BUILTINS and n not in modules and n not in values and n not in rebound:
                 if not (isinstance(parent, ast.Call) and parent.func is node):
                     return f"uses {n} other than by calling it ({line})"
             else:
-                return f"uses {n} ({line})"
+                return (f"reads {n} ({line}): {hint}; not {n}: the noise must not depend on the data (nor on a name "
+                        "another cell can change)")
     return None
 
 
