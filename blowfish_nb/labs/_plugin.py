@@ -386,6 +386,17 @@ class LabGrader(AbstractOtterPlugin):
             return None
         return pure_answer("\n".join(answer), names[0], setup, others)
 
+    def _snapshot(self, question: str, name: str, setup: list[str]) -> tuple | None:
+        """For a noise question, what the child compiles the answer with (:class:`CodeProxy`'s ``snapshot``): the
+        handout names the lab allows the function ``name`` (``NOISE_READS``), the handout's ``np``/``math`` and lab
+        module aliases, the builtins of :data:`~blowfish_nb.labs.scan.PURE_BUILTINS`; None for other questions."""
+        if not _noise_question(self.tests.get(question, "")):
+            return None
+        modules, _ = handout_names(setup)
+        return (noise_reads(modules, name), {k: m for k, m in modules.items() if m in ("numpy", "math")},
+                {k: m for k, m in modules.items() if re.fullmatch(r"blowfish_nb\.labs\.lab\d+", m)},
+                sorted(PURE_BUILTINS))
+
     def _proxy(self, question: str, name: str) -> CodeProxy | None:
         """A proxy of the function ``name`` that the answer cells of ``question`` define, run in a child; for a noise
         question the function compiled from the answer's source in a namespace of the handout's allowed names alone
@@ -403,15 +414,8 @@ class LabGrader(AbstractOtterPlugin):
                 answer.append(_source(cell))
             elif not answer:  # the handout's cells before this question's answer cells
                 setup.append(_source(cell))
-        snapshot = None
-        if _noise_question(self.tests.get(question, "")):  # graded: the answer's code under the handout's bindings
-            modules, _ = handout_names(setup)
-            snapshot = (noise_reads(modules, name),
-                        {k: m for k, m in modules.items() if m in ("numpy", "math")},
-                        {k: m for k, m in modules.items() if re.fullmatch(r"blowfish_nb\.labs\.lab\d+", m)},
-                        sorted(PURE_BUILTINS))
         try:
-            return CodeProxy(setup, "\n".join(answer), name, snapshot=snapshot)
+            return CodeProxy(setup, "\n".join(answer), name, snapshot=self._snapshot(question, name, setup))
         except (OSError, RuntimeError) as e:
             self.notes.append(f"{question}: the answer {name} could not run on its own ({e})")
             return None
