@@ -667,6 +667,18 @@ def test_noise_that_tells_the_kernel_from_the_grader_by_anything_loses_the_point
     assert any("kernel and grader differ" in m for m in _messages(results)), _messages(results)
 
 
+def test_right_noise_keeps_the_point_through_the_childs_snapshot(tmp_path, _few_kernel_draws):
+    """gamer37's fix: the child compiles a noise answer with the handout's allowed names alone (lab 5: ``eps``,
+    ``check.K``, ``np``). Right continuous Laplace read through ``eps`` and right whole-number Laplace (the library's
+    law, by hand) keep their points: the snapshot's function and the kernel's agree call by call."""
+    sub = json.loads(json.dumps(NOISE_HANDOUT))
+    sub["cells"][1]["source"] = "def fixed_noise(rng):\n    return rng.laplace(0, 2 / eps, check.K)"
+    sub["cells"][3]["source"] = ("def honest(rng):\n    q = np.exp(-1 / 2.0)\n"
+                                 "    return rng.geometric(1 - q, check.K) - rng.geometric(1 - q, check.K)")
+    results, _ = _grade(tmp_path, sub, handout=NOISE_HANDOUT, tests=NOISE_TESTS, questions=("q2", "q3"))
+    assert results.get_score("q2") == 1 and results.get_score("q3") == 1, _messages(results)
+
+
 class _Noise:
     """A noise function with a kernel sample attached, as the plugin attaches one to its proxy."""
 

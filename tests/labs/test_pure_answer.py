@@ -24,7 +24,7 @@ from . import ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SOURCES = ROOT / "notebooks" / "labs" / "source"
-IMPORTS = "import math\nimport numpy as np\nimport pandas as pd\nimport blowfish_nb as bf\n"
+IMPORTS = "import numpy as np\nimport pandas as pd\nimport blowfish_nb as bf\n"
 LAB05 = [IMPORTS + "from blowfish_nb.labs import lab05 as check",
          "eps = check.EPSILON\nline = check.line_policy()\n\n"
          "def buggy_noise(rng):\n    return rng.laplace(0.0, 1 / eps, size=check.K)"]
@@ -69,7 +69,7 @@ RIGHT_05 = [
     "    return rng.exponential(b, size=check.K) - rng.exponential(b, size=check.K)",
     "def fixed_noise(rng):\n    if eps <= 0:\n        return np.zeros(check.K)\n    return rng.laplace(0.0, 2 / eps, check.K)",
     "def fixed_noise(rng):\n    return rng.laplace(0.0, 2 / check.EPSILON, size=check.K)",
-    "def fixed_noise(rng):\n    q = math.exp(-eps / 2)\n"  # the library's discrete Laplace, by hand
+    "def fixed_noise(rng):\n    q = np.exp(-eps / 2)\n"  # the library's discrete Laplace, by hand
     "    return rng.geometric(1 - q, check.K) - rng.geometric(1 - q, check.K)",
     "def fixed_noise(rng):\n    u = rng.random(check.K) - 0.5\n"
     "    return -2 / eps * np.sign(u) * np.log(1 - 2 * np.abs(u))",
