@@ -47,7 +47,11 @@
   and their results replace what the kernel reported (otter's report and Gradescope's JSON show them). The
   results file the kernel writes is never unpickled here (a pickle can run code in the process that loads it).
   An answer that is a function (a code question) is run in a fresh child interpreter that executes the handout's
-  set-up cells before the question and the submitted answer cell, in ipykernel's IPython shell as a kernel would;
+  set-up cells before the question and the submitted answer cell, in ipykernel's IPython shell as a kernel would
+  (a noise answer's cell is not run there: its function is compiled from the cell's source in a namespace holding
+  only the handout names its lab allows, ``NOISE_READS``, with the set-up's values, arrays read-only, ``np``/``math``
+  and a few builtins — the code under the handout's bindings, which no other cell of the notebook can reach;
+  :meth:`LabGrader._snapshot`, :func:`blowfish_nb.labs.scan.pure_answer`);
   the test gets a proxy that forwards each call (arguments pickled to the child; the reply parsed as plain data; a
   ``numpy.random.Generator`` argument has the child's advanced state copied back). The public test cases of 0
   points (hints for ``grader.check``) are not run here: they import the lab's module and grade nothing; their
