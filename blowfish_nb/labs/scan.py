@@ -1597,6 +1597,10 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
                     ok = node.attr in PURE_DRAWS
                 elif base.id in mods:
                     ok = node.attr in mods[base.id]
+                    parent = parents.get(node)
+                    if ok and base.id in numpy_aliases and _np_function(node.attr) and not (
+                            isinstance(parent, ast.Call) and parent.func is node):
+                        return f"uses {base.id}.{node.attr} other than by calling it ({line})"
                 elif base.id in lab:
                     ok = node.attr.isupper()
                 elif base.id in readable:
@@ -1638,6 +1642,15 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
                 return (f"reads {n} ({line}): {hint}; not {n}: the noise must not depend on the data (nor on a name "
                         "another cell can change)")
     return None
+
+
+def _np_function(name: str) -> bool:
+    """Whether ``np.name`` is a function or ufunc (not a constant or a type): used only by calling it, so that the
+    positional ``out`` rule sees every call (``f = np.add; f(a, 1, a)`` would hide one)."""
+    import numpy as np
+
+    target = getattr(np, name, None)
+    return callable(target) and not isinstance(target, type)
 
 
 def _positional_most(func: ast.Attribute, numpy_aliases: set[str], local: set[str]) -> int | None:

@@ -139,6 +139,7 @@ BROKEN = {
     "np.clip's positional out": BODY.format("keep = np.clip(1, 0, 2, np.zeros(1))"),
     "np.sum's positional out": BODY.format("keep = np.sum(np.ones(1), 0, float, np.zeros(()))"),
     "an array method's positional out": BODY.format("keep = np.ones(1).cumsum(0, float, np.zeros(1))"),
+    "a ufunc aliased (its out unseen)": BODY.format("f = np.add\n    keep = f(1, 0, np.zeros(1))"),
 }
 
 
