@@ -1566,8 +1566,8 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
     mods = {k: _PURE_NP_MODULES[m] for k, m in modules.items() if m in _PURE_NP_MODULES and k not in rebound}
     numpy_aliases = {k for k, m in modules.items() if m == "numpy"}
     readable = (values & allowed) - rebound
-    hint = (f"a noise function may read only rng, np, math, the lab's constants (check.NAME)"
-            f"{' and ' + ', '.join(sorted(allowed)) if allowed else ''}")
+    hint = (f"a noise function may read only {', '.join(['rng', *sorted(mods)])}, the lab's constants "
+            f"({'/'.join(sorted(lab)) or 'check'}.NAME){' and ' + ', '.join(sorted(allowed)) if allowed else ''}")
     parents = {c: p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
     for node in ast.walk(fn):
         if node is fn:
