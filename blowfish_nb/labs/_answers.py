@@ -262,15 +262,23 @@ def reply(obj):
     data = json.dumps(obj).encode()
     out.write(struct.pack(">I", len(data)) + data)
     out.flush()
-setup, answer, name, argv, shell, GEN_MARK = read()
+setup, answer, name, argv, shell, GEN_MARK, snapshot = read()
 sys.argv = list(argv)
 run = _kernel_like(shell)
 for src in setup:
     ok = run(src)
     if ok is not True:
         print("set-up cell failed:", ok, file=sys.stderr)
-ok = run(answer)
-ns = _namespace()
+if snapshot is None:
+    ok = run(answer)
+    ns = _namespace()
+else:                                        # the answer's source under the handout's bindings, nothing else
+    try:
+        ns = _snapshot(_namespace(), *snapshot)
+        exec(compile(answer, "<answer>", "exec"), ns)
+        ok = True
+    except Exception as e:
+        ok = f"{type(e).__name__}: {e}"
 if ok is not True or name not in ns:
     reply({"ok": False, "error": str(ok if ok is not True else f"NameError: name {name!r} is not defined")[:300]})
     sys.exit(0)
@@ -303,6 +311,38 @@ while True:
 #: how the child runs the cells: as a Jupyter kernel would, in ipykernel's IPython shell (``In``, ``Out``,
 #: ``get_ipython``, IPython's own ``display`` with its output discarded, magics), or plain ``exec`` without IPython
 _CHILD_SHELL = r'''
+def _frozen(value, depth=0):
+    """A value of the handout as the graded function gets it: arrays read-only copies, lists and tuples tuples of
+    frozen items, numbers and strings as they are, any other object a deep copy (no cell reaches it)."""
+    import copy
+    import numpy as np
+    if isinstance(value, np.ndarray):
+        value = value.copy()
+        value.flags.writeable = False
+        return value
+    if isinstance(value, (list, tuple)) and depth < 4:
+        return tuple(_frozen(v, depth + 1) for v in value)
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+        return value
+    return copy.deepcopy(value)
+
+def _snapshot(user_ns, reads, modules, lab, builtin_names):
+    """The namespace the graded function is compiled in: the allowed handout names' values (frozen), the allowed
+    modules, the lab module's UPPER constants (a namespace of frozen values) and restricted builtins."""
+    import builtins, importlib, types
+    ns = {"__name__": "__graded__", "__builtins__": {n: getattr(builtins, n) for n in builtin_names}}
+    for alias, module in modules.items():
+        ns[alias] = importlib.import_module(module)
+    for alias, module in lab.items():
+        m = importlib.import_module(module)
+        ns[alias] = types.SimpleNamespace(**{k: _frozen(v) for k, v in vars(m).items() if k.isupper()
+                                             and not k.startswith("_")
+                                             and isinstance(v, (bool, int, float, str, tuple))})
+    for n in reads:
+        if n in user_ns:
+            ns[n] = _frozen(user_ns[n])
+    return ns
+
 def _kernel_like(shell=True):
     global _namespace
     try:
@@ -362,10 +402,18 @@ class CodeProxy:
     fails; ``sys.stdout``'s type, the parent process, the connection file that does not exist): a function that
     tells the child from the kernel is found by its draws in the kernel (:func:`dump`'s ``sample``, compared by the
     verdict), not by this likeness.
+
+    ``snapshot = (reads, modules, lab, builtins)`` (a noise answer, :func:`blowfish_nb.labs.scan.pure_answer`): the
+    set-up cells run in the shell as above, but the answer cell does not; the function is compiled from ``answer``'s
+    source in a namespace of its own holding only the handout names ``reads`` with the values the set-up gave them
+    (arrays read-only copies, lists tuples, other objects deep copies), the modules ``modules`` (alias -> module),
+    the UPPER constants of the lab modules ``lab`` (alias -> module) and the builtins named in ``builtins``. So the
+    graded function is the answer's code under the handout's bindings: nothing the notebook's other cells bind can
+    reach it, and a write into a handout array raises.
     """
 
     def __init__(self, setup: list[str], answer: str, name: str, timeout: float = CALL_TIMEOUT,
-                 total: float = TOTAL_TIMEOUT):
+                 total: float = TOTAL_TIMEOUT, snapshot: tuple | None = None):
         import time
 
         self.__name__ = name
@@ -376,7 +424,7 @@ class CodeProxy:
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         self._child = subprocess.Popen([sys.executable, "-c", _CHILD_SHELL + _CHILD], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-        self._send((list(setup), answer, name, _kernel_argv(), bool(KERNEL_SHELL), GEN_MARK))
+        self._send((list(setup), answer, name, _kernel_argv(), bool(KERNEL_SHELL), GEN_MARK, snapshot))
         first = self._receive(CALL_TIMEOUT)  # the set-up: the interpreter starts and runs the lab's cells
         if not first.get("ok"):
             self.close()

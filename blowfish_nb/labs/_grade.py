@@ -115,9 +115,17 @@ def laplace_noise_verdict(noise: Callable, cells: int, scale: float, *, runs: in
     ``cells`` independent Laplace draws of scale ``scale``; ``None`` when it is.
 
     The student writes the noise, never the release: the lab's code adds ``noise(rng)`` to the true counts, and this
-    test calls ``noise`` with nothing but a generator. No histogram is passed, so the noise cannot depend on the data
-    or hide it in its digits, and a mechanism cannot recognise the graded input (gamer34b's ``size == 1`` and
-    2-bits-per-count releases have nothing to be written with). What is tested is the law of what ``noise`` returns:
+    test calls ``noise`` with nothing but a generator, so a mechanism cannot recognise the graded input (gamer34b's
+    ``size == 1`` and 2-bits-per-count releases have nothing to be written with). The data are no argument, and under
+    the grading plugin they are out of reach too: the source rule (:func:`blowfish_nb.labs.scan.pure_answer`) lets
+    the function read only ``rng``, ``np``/``math``, the lab's constants and the handout names its lab allows
+    (``NOISE_READS``: never the data; gamer37's noise read ``x`` and was exact on every other histogram), and the
+    function graded is compiled from the answer's source in a namespace of those names alone, with the values the
+    handout's cells gave them (arrays read-only: gamer37's counter in a view of ``x`` raises). What this verdict
+    grades is therefore the answer's code under the handout's bindings at answer time; what a later cell of the
+    student's does to their own kernel (rebinding ``eps`` there) releases nothing and is not graded. Called on a plain
+    function (the lab's own check, the project's tests) it tests that function as it is. What is tested is the law
+    of what ``noise`` returns:
 
     * the ``runs`` calls come in **runs on one generator object**, as people use a generator: a single call, 2 to
       :data:`LONGEST_RUN` calls, or (a fifth of the calls) long runs of up to a fifth of the calls, in random
@@ -603,9 +611,12 @@ def range_noise_verdict(noise: Callable, scale: float, *, runs: int = 3000, seed
     when it is.
 
     The student writes the noise, never the release: the lab's code adds ``noise(rng)`` to the true count, and this
-    test calls ``noise`` with nothing but a generator. No histogram is passed, so the noise cannot depend on the data
-    or carry it in its digits (gamer34b's release hid 2 bits of a count below the old data-independence check's 16
-    units in the last place). ``runs`` calls, in runs on one generator object (single calls, 2–10 calls, long runs:
+    test calls ``noise`` with nothing but a generator. No histogram is passed, and under the grading plugin the
+    function cannot read one either (gamer34b's release hid 2 bits of a count below the old data-independence check's
+    16 units in the last place; gamer37's read the global ``x``): it is graded as its source compiled with the handout's
+    allowed names alone (``ordered``, ``R``, ``line``, ``eps``, ``k``, ``lo``, ``hi``, not ``x``; see
+    :func:`laplace_noise_verdict` and :func:`blowfish_nb.labs.scan.pure_answer`), the answer's code under the
+    handout's bindings at answer time. ``runs`` calls, in runs on one generator object (single calls, 2–10 calls, long runs:
     noise that is exact on a reused generator fails; see :func:`laplace_noise_verdict`), each run's generator made
     as ``np.random.default_rng()`` makes one (seeds drawn at grading time, ``seed=None``; an int only for the
     project's own tests), a quarter fresh and the others advanced as if used. The law of Z = noise(rng) (density

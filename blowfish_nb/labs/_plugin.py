@@ -47,7 +47,11 @@
   and their results replace what the kernel reported (otter's report and Gradescope's JSON show them). The
   results file the kernel writes is never unpickled here (a pickle can run code in the process that loads it).
   An answer that is a function (a code question) is run in a fresh child interpreter that executes the handout's
-  set-up cells before the question and the submitted answer cell, in ipykernel's IPython shell as a kernel would;
+  set-up cells before the question and the submitted answer cell, in ipykernel's IPython shell as a kernel would
+  (a noise answer's cell is not run there: its function is compiled from the cell's source in a namespace holding
+  only the handout names its lab allows, ``NOISE_READS``, with the set-up's values, arrays read-only, ``np``/``math``
+  and a few builtins — the code under the handout's bindings, which no other cell of the notebook can reach;
+  :meth:`LabGrader._snapshot`, :func:`blowfish_nb.labs.scan.pure_answer`);
   the test gets a proxy that forwards each call (arguments pickled to the child; the reply parsed as plain data; a
   ``numpy.random.Generator`` argument has the child's advanced state copied back). The public test cases of 0
   points (hints for ``grader.check``) are not run here: they import the lab's module and grade nothing; their
@@ -84,7 +88,8 @@ except ImportError:  # pragma: no cover - only without otter
 
 from . import _integrity, _jail
 from ._answers import DUMP_ID, MARKER, CodeProxy, Refused, decode
-from .scan import pure_answer  # here, not in after_grading: a first import then writes a .pyc the snapshot sees
+# here, not in after_grading: a first import then writes a .pyc the snapshot sees
+from .scan import PURE_BUILTINS, handout_names, noise_reads, pure_answer
 
 __all__ = ["LabGrader", "PLUGIN", "rebuild", "read_answers"]
 
@@ -387,8 +392,22 @@ class LabGrader(AbstractOtterPlugin):
             return None
         return pure_answer("\n".join(answer), names[0], setup, others)
 
+    def _snapshot(self, question: str, name: str, setup: list[str]) -> tuple | None:
+        """For a noise question, what the child compiles the answer with (:class:`CodeProxy`'s ``snapshot``): the
+        handout names the lab allows the function ``name`` (``NOISE_READS``), the handout's ``np``/``math`` and lab
+        module aliases, the builtins of :data:`~blowfish_nb.labs.scan.PURE_BUILTINS`; None for other questions."""
+        if not _noise_question(self.tests.get(question, "")):
+            return None
+        modules, _ = handout_names(setup)
+        return (noise_reads(modules, name), {k: m for k, m in modules.items() if m in ("numpy", "math")},
+                {k: m for k, m in modules.items() if re.fullmatch(r"blowfish_nb\.labs\.lab\d+", m)},
+                sorted(PURE_BUILTINS))
+
     def _proxy(self, question: str, name: str) -> CodeProxy | None:
-        """A proxy of the function ``name`` that the answer cells of ``question`` define, run in a child."""
+        """A proxy of the function ``name`` that the answer cells of ``question`` define, run in a child; for a noise
+        question the function compiled from the answer's source in a namespace of the handout's allowed names alone
+        (:class:`~blowfish_nb.labs._answers.CodeProxy`'s ``snapshot``; what :func:`~blowfish_nb.labs.scan.pure_answer`
+        guarantees)."""
         setup, answer = [], []
         for cell in self.cells:
             if _check_question(cell) == question:
@@ -402,7 +421,7 @@ class LabGrader(AbstractOtterPlugin):
             elif not answer:  # the handout's cells before this question's answer cells
                 setup.append(_source(cell))
         try:
-            return CodeProxy(setup, "\n".join(answer), name)
+            return CodeProxy(setup, "\n".join(answer), name, snapshot=self._snapshot(question, name, setup))
         except (OSError, RuntimeError) as e:
             self.notes.append(f"{question}: the answer {name} could not run on its own ({e})")
             return None

@@ -20,7 +20,7 @@ from ..domain import Domain
 from ..ranges import Ranges
 from ._check import LabCheckFailed, make_check, unanswered
 
-__all__ = ["K", "EPSILON", "RANGE", "THETA", "load_histogram", "range_query", "q1", "q2", "q3", "q4", "q5",
+__all__ = ["K", "EPSILON", "RANGE", "THETA", "NOISE_READS", "load_histogram", "range_query", "q1", "q2", "q3", "q4", "q5",
            "unanswered", "LabCheckFailed"]
 
 #: cells of the histogram (DPBench's 1-D data sets have 4096)
@@ -33,6 +33,11 @@ RANGE = (1024, 3071)
 THETA = 4
 #: the DPBench histogram the lab uses when the reference data are present
 DPBENCH = "INCOME.n4096"
+#: the handout's names a noise answer may read (question 3's ``range_noise(rng)``), besides ``rng``, ``np``/``math``
+#: and this module's UPPER constants: what the lab's solution reads (``ordered.release(np.zeros(k), R, line, eps,
+#: rng=rng)``) and the range's ends. Never the data (``x``): the noise must not depend on it, and the grader runs the
+#: answer on these names' values as the handout binds them (:func:`blowfish_nb.labs.scan.pure_answer`)
+NOISE_READS = {"range_noise": ("ordered", "R", "line", "eps", "k", "lo", "hi")}
 
 
 def load_histogram(data_dir: str | os.PathLike | None = None) -> tuple[np.ndarray, str]:

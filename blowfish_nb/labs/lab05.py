@@ -25,7 +25,7 @@ from ..workload import prefix
 from ._check import LabCheckFailed, make_check, public_check, unanswered
 from ._grade import laplace_noise_verdict
 
-__all__ = ["K", "EPSILON", "THETA", "VARIANTS", "line_policy", "theta_policy", "variant", "kmeans_setting",
+__all__ = ["K", "EPSILON", "THETA", "VARIANTS", "NOISE_READS", "line_policy", "theta_policy", "variant", "kmeans_setting",
            "kmeans_edge_change", "grid_policy", "edge_counts_matrix", "constraint_setting", "forced_pair",
            "q1", "q2", "q3",
            "q4a", "q4b", "q5", "q6", "unanswered", "LabCheckFailed"]
@@ -38,6 +38,11 @@ EPSILON = 1.0
 THETA = 2
 #: the names of q3's variants (one of them leaks)
 VARIANTS = ("clamp", "sort", "theta")
+#: the handout's names a noise answer may read (question 2's ``fixed_noise(rng)``), besides ``rng``, ``np``/``math``
+#: and this module's UPPER constants (the cell count ``check.K``): what the lab's solution reads. Not ``buggy_noise``
+#: (a function reads the kernel's names when it runs: another cell could rebind them) and no data: the noise must not
+#: depend on the data (:func:`blowfish_nb.labs.scan.pure_answer`)
+NOISE_READS = {"fixed_noise": ("eps",)}
 
 
 def line_policy() -> Policy:

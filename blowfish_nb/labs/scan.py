@@ -93,7 +93,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["Flag", "scan_source", "scan_notebook", "compare_notebook", "find_reference", "allowed_import",
-           "pure_answer", "main"]
+           "pure_answer", "noise_reads", "main"]
 
 _MODULES = {"os", "sys", "io", "pathlib", "glob", "shutil", "importlib", "builtins", "inspect", "ctypes",
             "subprocess", "gc", "tempfile", "runpy", "otter", "IPython", "ipykernel", "pickle", "marshal", "types",
@@ -1449,24 +1449,94 @@ def handout_names(setup: list[str]) -> tuple[dict[str, str], set[str]]:
     return modules, values
 
 
+#: positional arguments of the allowed NumPy functions and array methods that take an ``out`` after them: more would
+#: pass ``out`` by position (``np.add(seen, 1, seen)`` writes into ``seen``: gamer37's counter). A ufunc's is its
+#: number of inputs (``np.add.nin``), read from NumPy itself
+_NP_POSITIONAL = {"sum": 3, "mean": 3, "prod": 3, "cumsum": 3, "clip": 3, "round": 2, "around": 2, "dot": 2,
+                  "concatenate": 2, "stack": 2}
+_VALUE_POSITIONAL = {"sum": 2, "mean": 2, "cumsum": 2, "round": 1, "clip": 2}
+
+
+def noise_reads(modules: dict[str, str], name: str) -> tuple[str, ...]:
+    """The handout names the noise answer ``name`` may read: ``NOISE_READS[name]`` of the lab module the handout
+    imports (``modules``: alias -> module, :func:`handout_names`), or none.
+
+    >>> noise_reads({"check": "blowfish_nb.labs.lab05"}, "fixed_noise")
+    ('eps',)
+    """
+    import importlib
+
+    for module in modules.values():
+        if re.fullmatch(r"blowfish_nb\.labs\.lab\d+", module):
+            try:
+                reads = getattr(importlib.import_module(module), "NOISE_READS", {})
+            except ImportError:
+                return ()
+            return tuple(reads.get(name, ())) if isinstance(reads, dict) else ()
+    return ()
+
+
+def _binds_anywhere(tree: ast.AST) -> set[str]:
+    """Every name a cell can bind by its syntax, at any depth: stores and ``del`` (``:=`` in a comprehension binds
+    the cell's scope, PEP 572), ``for``/``with``/``except … as`` targets, ``match`` captures, ``def``/``class``/
+    ``import`` names, ``global``/``nonlocal`` names, and the root of a stored attribute or item (``check.K = 7``).
+    A name bound inside a function counts too (conservative: it may be ``global`` there)."""
+    names: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            names.add(n.id)
+        elif isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)) and _root(n):
+            names.add(_root(n))
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            names.add(n.name)
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            names.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            names.add(n.rest)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            names.update(n.names)
+    return names
+
+
 def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()) -> str | None:
-    """Why the answer cell ``source`` is not one function ``def name(rng):`` of ``rng`` alone, or None.
+    """Why the answer cell ``source`` is not one function ``def name(rng):`` of ``rng`` and the lab's constants
+    alone, or None.
 
-    The rule is structural, so it holds where the grader's calls never reach (gamer36c: Laplace noise on every call
-    the grader makes, the true count after a 90 s pause read from ``pd.Timestamp.now()``, or after more calls in a
-    row than the grader's longest run, the state kept in a generator driven by ``.send``). The cell holds only the
-    ``def``: one positional parameter ``rng``, no default, no decorator, no annotation. Its body uses the draws
-    of ``rng`` (:data:`PURE_DRAWS`; ``rng`` itself only as an argument), its own local names, literals, arithmetic,
-    comparisons, ``if``/``for``/``return``, the allow-listed ``np.``/``math.`` names and builtins, the lab module's
-    UPPER constants and the names the handout's cells ``setup`` bind (``eps``, ``R``, ``ordered.release``) unless a
-    student cell in ``others`` rebinds them. No ``yield``, ``global``, ``lambda``, nested ``def``, import, store into
-    an attribute or item, ``+=``, ``out=``, private or dunder name, comparison of ``rng``: nothing a value can
-    outlive one call in, and no clock. With no state and no clock, the function's law on the grader's calls is its
-    law on every call.
+    **What is graded.** The grading plugin does not grade the function object of the student's kernel: in the child
+    that runs the answer (:class:`blowfish_nb.labs._answers.CodeProxy`) the function is compiled from this cell's
+    source in a namespace of its own that holds only the names this rule lets it read, with their values as the
+    handout's cells bind them before the answer (arrays as read-only copies, lists as tuples, objects as deep
+    copies), ``np``/``math`` and a few builtins. So the graded function is this code under the handout's bindings at
+    answer time: no other cell can rebind what it reads, and a write into a handout array raises. What a student's
+    later cell does to their own kernel (rebinding ``eps`` there, ``globals()``, ``exec``) releases nothing and is
+    not graded; the kernel's own function is still sampled after the check and must return what the graded one does
+    on the same generators, call by call (:func:`blowfish_nb.labs._grade._kernel_sample`).
 
-    >>> pure_answer("def f(rng):\\n    return rng.laplace(0.0, 2 / eps)", "f", ["eps = 0.5"])
-    >>> pure_answer("def f(rng):\\n    return rng.laplace(0.0, 2 / eps) * (np.datetime64('now') > 0)", "f",
-    ...             ["import numpy as np", "eps = 0.5"])
+    **The rule** (structural, so it holds where the grader's calls never reach: gamer36c's noise exact after a 90 s
+    pause read from ``pd.Timestamp.now()``, or after more calls in a row than the grader's longest run; gamer37's
+    counter kept in a view of the data array ``x`` through ``np.add(seen, 1, seen)``, and noise exact on any
+    histogram but the graded ones, read from ``x``). The cell holds only the ``def``: one positional parameter
+    ``rng``, no default, no decorator, no annotation. Its body uses the draws of ``rng`` (:data:`PURE_DRAWS`;
+    ``rng`` itself only as an argument), its own local names, literals, arithmetic, comparisons, ``if``/``for``/
+    ``return``, the allow-listed ``np.``/``math.`` names (never with more positional arguments than their inputs:
+    the next one is ``out``) and builtins, the lab module's UPPER constants, and, of the names the handout's cells
+    ``setup`` bind, only those the lab module lists for this function (``NOISE_READS``: lab 3's ``ordered``, ``R``,
+    ``line``, ``eps``, ``k``, ``lo``, ``hi``; lab 5's ``eps``), and only while no student cell in ``others`` binds
+    them by any syntax (:func:`_binds_anywhere`; so that the kernel's function is the graded one in any notebook a
+    reader can check). Never the data (``x``): a noise function that reads it can be exact on every histogram but the
+    graded one. No ``yield``, ``global``, ``lambda``, nested ``def``, import, store into an attribute or item, ``+=``,
+    ``out``, private or dunder name, comparison of ``rng``: nothing a value can outlive one call in, and no clock.
+
+    >>> pure_answer("def f(rng):\\n    return rng.laplace(0.0, 2 / x.sum())", "f", ["x = load()"])[:16]
+    'reads x (line 2)'
+    >>> setup = ["import numpy as np\\nfrom blowfish_nb.labs import lab05 as check", "eps = check.EPSILON"]
+    >>> pure_answer("def fixed_noise(rng):\\n    return rng.laplace(0.0, 2 / eps, size=check.K)", "fixed_noise", setup)
+    >>> pure_answer("def fixed_noise(rng):\\n    return rng.laplace(0.0, 2 / eps) * (np.datetime64('now') > 0)",
+    ...             "fixed_noise", setup)
     'uses np.datetime64 (line 2)'
     """
     try:
@@ -1482,19 +1552,22 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
             or [p.arg for p in a.args] != ["rng"] or a.args[0].annotation is not None):
         return f"the definition must read `def {name}(rng):` (one parameter rng, no default, no decorator)"
     modules, values = handout_names(setup)
+    allowed = set(noise_reads(modules, name))
     rebound: set[str] = set()
     for other in others:
         try:
             t = ast.parse(ipython_lines(other)[0])
         except SyntaxError:
             continue
-        rebound |= _bound_at_top(t)
-        rebound |= {_root(n) for n in ast.walk(t) if isinstance(n, (ast.Attribute, ast.Subscript))
-                    and isinstance(n.ctx, (ast.Store, ast.Del)) and _root(n)}
+        rebound |= _binds_anywhere(t)
     rebound.discard(name)
     local = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - {"rng"}
     lab = {k for k, m in modules.items() if re.fullmatch(r"blowfish_nb\.labs\.lab\d+", m) and k not in rebound}
     mods = {k: _PURE_NP_MODULES[m] for k, m in modules.items() if m in _PURE_NP_MODULES and k not in rebound}
+    numpy_aliases = {k for k, m in modules.items() if m == "numpy"}
+    readable = (values & allowed) - rebound
+    hint = (f"a noise function may read only {', '.join(['rng', *sorted(mods)])}, the lab's constants "
+            f"({'/'.join(sorted(lab)) or 'check'}.NAME){' and ' + ', '.join(sorted(allowed)) if allowed else ''}")
     parents = {c: p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
     for node in ast.walk(fn):
         if node is fn:
@@ -1505,6 +1578,11 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
                 return f"uses {what} ({line})"
         if isinstance(node, ast.keyword) and node.arg in (None, "out"):
             return f"passes {'**' if node.arg is None else 'out='} ({line})"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            most = _positional_most(node.func, numpy_aliases & set(mods), local)
+            if most is not None and len(node.args) > most:
+                return (f"calls {_dotted(node.func)} with {len(node.args)} positional arguments ({line}): the one "
+                        f"after its {most} input(s) is `out`, a write into an array")
         if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
             return f"stores into {_dotted(node) if isinstance(node, ast.Attribute) else 'an item'} ({line})"
         if isinstance(node, ast.Compare) and any(isinstance(o, ast.Name) and o.id == "rng"
@@ -1519,9 +1597,13 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
                     ok = node.attr in PURE_DRAWS
                 elif base.id in mods:
                     ok = node.attr in mods[base.id]
+                    parent = parents.get(node)
+                    if ok and base.id in numpy_aliases and _np_function(node.attr) and not (
+                            isinstance(parent, ast.Call) and parent.func is node):
+                        return f"uses {base.id}.{node.attr} other than by calling it ({line})"
                 elif base.id in lab:
                     ok = node.attr.isupper()
-                elif base.id in values and base.id not in rebound:
+                elif base.id in readable:
                     ok = node.attr in PURE_LAB_ATTRS
                 else:
                     ok = True  # the name itself is judged below
@@ -1548,13 +1630,41 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
             elif n in mods or n in lab:
                 if not as_base:
                     return f"uses the module {n} itself ({line})"
-            elif n in values and n not in rebound:
+            elif n in readable:
                 pass
-            elif n in PURE_BUILTINS and n not in values and n not in modules:
+            elif n in allowed and n in values:  # allowed, but a student cell binds it too
+                return (f"reads {n} ({line}), which another answer cell binds: the noise function may read only "
+                        "the handout's value of it")
+            elif n in PURE_BUILTINS and n not in modules and n not in values and n not in rebound:
                 if not (isinstance(parent, ast.Call) and parent.func is node):
                     return f"uses {n} other than by calling it ({line})"
             else:
-                return f"uses {n} ({line})"
+                return (f"reads {n} ({line}): {hint}; not {n}: the noise must not depend on the data (nor on a name "
+                        "another cell can change)")
+    return None
+
+
+def _np_function(name: str) -> bool:
+    """Whether ``np.name`` is a function or ufunc (not a constant or a type): used only by calling it, so that the
+    positional ``out`` rule sees every call (``f = np.add; f(a, 1, a)`` would hide one)."""
+    import numpy as np
+
+    target = getattr(np, name, None)
+    return callable(target) and not isinstance(target, type)
+
+
+def _positional_most(func: ast.Attribute, numpy_aliases: set[str], local: set[str]) -> int | None:
+    """How many positional arguments the call of ``func`` may take before its ``out`` (None: no ``out``)."""
+    base = func.value
+    if isinstance(base, ast.Name) and base.id in numpy_aliases:
+        import numpy as np
+
+        target = getattr(np, func.attr, None)
+        if isinstance(target, np.ufunc):
+            return target.nin
+        return _NP_POSITIONAL.get(func.attr)
+    if not (isinstance(base, ast.Name) and base.id == "rng"):  # a value's method (an array's)
+        return _VALUE_POSITIONAL.get(func.attr)
     return None
 
 

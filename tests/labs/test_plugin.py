@@ -642,8 +642,9 @@ def test_gamer36b_reused_rng_noise_loses_the_point_and_honest_noise_keeps_it(tmp
     assert results.get_score("q2") == 0 and results.get_score("q3") == 1, _messages(results)
     # the source rule (gamer36c) refuses it first: a default argument
     assert any("one function of rng alone" in m for m in _messages(results)), _messages(results)
-    # beneath the rule the behavioural verdict still finds it
+    # beneath the rule (and the child's snapshot of the handout's names) the behavioural verdict still finds it
     monkeypatch.setattr(_plugin, "pure_answer", lambda *a, **k: None)
+    monkeypatch.setattr(_plugin.LabGrader, "_snapshot", lambda *a, **k: None)
     results, _ = _grade(tmp_path / "no-rule", sub, handout=NOISE_HANDOUT, tests=NOISE_TESTS, questions=("q2", "q3"))
     assert results.get_score("q2") == 0 and results.get_score("q3") == 1, _messages(results)
     assert any("exact release" in m for m in _messages(results)), _messages(results)
@@ -654,14 +655,28 @@ def test_noise_that_tells_the_kernel_from_the_grader_by_anything_loses_the_point
     """A difference the child does not remove (here the type of ``sys.stdout``: ``StringIO`` in this test's stand-in
     kernel, ``OutStream`` in a Jupyter kernel): the child's noise is right Laplace, the kernel's is 0 on the same
     generators, so the verdict finds the two differ. (The source rule refuses this cell first, ``import sys``; it is
-    switched off here to test the layer beneath it.)"""
+    switched off here to test the layer beneath it, and so is the child's snapshot of the handout's names, in which
+    ``sys`` is not.)"""
     monkeypatch.setattr(_plugin, "pure_answer", lambda *a, **k: None)
+    monkeypatch.setattr(_plugin.LabGrader, "_snapshot", lambda *a, **k: None)
     sub = json.loads(json.dumps(NOISE_HANDOUT))
     sub["cells"][1]["source"] = ("import sys\ndef fixed_noise(rng):\n    return rng.laplace(0.0, 2.0, size=check.K)"
                                  " * (type(sys.stdout).__name__ != 'StringIO')")
     results, _ = _grade(tmp_path, sub, handout=NOISE_HANDOUT, tests=NOISE_TESTS, questions=("q2",))
     assert results.get_score("q2") == 0
     assert any("kernel and grader differ" in m for m in _messages(results)), _messages(results)
+
+
+def test_right_noise_keeps_the_point_through_the_childs_snapshot(tmp_path, _few_kernel_draws):
+    """gamer37's fix: the child compiles a noise answer with the handout's allowed names alone (lab 5: ``eps``,
+    ``check.K``, ``np``). Right continuous Laplace read through ``eps`` and right whole-number Laplace (the library's
+    law, by hand) keep their points: the snapshot's function and the kernel's agree call by call."""
+    sub = json.loads(json.dumps(NOISE_HANDOUT))
+    sub["cells"][1]["source"] = "def fixed_noise(rng):\n    return rng.laplace(0, 2 / eps, check.K)"
+    sub["cells"][3]["source"] = ("def honest(rng):\n    q = np.exp(-1 / 2.0)\n"
+                                 "    return rng.geometric(1 - q, check.K) - rng.geometric(1 - q, check.K)")
+    results, _ = _grade(tmp_path, sub, handout=NOISE_HANDOUT, tests=NOISE_TESTS, questions=("q2", "q3"))
+    assert results.get_score("q2") == 1 and results.get_score("q3") == 1, _messages(results)
 
 
 class _Noise:

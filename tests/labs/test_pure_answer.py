@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from blowfish_nb.labs._plugin import ANSWER_TAG, LabGrader
@@ -66,7 +67,10 @@ RIGHT_05 = [
     "    return np.array([rng.laplace(0.0, b) for _ in range(check.K)])",
     "def fixed_noise(rng):\n    b = 2.0 / eps\n"
     "    return rng.exponential(b, size=check.K) - rng.exponential(b, size=check.K)",
-    "def fixed_noise(rng):\n    if eps <= 0:\n        return np.zeros(check.K)\n    return 2 * buggy_noise(rng)",
+    "def fixed_noise(rng):\n    if eps <= 0:\n        return np.zeros(check.K)\n    return rng.laplace(0.0, 2 / eps, check.K)",
+    "def fixed_noise(rng):\n    return rng.laplace(0.0, 2 / check.EPSILON, size=check.K)",
+    "def fixed_noise(rng):\n    q = np.exp(-eps / 2)\n"  # the library's discrete Laplace, by hand
+    "    return rng.geometric(1 - q, check.K) - rng.geometric(1 - q, check.K)",
     "def fixed_noise(rng):\n    u = rng.random(check.K) - 0.5\n"
     "    return -2 / eps * np.sign(u) * np.log(1 - 2 * np.abs(u))",
     "def fixed_noise(rng):\n    ...",  # unanswered: no state either (the verdict gives it 0)
@@ -77,6 +81,9 @@ RIGHT_03 = [
     "def range_noise(rng):\n    empty = np.zeros(k, dtype=np.int64)\n"
     "    out = ordered.release(empty, R, line, eps, rng=rng)\n"
     "    return out[0] - 0",
+    "def range_noise(rng):\n    return rng.laplace(0, 1 / eps) - rng.laplace(0, 1 / eps)",
+    "def range_noise(rng):\n    return ordered.release(np.zeros(check.K), R, line, check.EPSILON, rng=rng).sum()",
+    "def range_noise(rng):\n    z = ordered.release(np.zeros(k), R, line, eps, rng=rng)\n    return np.add(z, 0)[0]",
 ]
 
 
@@ -124,6 +131,15 @@ BROKEN = {
     "the generator's identity": BODY.format("keep = id(rng) > 0"),
     "rng rebound": BODY.format("rng = buggy_noise\n    keep = 1"),
     "rng called": BODY.format("keep = rng(1)"),
+    # gamer37: a handout function reads the kernel's names when it runs (another cell rebinds buggy_noise there)
+    "a handout function": "def fixed_noise(rng):\n    return 2 * buggy_noise(rng)",
+    "a handout name not allow-listed": BODY.format("keep = line is not None"),
+    # gamer37: a ufunc's third positional argument is its out
+    "a ufunc's positional out": BODY.format("keep = np.add(1, 0, np.zeros(1))"),
+    "np.clip's positional out": BODY.format("keep = np.clip(1, 0, 2, np.zeros(1))"),
+    "np.sum's positional out": BODY.format("keep = np.sum(np.ones(1), 0, float, np.zeros(()))"),
+    "an array method's positional out": BODY.format("keep = np.ones(1).cumsum(0, float, np.zeros(1))"),
+    "a ufunc aliased (its out unseen)": BODY.format("f = np.add\n    keep = f(1, 0, np.zeros(1))"),
 }
 
 
@@ -139,7 +155,53 @@ def test_a_handout_name_rebound_in_another_answer_cell_is_not_the_handouts():
     assert pure_answer(right, "fixed_noise", LAB05, ["check.K = 7"]) is not None
 
 
+#: every syntax that binds a module name in another cell (gamer37: ``:=`` in a comprehension binds the cell's scope)
+REBINDS = {
+    "walrus in a comprehension": "worst_edge = max([(eps := 1e300) for e in range(3)])",
+    "walrus in a generator": "n = sum((eps := 1e300) for _ in 'e')",
+    "walrus in a lambda's comprehension": "f = [[(eps := 2) for _ in 'a'] for _ in 'b']",
+    "a match capture": "match 1:\n    case eps:\n        pass",
+    "a match star": "match [1]:\n    case [*eps]:\n        pass",
+    "a match mapping rest": "match {}:\n    case {**eps}:\n        pass",
+    "except as": "try:\n    1 / 0\nexcept ZeroDivisionError as eps:\n    pass",
+    "a def under if": "if True:\n    def eps():\n        return 1",
+    "a class under try": "try:\n    class eps:\n        pass\nexcept Exception:\n    pass",
+    "with as": "with open('f') as eps:\n    pass",
+    "a for target": "for eps in [1e300]:\n    pass",
+    "an import": "import math as eps",
+    "global in a function": "def f():\n    global eps\n    eps = 1e300\nf()",
+    "del": "del eps",
+    "a tuple target": "(a, eps) = (1, 2)",
+}
+
+
+@pytest.mark.parametrize("what", sorted(REBINDS))
+def test_an_allowed_name_another_cell_binds_is_refused(what):
+    why = pure_answer(RIGHT_05[0], "fixed_noise", LAB05, [REBINDS[what]])
+    assert why is not None and "eps" in why, what
+
+
+@pytest.mark.parametrize("name", ["x", "where", "domain", "laplace", "counter"])
+def test_a_noise_answer_may_not_read_the_data_or_other_handout_names(name):
+    source = f"def range_noise(rng):\n    return rng.laplace(0, 1 / eps) * (len([{name}]) > 0)"
+    why = pure_answer(source, "range_noise", LAB03)
+    assert why is not None and why.startswith(f"reads {name}") and "must not depend on the data" in why
+    assert "eps" in why and "ordered" in why  # the hint names what may be read
+
+
+def test_the_allow_lists_hold_what_the_solutions_read_and_no_data():
+    from blowfish_nb.labs import lab03, lab05
+
+    assert set(lab03.NOISE_READS["range_noise"]) >= {"ordered", "R", "line", "eps", "k"}
+    assert lab05.NOISE_READS["fixed_noise"] == ("eps",)
+    for reads in (*lab03.NOISE_READS.values(), *lab05.NOISE_READS.values()):
+        assert not {"x", "counts", "histogram", "buggy_noise", "buggy_draw", "result"} & set(reads)
+
+
 @pytest.mark.parametrize("path, name", [
+    ("gamer37/lab03_out_counter", "range_noise"), ("gamer37/lab03_data_dependent", "range_noise"),
+    ("gamer37/lab05_rebind_eps_q4a", "fixed_noise"), ("gamer37/lab05_rebind_eps_after", "fixed_noise"),
+    ("gamer37/lab05_idle_clock_rebound", "fixed_noise"),
     ("gamer36c/lab05_idle_clock", "fixed_noise"), ("gamer36c/lab05_long_streak", "fixed_noise"),
     ("gamer36c/lab03_idle_clock", "range_noise"), ("gamer36c/lab03_long_streak", "range_noise"),
     ("gamer36b/lab05_reused_rng", "fixed_noise"), ("gamer36b/lab03_reused_rng", "range_noise"),
@@ -169,3 +231,67 @@ def test_the_plugin_judges_the_source_of_noise_questions_only():
     assert _grader(RIGHT_05[0], NOISE_TEST)._impure("q2") is None
     # a question without a noise verdict is not judged by the rule
     assert _grader(cell, "def test_q2(env, fixed_noise):\n    pass\n")._impure("q2") is None
+
+
+# --- the graded function: the answer's source under the handout's bindings (the child's snapshot) ---------------
+
+
+def _child_helpers() -> dict:
+    """The child's ``_frozen`` and ``_snapshot`` (:data:`blowfish_nb.labs._answers._CHILD_SHELL`), run here."""
+    from blowfish_nb.labs import _answers
+
+    ns: dict = {}
+    exec(_answers._CHILD_SHELL, ns)
+    return ns
+
+
+def test_the_snapshot_holds_only_the_allowed_names_frozen():
+    from blowfish_nb.labs.scan import PURE_BUILTINS
+
+    user = {"eps": 1.0, "w": np.ones(3), "pairs": [1, [2, 3]], "x": np.arange(4), "buggy_noise": print}
+    ns = _child_helpers()["_snapshot"](user, ("eps", "w", "pairs"), {"np": "numpy"},
+                                       {"check": "blowfish_nb.labs.lab05"}, sorted(PURE_BUILTINS))
+    assert set(ns) == {"__name__", "__builtins__", "np", "check", "eps", "w", "pairs"}
+    assert set(ns["__builtins__"]) == set(PURE_BUILTINS)  # no open, exec, globals, __import__
+    assert ns["pairs"] == (1, (2, 3)) and ns["check"].K == 6 and ns["check"].EPSILON == 1.0
+    assert not hasattr(ns["check"], "line_policy")  # the lab's constants, not its functions
+    with pytest.raises(ValueError, match="read-only"):
+        np.add(ns["w"], 1, ns["w"])
+    user["eps"] = 1e300  # a later rebinding in the kernel does not reach the graded function's namespace
+    user["w"][0] = 7
+    assert ns["eps"] == 1.0 and ns["w"][0] == 1.0
+
+
+def test_the_child_grades_the_answer_under_the_handouts_bindings():
+    """The child compiles the answer in the snapshot: the lab's solution returns what the kernel's function does on
+    the same generators; a write into a handout array raises (and ``line``, off the list, is not there either)."""
+    from blowfish_nb.labs import _answers
+    from blowfish_nb.labs.scan import PURE_BUILTINS
+
+    setup = LAB05 + ["w = np.zeros(3)"]
+    snapshot = (("eps", "w"), {"np": "numpy", "math": "math"}, {"check": "blowfish_nb.labs.lab05"},
+                sorted(PURE_BUILTINS))
+    kernel: dict = {}
+    for cell in setup:
+        exec(cell, kernel)
+    exec(RIGHT_05[0], kernel)
+    old = _answers.KERNEL_SHELL
+    _answers.KERNEL_SHELL = False
+    try:
+        proxy = _answers.CodeProxy(setup, RIGHT_05[0], "fixed_noise", snapshot=snapshot)
+        try:
+            for seed in range(3):
+                assert np.array_equal(proxy(np.random.default_rng(seed)),
+                                      kernel["fixed_noise"](np.random.default_rng(seed)))
+        finally:
+            proxy.close()
+        for body, error in [("np.add(w, 1, w)\n    return rng.laplace(0, 2 / eps, check.K) * len(line.edges())",
+                             "read-only")]:  # the other refusals: test_the_snapshot_holds_only_the_allowed_names
+            proxy = _answers.CodeProxy(setup, f"def fixed_noise(rng):\n    {body}", "fixed_noise", snapshot=snapshot)
+            try:
+                with pytest.raises(RuntimeError, match=error):
+                    proxy(np.random.default_rng(0))
+            finally:
+                proxy.close()
+    finally:
+        _answers.KERNEL_SHELL = old
