@@ -1499,7 +1499,59 @@ def _binds_anywhere(tree: ast.AST) -> set[str]:
             names.update((a.asname or a.name).split(".")[0] for a in n.names)
         elif isinstance(n, (ast.Global, ast.Nonlocal)):
             names.update(n.names)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+            if n.func.id in _BINDS_EVERYTHING:
+                names.add(ANY_NAME)
+            elif n.func.id in _BINDS_ITS_ARGUMENT and n.args and _root(n.args[0]):
+                names.add(_root(n.args[0]))  # ``vars(ordered).update(release=…)`` (gamer37b), ``setattr(eps, …)``
+        elif isinstance(n, ast.Attribute) and n.attr.startswith("__") and _root(n):
+            names.add(_root(n))  # ``ordered.__dict__``, ``ordered.__setattr__``
+        elif (isinstance(n, ast.Name) and n.id in _NAMESPACE_WORDS
+              or isinstance(n, ast.Constant) and n.value in _NAMESPACE_WORDS
+              or isinstance(n, ast.Attribute) and n.attr in ("modules", "f_globals", "f_locals")):
+            names.add(ANY_NAME)  # the notebook's namespace reached as an object: ``sys.modules['__main__']``
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+                a.name.split(".")[0] in _NAMESPACE_WORDS for a in n.names) or (
+                isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] in _NAMESPACE_WORDS):
+            names.add(ANY_NAME)
     return names
+
+
+_NAMESPACE_WORDS = frozenset({"__main__", "__builtins__", "builtins", "inspect", "gc", "ctypes"})
+
+
+#: what :func:`_binds_anywhere` returns for a cell that can bind any name (``globals()``, ``exec``, ``vars()``…)
+ANY_NAME = "*"
+_BINDS_EVERYTHING = frozenset({"globals", "locals", "exec", "eval", "compile", "__import__", "breakpoint"})
+_BINDS_ITS_ARGUMENT = frozenset({"vars", "setattr", "delattr", "getattr", "id"})
+
+
+def _draw_tainted(fn: ast.FunctionDef) -> set[str]:
+    """The local names of ``fn`` whose value can come from a draw of ``rng`` (assigned from an expression that holds
+    ``rng`` or such a name, by ``=``, ``:=``, a ``for`` or comprehension target), to a fixed point."""
+    tainted = {"rng"}
+
+    def holds(expr) -> bool:
+        return expr is not None and any(isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(expr))
+
+    pairs = []
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign):
+            pairs += [(t, n.value) for t in n.targets]
+        elif isinstance(n, (ast.AnnAssign, ast.NamedExpr)):
+            pairs.append((n.target, n.value))
+        elif isinstance(n, (ast.For, ast.comprehension)):
+            pairs.append((n.target, n.iter))
+    grew = True
+    while grew:
+        grew = False
+        for target, value in pairs:
+            if holds(value):
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Name) and t.id not in tainted:
+                        tainted.add(t.id)
+                        grew = True
+    return tainted
 
 
 def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()) -> str | None:
@@ -1527,9 +1579,17 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
     ``setup`` bind, only those the lab module lists for this function (``NOISE_READS``: lab 3's ``ordered``, ``R``,
     ``line``, ``eps``, ``k``, ``lo``, ``hi``; lab 5's ``eps``), and only while no student cell in ``others`` binds
     them by any syntax (:func:`_binds_anywhere`; so that the kernel's function is the graded one in any notebook a
-    reader can check). Never the data (``x``): a noise function that reads it can be exact on every histogram but the
+    reader can check; a cell that calls ``vars``/``setattr``/``globals``/``exec`` … on them binds them too). Never the data (``x``): a noise function that reads it can be exact on every histogram but the
     graded one. No ``yield``, ``global``, ``lambda``, nested ``def``, import, store into an attribute or item, ``+=``,
     ``out``, private or dunder name, comparison of ``rng``: nothing a value can outlive one call in, and no clock.
+    No set or dict, and no comparison, ``and``/``or``, ``if`` test or index that holds a value drawn from ``rng``
+    (:func:`_draw_tainted`): gamer37b's ``noise * (first not in {…4,030 first draws…})`` was exact on the first
+    release of popular seeds (``default_rng(12345)``, ``MT19937(42)``) that the grader's plan never makes. What stays
+    possible is a trigger written as arithmetic on a draw (``noise * abs(sign(first - A))`` with ``A`` built from
+    literals): it is exact only on generator states chosen in advance, i.e. on seeds the user chose, where a release
+    is not private whatever its noise function (anyone with the seed recomputes the noise); on a fresh generator it
+    differs from the right law with probability about the table's size over 2⁶² and the teacher's scan shows the
+    code.
 
     >>> pure_answer("def f(rng):\\n    return rng.laplace(0.0, 2 / x.sum())", "f", ["x = load()"])[:16]
     'reads x (line 2)'
@@ -1561,7 +1621,10 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
             continue
         rebound |= _binds_anywhere(t)
     rebound.discard(name)
+    if ANY_NAME in rebound:  # a cell that can bind any name binds every name the answer may read
+        rebound |= allowed | values | set(modules)
     local = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - {"rng"}
+    tainted = _draw_tainted(fn)
     lab = {k for k, m in modules.items() if re.fullmatch(r"blowfish_nb\.labs\.lab\d+", m) and k not in rebound}
     mods = {k: _PURE_NP_MODULES[m] for k, m in modules.items() if m in _PURE_NP_MODULES and k not in rebound}
     numpy_aliases = {k for k, m in modules.items() if m == "numpy"}
@@ -1588,6 +1651,15 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
         if isinstance(node, ast.Compare) and any(isinstance(o, ast.Name) and o.id == "rng"
                                                  for o in [node.left, *node.comparators]):
             return f"compares rng ({line})"
+        if isinstance(node, (ast.Set, ast.Dict, ast.SetComp, ast.DictComp)):
+            return f"uses a set or dict ({line})"
+        tested = (node if isinstance(node, (ast.Compare, ast.BoolOp)) else node.test
+                  if isinstance(node, (ast.If, ast.IfExp)) else node.slice if isinstance(node, ast.Subscript) else
+                  None)
+        if tested is not None and any(isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(tested)):
+            return (f"tests or indexes by a value drawn from rng ({line}): noise is arithmetic on the draws; a test "
+                    "of a draw can pick out single generator states (gamer37b: exact noise on the first draw of "
+                    "popular seeds)")
         if isinstance(node, ast.Attribute):
             if node.attr.startswith("_"):
                 return f"uses .{node.attr} ({line})"

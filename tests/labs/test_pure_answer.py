@@ -181,6 +181,52 @@ def test_an_allowed_name_another_cell_binds_is_refused(what):
     assert why is not None and "eps" in why, what
 
 
+#: gamer37b: another answer cell changes an allowed object without binding its name (the kernel's release then
+#: returns 0 after 10,000 calls), or can bind any name
+MUTATES = {
+    "vars().update": "b = 1.0 + 0 * len([vars(ordered).update(release=lambda *a, **kw: 0)])",
+    "setattr": "setattr(ordered, 'release', print)",
+    "a dunder": "ordered.__dict__.update(release=print)",
+    "globals()": "globals()['eps2'] = 1",
+    "exec": "exec('pass')",
+    "__main__": "import sys\nm = sys.modules['__main__']",
+}
+
+
+@pytest.mark.parametrize("what", sorted(MUTATES))
+def test_an_allowed_object_another_cell_changes_is_refused(what):
+    why = pure_answer(RIGHT_03[0], "range_noise", LAB03, [MUTATES[what]])
+    assert why is not None and "another answer cell binds" in why, (what, why)
+    assert pure_answer(RIGHT_03[0], "range_noise", LAB03, ["b = vars(dict)"]) is None  # another object: no effect
+
+
+#: gamer37b: exact noise on the first release of generators the grader's plan never makes (popular seeds), picked out
+#: by a test of a draw (the notebook held 4,030 first draws; three are enough to show it)
+SEED_TABLES = {
+    "not in a set": "first = rng.integers(0, 2 ** 62)\n    keep = first not in {1605343785087, 2215947696335281}",
+    "==": "first = rng.integers(0, 2 ** 62)\n    keep = 0 if first == 1605343785087 else 1",
+    "in a tuple": "first = rng.integers(0, 2 ** 62)\n    keep = float(first not in (1605343785087, 3))",
+    "if on a draw": "keep = 1\n    u = rng.random()\n    if u < 1e-300:\n        keep = 0",
+    "and/or": "u = rng.random()\n    keep = (u > 1e-300) or 0",
+    "an index by a draw": "table = [1, 0, 1]\n    keep = table[rng.integers(0, 3)]",
+    "a draw through a loop": "keep = 1\n    for v in rng.integers(0, 9, 2):\n        keep = keep * (v != 7)",
+}
+
+
+@pytest.mark.parametrize("what", sorted(SEED_TABLES))
+def test_a_noise_answer_may_not_test_or_index_by_a_draw(what):
+    source = ("def fixed_noise(rng):\n    " + SEED_TABLES[what]
+              + "\n    return rng.laplace(0.0, 2 / eps, check.K) * keep")
+    why = pure_answer(source, "fixed_noise", LAB05)
+    assert why is not None and ("drawn from rng" in why or "a set or dict" in why), (what, why)
+
+
+def test_the_seed_table_notebooks_lose_the_point_and_tests_of_constants_stay():
+    """A test of a constant (``if eps <= 0``) is no test of a draw: RIGHT_05 keeps it."""
+    assert any("if eps <= 0" in r for r in RIGHT_05)
+    assert all(pure_answer(r, "fixed_noise", LAB05) is None for r in RIGHT_05)
+
+
 @pytest.mark.parametrize("name", ["x", "where", "domain", "laplace", "counter"])
 def test_a_noise_answer_may_not_read_the_data_or_other_handout_names(name):
     source = f"def range_noise(rng):\n    return rng.laplace(0, 1 / eps) * (len([{name}]) > 0)"
