@@ -141,9 +141,9 @@ def lattice_units(values, g: int) -> tuple[np.ndarray, dict]:
         raise InvalidParameterError(f"the histogram must hold {math.prod(cells)} finite counts, got shape {x.shape}")
     y = _staged(factors, cells, x, abs_=False)
     bound = _bound(factors, cells, x)
-    t = np.ldexp(y, -g)
-    b = np.ldexp(bound, -g)
     with np.errstate(invalid="ignore", over="ignore"):
+        t = np.ldexp(y, -g)
+        b = np.ldexp(bound, -g)
         fl = np.floor(t)
         h = np.abs((t - fl) - 0.5)
         ok = np.isfinite(t) & np.isfinite(b) & (np.abs(t) < 2.0**51) & (h > b * (1 + 2.0**-40) + 2.0**-50)
@@ -184,7 +184,7 @@ def exact_units(factors, cells, x, rows, g: int) -> list[int]:
 
 def _with_big(w: np.ndarray, big: dict) -> tuple[np.ndarray, dict]:
     for i, v in big.items():
-        w[i] = math.copysign(math.inf, v) if v else 0.0
+        w[i] = math.inf if v > 0 else -math.inf  # |v| ≥ 2^53: never 0
     return w, big
 
 
