@@ -55,8 +55,11 @@ def _random_matrix(rng, p, n):
     return A
 
 
-def test_units_equal_the_exact_rounding_for_dense_sparse_and_kron_strategies():
+@pytest.mark.parametrize("extended", [True, False], ids=["with the long double tier", "float then integers"])
+def test_units_equal_the_exact_rounding_for_dense_sparse_and_kron_strategies(monkeypatch, extended):
     import scipy.sparse as sp
+
+    monkeypatch.setattr(exact_measure, "_EXTENDED", extended and exact_measure._EXTENDED)
 
     rng = np.random.default_rng(0)
     for trial in range(30):
@@ -77,6 +80,28 @@ def test_units_equal_the_exact_rounding_for_dense_sparse_and_kron_strategies():
                 for row in exact]  # the products of the entries are not rounded (np.kron would round them)
         w, big = exact_measure.lattice_units(noise.product(Kron([DenseFactor(A), DenseFactor(B)]), xk), g)
         assert [big.get(i, int(v) if np.isfinite(v) else None) for i, v in enumerate(w)] == want, trial
+
+
+def test_each_tier_decides_what_it_can_and_all_agree_with_the_exact_rounding(monkeypatch):
+    """Large counts against a fine grid: the float bound leaves rows undecided, the long double tier decides most
+    of them, the integer tier the rest; the units equal the Fraction reference either way."""
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(30, 50))
+    x = rng.integers(0, 10**6, size=50).astype(float)
+    g = -25  # γ = 2^-25 against Σ|a|x ≈ 2e7: the float error bound (≈ 1e-7, 3 grid steps) decides no row
+    want = _exact_units(A, x, g)
+    seen = {}
+    real = exact_measure.exact_units
+    monkeypatch.setattr(exact_measure, "exact_units", lambda f, c, xx, rows, gg: seen.setdefault("exact", len(rows))
+                        and real(f, c, xx, rows, gg))
+    w, _ = exact_measure.lattice_units(noise.product(A, x), g)
+    assert w.astype(int).tolist() == want
+    if exact_measure._EXTENDED:
+        assert seen.get("exact", 0) < 30  # some rows decided in long double (the bound: 2^-64·50·|A||x| ≪ γ/2)
+    monkeypatch.setattr(exact_measure, "_EXTENDED", False)
+    seen.clear()
+    w, _ = exact_measure.lattice_units(noise.product(A, x), g)
+    assert w.astype(int).tolist() == want and seen["exact"] == 30
 
 
 def test_ties_round_half_to_even_exactly():
