@@ -40,8 +40,10 @@ def _jobs(rng):
     F = [DenseFactor(rng.normal(size=(1000, 1000))) for _ in range(2)]
     K = Kron(F)
     x3 = rng.poisson(3, 10**6).astype(float)
+    # Δ of a move: at most 2·(largest column norm of the product) (an upper bound standing in for the policy's Δ)
+    delta = 2 * float(np.prod([np.abs(f.dense()).sum(axis=0).max() for f in F]))
     jobs.append(("lattice_noisy, Kron 1000×1000 ⊗ 1000×1000, k=1e6",
-                 lambda r: noise.lattice_noisy(noise.product(K, x3), 50.0, 1.0, 10**6, r)))
+                 lambda r: noise.lattice_noisy(noise.product(K, x3), delta, 1.0, 10**6, r)))
     d4 = Domain.grid((20, 20))
     p4 = policy.grid(d4, 1)
     x4 = rng.poisson(200, 400).astype(float)

@@ -32,7 +32,12 @@ exact rounding; anything within rounding error of it is not enough.
 
 **How w is computed (fast when it can be, exact always).**
 
-1. *Certified float.* y = fl(A x) by the strategy's factors (a dense or
+1. *Certified float.* For one factor and whole counts, A is first split
+   into A_hi + A_lo with A_hi x exact in float64 (row entries rounded to a
+   grid 2^-β of the row's largest, β = 52 − bits(max x) − bits(n): every
+   partial sum is an integer on that grid below 2^52), so only fl(A_lo x)
+   carries rounding error, about 2^-β of the plain product's
+   (:func:`_split_tier`). Otherwise y = fl(A x) by the strategy's factors (a dense or
    sparse matrix, or their Kronecker product applied axis by axis) and a
    rigorous bound on |y − A x|: every output of a stage is a dot product of
    at most n_s terms, so the classical bound (any summation order, with or
@@ -142,15 +147,19 @@ def lattice_units(values, g: int) -> tuple[np.ndarray, dict]:
     x = values.x
     if x.size != math.prod(cells) or not np.all(np.isfinite(x)):
         raise InvalidParameterError(f"the histogram must hold {math.prod(cells)} finite counts, got shape {x.shape}")
-    y = _staged(factors, cells, x, abs_=False)
-    bound = _bound(factors, cells, x)
-    with np.errstate(invalid="ignore", over="ignore"):
-        t = np.ldexp(y, -g)
-        b = np.ldexp(bound, -g)
-        fl = np.floor(t)
-        h = np.abs((t - fl) - 0.5)
-        ok = np.isfinite(t) & np.isfinite(b) & (np.abs(t) < 2.0**51) & (h > b * (1 + 2.0**-40) + 2.0**-50)
-    w = np.where(ok, np.round(np.where(ok, t, 0.0)), 0.0)
+    split = _split_tier(factors[0], x, g) if len(factors) == 1 else None
+    if split is not None:
+        w, ok = split
+    else:
+        y = _staged(factors, cells, x, abs_=False)
+        bound = _bound(factors, cells, x)
+        with np.errstate(invalid="ignore", over="ignore"):
+            t = np.ldexp(y, -g)
+            b = np.ldexp(bound, -g)
+            fl = np.floor(t)
+            h = np.abs((t - fl) - 0.5)
+            ok = np.isfinite(t) & np.isfinite(b) & (np.abs(t) < 2.0**51) & (h > b * (1 + 2.0**-40) + 2.0**-50)
+        w = np.where(ok, np.round(np.where(ok, t, 0.0)), 0.0)
     rest = np.flatnonzero(~ok)
     if rest.size and _EXTENDED:
         decided, units = _extended_units(factors, cells, x, rest, g)
@@ -256,6 +265,65 @@ def _bound(factors, cells, x) -> np.ndarray:
     c = _staged(factors, cells, x, abs_=True)
     with np.errstate(over="ignore"):
         return theta * (c + eta) * (1 + 2 * theta + 2.0**-40) + 2 * eta
+
+
+def _split_tier(F, x, g: int):
+    """(w, decided) for one factor and whole counts: A = A_hi + A_lo with A_hi x exact in float64, or None.
+
+    Row i's entries are rounded to the grid 2^(e_i − β) (|a_ij| ≤ 2^e_i, β = 52 − bits(max x) − bits(n)):
+    A_hi x then sums integers times 2^(e_i − β) below 2^52 of them, exact in any order; A_lo = A − A_hi is exact
+    and at most 2^-β of the row's largest entry, so the certified bound on fl(A_lo x) is about 2^-β of the plain
+    one. The value (A_hi x)/γ + fl(A_lo x)/γ is rounded from its integer part r and the fraction
+    (A_hi x/γ − r) + A_lo x/γ, with the fraction's own rounding in the margin.
+    """
+    if not np.all(x == np.round(x)):
+        return None
+    top = float(np.abs(x).max(initial=0.0))
+    if top >= 2.0**40:
+        return None
+    n = int(F.shape[1])
+    beta = 52 - int(top).bit_length() - n.bit_length()
+    if beta < 8:
+        return None
+    sparse = _is_sparse(F)
+    if sparse:
+        F = F.tocsr()
+        data = F.data
+        rowmax = np.asarray(abs(F).max(axis=1).todense()).reshape(-1)
+        owner = np.repeat(np.arange(F.shape[0]), np.diff(F.indptr))
+    else:
+        data = np.asarray(F, dtype=float)
+        rowmax = np.abs(data).max(axis=1, initial=0.0)
+    e = np.frexp(rowmax)[1].astype(np.int64)  # |a_ij| < 2^e_i
+    shift = beta - e
+    shift = np.where(e - beta >= -1074, shift, 0)  # a grid below 2^-1074: no split for that row (hi = 0)
+    use = (e - beta >= -1074) & (rowmax > 0)
+    per = shift[owner] if sparse else shift[:, None]
+    hi = np.ldexp(np.round(np.ldexp(data, per)), -per)
+    hi = np.where((use[owner] if sparse else use[:, None]), hi, 0.0)
+    lo = data - hi
+    if sparse:
+        import scipy.sparse as sp
+
+        F_hi = sp.csr_array((hi, F.indices, F.indptr), shape=F.shape)
+        F_lo = sp.csr_array((lo, F.indices, F.indptr), shape=F.shape)
+    else:
+        F_hi, F_lo = hi, lo
+    y_hi = np.asarray(F_hi @ x)
+    y_lo = np.asarray(F_lo @ x)
+    bound = _bound([F_lo], (n,), x)
+    u = _U
+    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
+        t_hi = np.ldexp(y_hi, -g)
+        r = np.round(t_hi)
+        f = (t_hi - r) + np.ldexp(y_lo, -g)
+        b = np.ldexp(bound, -g) + 2.0**-1070
+        h = np.abs((f - np.floor(f)) - 0.5)
+        ok = (np.isfinite(t_hi) & np.isfinite(f) & np.isfinite(b) & (np.abs(t_hi) < 2.0**51) & (np.abs(f) < 2.0**40)
+              & ((y_hi == 0) | (np.abs(t_hi) >= 2.0**-1000))  # t_hi exact (no underflow)
+              & (h > b * (1 + 2.0**-40) + 4 * u * (np.abs(f) + 1) + 2.0**-60))
+    w = np.where(ok, r + np.round(np.where(ok, f, 0.0)), 0.0)
+    return w, ok
 
 
 #: the extended tier runs where long double is IEEE-style (x87 extended: 64-bit significand, or binary128): the

@@ -55,11 +55,14 @@ def _random_matrix(rng, p, n):
     return A
 
 
-@pytest.mark.parametrize("extended", [True, False], ids=["with the long double tier", "float then integers"])
-def test_units_equal_the_exact_rounding_for_dense_sparse_and_kron_strategies(monkeypatch, extended):
+@pytest.mark.parametrize("split, extended", [(True, True), (False, True), (False, False)],
+                         ids=["every tier", "no split", "float then integers"])
+def test_units_equal_the_exact_rounding_for_dense_sparse_and_kron_strategies(monkeypatch, split, extended):
     import scipy.sparse as sp
 
     monkeypatch.setattr(exact_measure, "_EXTENDED", extended and exact_measure._EXTENDED)
+    if not split:
+        monkeypatch.setattr(exact_measure, "_split_tier", lambda *a: None)
 
     rng = np.random.default_rng(0)
     for trial in range(30):
@@ -83,8 +86,8 @@ def test_units_equal_the_exact_rounding_for_dense_sparse_and_kron_strategies(mon
 
 
 def test_each_tier_decides_what_it_can_and_all_agree_with_the_exact_rounding(monkeypatch):
-    """Large counts against a fine grid: the float bound leaves rows undecided, the long double tier decides most
-    of them, the integer tier the rest; the units equal the Fraction reference either way."""
+    """Large counts against a fine grid: the split tier decides every row; without it the plain float bound
+    decides none, the long double tier most, the integer tier the rest; the units equal the Fraction reference."""
     rng = np.random.default_rng(4)
     A = rng.normal(size=(30, 50))
     x = rng.integers(0, 10**6, size=50).astype(float)
@@ -94,6 +97,9 @@ def test_each_tier_decides_what_it_can_and_all_agree_with_the_exact_rounding(mon
     real = exact_measure.exact_units
     monkeypatch.setattr(exact_measure, "exact_units", lambda f, c, xx, rows, gg: seen.setdefault("exact", len(rows))
                         and real(f, c, xx, rows, gg))
+    w, _ = exact_measure.lattice_units(noise.product(A, x), g)
+    assert w.astype(int).tolist() == want and "exact" not in seen
+    monkeypatch.setattr(exact_measure, "_split_tier", lambda *a: None)
     w, _ = exact_measure.lattice_units(noise.product(A, x), g)
     assert w.astype(int).tolist() == want
     if exact_measure._EXTENDED:
