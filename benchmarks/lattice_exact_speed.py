@@ -36,6 +36,9 @@ def _jobs(rng):
     x2 = rng.poisson(50, 4096).astype(float)
     jobs.append(("Optimized, marginal, 64×64, n≈2e5", lambda r: m2.release(x2, W2, p2, 1.0, rng=r)))
     jobs.append(("Optimized sample ×200, 64×64", lambda r: m2.sample(x2, W2, p2, 1.0, size=200, rng=r)))
+    W5 = workload.kron(workload.prefix(64), workload.prefix(64))  # a Kronecker strategy (two 68×64 factors)
+    m5 = mechanisms.Optimized().for_workload(W5, p2)
+    jobs.append(("Optimized, 2-D prefix (Kron 68×64 ⊗ 68×64), n≈2e5", lambda r: m5.release(x2, W5, p2, 1.0, rng=r)))
     # a large Kronecker strategy: the measurement alone (k = 10^6 cells, 10^6 rows)
     F = [DenseFactor(rng.normal(size=(1000, 1000))) for _ in range(2)]
     K = Kron(F)

@@ -32,12 +32,7 @@ exact rounding; anything within rounding error of it is not enough.
 
 **How w is computed (fast when it can be, exact always).**
 
-1. *Certified float.* For one factor and whole counts, A is first split
-   into A_hi + A_lo with A_hi x exact in float64 (row entries rounded to a
-   grid 2^-β of the row's largest, β = 52 − bits(max x) − bits(n): every
-   partial sum is an integer on that grid below 2^52), so only fl(A_lo x)
-   carries rounding error, about 2^-β of the plain product's
-   (:func:`_split_tier`). Otherwise y = fl(A x) by the strategy's factors (a dense or
+1. *Certified float.* y = fl(A x) by the strategy's factors (a dense or
    sparse matrix, or their Kronecker product applied axis by axis) and a
    rigorous bound on |y − A x|: every output of a stage is a dot product of
    at most n_s terms, so the classical bound (any summation order, with or
@@ -49,10 +44,15 @@ exact rounding; anything within rounding error of it is not enough.
    interval y ± bound, in grid units, holds no half-integer rounds to the
    same integer as the exact value: w_i = round(y_i/γ) (the bits the float
    path always gave there).
-2. *Extended.* The rows left undecided are recomputed (only their factor
+2. *Split* (one factor on whole counts). The undecided rows are split into
+   A_hi + A_lo with A_hi x exact in float64 (row entries rounded to a grid
+   2^-β of the row's largest, β = 52 − bits(max x) − bits(n): every partial
+   sum is an integer on that grid below 2^52), so only fl(A_lo x) carries
+   rounding error, about 2^-β of the plain product's (:func:`_split_tier`).
+3. *Extended.* The rows still undecided are recomputed (only their factor
    rows) in long double where it is IEEE-style (x87: u = 2^-64, a bound 2048
    times tighter) and decided by the same test.
-3. *Exact.* The other rows (a cancelling row with a tiny γ, a value within
+4. *Exact.* The other rows (a cancelling row with a tiny γ, a value within
    the bound of a rounding tie, an overflow) are computed in integer
    arithmetic: every entry is M·2^e with M an integer (``np.frexp``), a row
    of a factor becomes Python integers over one power of two, the Kronecker
@@ -147,20 +147,23 @@ def lattice_units(values, g: int) -> tuple[np.ndarray, dict]:
     x = values.x
     if x.size != math.prod(cells) or not np.all(np.isfinite(x)):
         raise InvalidParameterError(f"the histogram must hold {math.prod(cells)} finite counts, got shape {x.shape}")
-    split = _split_tier(factors[0], x, g) if len(factors) == 1 else None
-    if split is not None:
-        w, ok = split
-    else:
-        y = _staged(factors, cells, x, abs_=False)
-        bound = _bound(factors, cells, x)
-        with np.errstate(invalid="ignore", over="ignore"):
-            t = np.ldexp(y, -g)
-            b = np.ldexp(bound, -g)
-            fl = np.floor(t)
-            h = np.abs((t - fl) - 0.5)
-            ok = np.isfinite(t) & np.isfinite(b) & (np.abs(t) < 2.0**51) & (h > b * (1 + 2.0**-40) + 2.0**-50)
-        w = np.where(ok, np.round(np.where(ok, t, 0.0)), 0.0)
+    y = _staged(factors, cells, x, abs_=False)
+    bound = _bound(factors, cells, x)
+    with np.errstate(invalid="ignore", over="ignore"):
+        t = np.ldexp(y, -g)
+        b = np.ldexp(bound, -g)
+        fl = np.floor(t)
+        h = np.abs((t - fl) - 0.5)
+        ok = np.isfinite(t) & np.isfinite(b) & (np.abs(t) < 2.0**51) & (h > b * (1 + 2.0**-40) + 2.0**-50)
+    w = np.where(ok, np.round(np.where(ok, t, 0.0)), 0.0)
     rest = np.flatnonzero(~ok)
+    if rest.size and len(factors) == 1:  # one factor on whole counts: the split product, on those rows only
+        F = factors[0]
+        split = _split_tier(F[rest].toarray() if _is_sparse(F) else F[rest], x, g)
+        if split is not None:
+            units, decided = split
+            w[rest[decided]] = units[decided]
+            rest = rest[~decided]
     if rest.size and _EXTENDED:
         decided, units = _extended_units(factors, cells, x, rest, g)
         w[rest[decided]] = units[decided]
@@ -221,10 +224,7 @@ def _factors(A) -> tuple[list, tuple]:
         M = np.asarray(A.dense(), dtype=float)
     else:
         raise InvalidParameterError(f"the lattice measurement needs a matrix or Kronecker strategy, got {type(A).__name__}")
-    if _is_sparse(M):
-        M = M.tocsr().astype(float)
-    else:
-        M = np.asarray(M, dtype=float)
+    M = M.astype(float) if _is_sparse(M) else np.asarray(M, dtype=float)
     if M.ndim != 2:
         raise InvalidParameterError(f"the strategy must be two-dimensional, got shape {M.shape}")
     return [M], (int(M.shape[1]),)
@@ -252,119 +252,20 @@ def _staged(factors, cells, x, abs_: bool) -> np.ndarray:
 def _bound(factors, cells, x) -> np.ndarray:
     """A rigorous bound on |fl(A x) − A x| for :func:`_staged` (see the module docstring)."""
     theta, eta = 1.0, 0.0
-    for F in factors:
+    absolute = [abs(F) for F in factors]
+    for F in absolute:
         n = int(F.shape[1])
         gn = n * _U / (1 - n * _U) if n * _U < 0.5 else math.inf
         theta *= 1 + gn
-        rowsum = float(np.max(np.asarray(abs(F).sum(axis=1)), initial=0.0))
+        rowsum = float(np.max(np.asarray(F.sum(axis=1)), initial=0.0))
         # underflow: each product of a stage may lose 2^-1075; earlier losses pass through this stage's rows
         eta = eta * rowsum * (1 + gn) + n * 2.0**-1074
     theta = (theta - 1) * (1 + 2.0**-30)
     if not math.isfinite(theta) or theta >= 0.01:
         return np.full(math.prod(f.shape[0] for f in factors), math.inf)
-    c = _staged(factors, cells, x, abs_=True)
+    c = _staged(absolute, cells, np.abs(x), abs_=False)
     with np.errstate(over="ignore"):
         return theta * (c + eta) * (1 + 2 * theta + 2.0**-40) + 2 * eta
-
-
-def _split_tier(F, x, g: int):
-    """(w, decided) for one factor and whole counts: A = A_hi + A_lo with A_hi x exact in float64, or None.
-
-    Row i's entries are rounded to the grid 2^(e_i − β) (|a_ij| ≤ 2^e_i, β = 52 − bits(max x) − bits(n)):
-    A_hi x then sums integers times 2^(e_i − β) below 2^52 of them, exact in any order; A_lo = A − A_hi is exact
-    and at most 2^-β of the row's largest entry, so the certified bound on fl(A_lo x) is about 2^-β of the plain
-    one. The value (A_hi x)/γ + fl(A_lo x)/γ is rounded from its integer part r and the fraction
-    (A_hi x/γ − r) + A_lo x/γ, with the fraction's own rounding in the margin.
-    """
-    if not np.all(x == np.round(x)):
-        return None
-    top = float(np.abs(x).max(initial=0.0))
-    if top >= 2.0**40:
-        return None
-    n = int(F.shape[1])
-    beta = 52 - int(top).bit_length() - n.bit_length()
-    if beta < 8:
-        return None
-    sparse = _is_sparse(F)
-    if sparse:
-        F = F.tocsr()
-        data = F.data
-        rowmax = np.asarray(abs(F).max(axis=1).todense()).reshape(-1)
-        owner = np.repeat(np.arange(F.shape[0]), np.diff(F.indptr))
-    else:
-        data = np.asarray(F, dtype=float)
-        rowmax = np.abs(data).max(axis=1, initial=0.0)
-    e = np.frexp(rowmax)[1].astype(np.int64)  # |a_ij| < 2^e_i
-    shift = beta - e
-    shift = np.where(e - beta >= -1074, shift, 0)  # a grid below 2^-1074: no split for that row (hi = 0)
-    use = (e - beta >= -1074) & (rowmax > 0)
-    per = shift[owner] if sparse else shift[:, None]
-    hi = np.ldexp(np.round(np.ldexp(data, per)), -per)
-    hi = np.where((use[owner] if sparse else use[:, None]), hi, 0.0)
-    lo = data - hi
-    if sparse:
-        import scipy.sparse as sp
-
-        F_hi = sp.csr_array((hi, F.indices, F.indptr), shape=F.shape)
-        F_lo = sp.csr_array((lo, F.indices, F.indptr), shape=F.shape)
-    else:
-        F_hi, F_lo = hi, lo
-    y_hi = np.asarray(F_hi @ x)
-    y_lo = np.asarray(F_lo @ x)
-    bound = _bound([F_lo], (n,), x)
-    u = _U
-    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
-        t_hi = np.ldexp(y_hi, -g)
-        r = np.round(t_hi)
-        f = (t_hi - r) + np.ldexp(y_lo, -g)
-        b = np.ldexp(bound, -g) + 2.0**-1070
-        h = np.abs((f - np.floor(f)) - 0.5)
-        ok = (np.isfinite(t_hi) & np.isfinite(f) & np.isfinite(b) & (np.abs(t_hi) < 2.0**51) & (np.abs(f) < 2.0**40)
-              & ((y_hi == 0) | (np.abs(t_hi) >= 2.0**-1000))  # t_hi exact (no underflow)
-              & (h > b * (1 + 2.0**-40) + 4 * u * (np.abs(f) + 1) + 2.0**-60))
-    w = np.where(ok, r + np.round(np.where(ok, f, 0.0)), 0.0)
-    return w, ok
-
-
-#: the extended tier runs where long double is IEEE-style (x87 extended: 64-bit significand, or binary128): the
-#: rounding model fl(a ∘ b) = (a ∘ b)(1 + δ), |δ| ≤ u holds there (not for IBM double-double)
-_EXTENDED = np.finfo(np.longdouble).nmant in (63, 112)
-
-
-def _extended_units(factors, cells, x, rows, g: int) -> tuple[np.ndarray, np.ndarray]:
-    """(decided, w) for the flat ``rows``: the staged product in long double restricted to those rows' factor rows,
-    with the same certified test as the float tier at u = 2^-64 (x87) — 2048 times tighter. No underflow: products
-    of up to 14 float64 entries and a count stay above long double's smallest normal (about 1e-4932)."""
-    if len(factors) > 14:
-        return np.zeros(rows.size, dtype=bool), np.zeros(rows.size)
-    ld = np.longdouble
-    u = float(np.finfo(ld).eps) / 2
-    coords = np.unravel_index(rows, tuple(f.shape[0] for f in factors))
-    subs, picks = [], []
-    for F, c in zip(factors, coords):
-        keep, inverse = np.unique(c, return_inverse=True)
-        sub = F[keep].toarray() if _is_sparse(F) else np.asarray(F)[keep]
-        subs.append(sub.astype(ld))
-        picks.append(inverse)
-    if sum(f.size for f in subs) > 5 * 10**7:
-        return np.zeros(rows.size, dtype=bool), np.zeros(rows.size)
-    flat = np.ravel_multi_index(tuple(picks), tuple(f.shape[0] for f in subs))
-    y = _staged(subs, cells, x.astype(ld), abs_=False)[flat]
-    c = _staged(subs, cells, x.astype(ld), abs_=True)[flat]
-    theta = 1.0
-    for F in subs:
-        n = int(F.shape[1])
-        theta *= 1 + (n * u / (1 - n * u) if n * u < 0.5 else math.inf)
-    theta = (theta - 1) * (1 + 2.0**-30)
-    if not math.isfinite(theta) or theta >= 0.01:
-        return np.zeros(rows.size, dtype=bool), np.zeros(rows.size)
-    bound = ld(theta) * c * ld(1 + 2 * theta + 2.0**-40)
-    t, b = np.ldexp(y, -g), np.ldexp(bound, -g)
-    with np.errstate(invalid="ignore", over="ignore"):
-        fl = np.floor(t)
-        h = np.abs((t - fl) - ld(0.5))
-        ok = np.isfinite(t) & np.isfinite(b) & (np.abs(t) < ld(2.0**51)) & (h > b * ld(1 + 2.0**-40) + ld(2.0**-60))
-    return ok, np.where(ok, np.round(np.where(ok, t, 0)), 0).astype(float)
 
 
 def _integers(a: np.ndarray) -> tuple[np.ndarray, int]:
