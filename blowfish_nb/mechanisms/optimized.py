@@ -3,7 +3,8 @@
 :func:`blowfish_nb.strategies.optimized.optimize` finds the strategy (one
 dense factor per axis, their Kronecker product on grids) and its exact
 Δ_A(G); this module measures it. The strategy's entries are real numbers,
-so the measurements go through :func:`.noise.lattice_noisy` (rounded to a
+so the measurements go through :func:`.noise.lattice_noisy` (rounded from the
+exact A x, :mod:`.exact_measure`, to a
 public power-of-two grid γ ≈ 2^-12·Δ/m, discrete Laplace in grid units with
 the sensitivity raised by the rounding: Δ/γ + m for m measured rows), then
 least squares axis by axis. Haney et al. 2015, Thm 4.1 makes it
