@@ -14,8 +14,10 @@ x = (3, 3, 3, 0) → fl(row 0 · x) = 0 exactly; its neighbour (3, 3, 2, 1) (one
 Second finding (below): discrete_laplace draws Z = 0 for *every* uniform when its scale is below ≈ 0.0267, so any
 release whose per-row scale Δ/ε falls there (ε ≳ 37.4 for a count, which check_epsilon accepts) is exact.
 
-The three tiny-Δ tests state the violated property and are strict xfails until the lattice measurement is exact
-(an XPASS fails the suite); the sampler finding is fixed (tests/mechanisms/test_noise_tiny_scale.py).
+The three tiny-Δ tests state the violated property; they were strict xfails until the lattice measurement became
+exact (stop 37: ``noise.lattice_noisy(noise.product(A, x), ...)`` rounds the exact A x, see
+blowfish_nb/mechanisms/exact_measure.py) and now pass. The sampler finding is fixed too
+(tests/mechanisms/test_noise_tiny_scale.py).
 Run: PYTHONPATH=$PWD /work/main/.venv/bin/python -m pytest tests/test_attack36b.py -q -p no:cacheprovider -n 0
 """
 
@@ -37,7 +39,6 @@ A_X = np.array([3.0, 3.0, 3.0, 0.0])
 B_X = np.array([3.0, 3.0, 2.0, 1.0])  # neighbour: one record moved from cell 2 to cell 3 (edge (2, 3))
 EPS = 1.0
 N = 200
-_OPEN = ('open (stop 36): lattice_noisy rounds the float A @ x, whose rounding error is not bounded by a tiny Δ when a row cancels; needs the measurement computed exactly on the lattice')
 
 
 def _mechanism(delta_entry: float) -> mechanisms.Optimized:
@@ -61,7 +62,6 @@ def _dp_bound_holds(p_hi: float, p_lo: float, n: int) -> bool:
     return p_hi - 4 * se <= math.exp(EPS) * (p_lo + 4 * se)
 
 
-@pytest.mark.xfail(strict=True, reason=_OPEN)
 def test_tiny_delta_release_distributions_on_neighbours_do_not_overlap():
     """Δ = 1e-25: the event E = {first answer > 5e-17} has probability 1 on B_X and 0 on A_X (ε = 1 claimed)."""
     m = _mechanism(1e-25)
@@ -76,7 +76,6 @@ def test_tiny_delta_release_distributions_on_neighbours_do_not_overlap():
     assert _dp_bound_holds(float(np.mean(rb1 > 5e-17)), float(np.mean(ra1 > 5e-17)), 20)
 
 
-@pytest.mark.xfail(strict=True, reason=_OPEN)
 def test_delta_1e_300_one_neighbour_released_the_other_refused():
     """Δ = 1e-300: A_X is released every time, B_X refused every time (the refusal is not a function of the
     noisy output of a private measurement: fl(A x) itself is 2^-54, ~1e288 grid steps)."""
@@ -98,7 +97,6 @@ def test_delta_1e_300_one_neighbour_released_the_other_refused():
 
 
 
-@pytest.mark.xfail(strict=True, reason=_OPEN)
 def test_violation_hunter_finds_no_violation_for_tiny_delta_optimized():
     """The hunter (fixed seed) on the Δ = 1e-25 strategy, base (3, 3, 2, 1) (every neighbour keeps row 0's exact
     value 0, so none is refused): on zero36 it reports loss ≥ 6.03 > ε = 1 at x = (3,3,2,1), 3→2."""

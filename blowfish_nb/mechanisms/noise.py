@@ -20,6 +20,10 @@ package therefore draws its noise here:
   coordinate), scale back by γ (exact in floating point). This is the
   discretisation OpenDP uses for its float Laplace (round to 2^k, then
   integer noise; Canonne, Kamath and Steinke 2020 for the discrete laws).
+  A strategy's answers are passed as ``product(A, x)`` and rounded from the
+  *exact* A x (:mod:`.exact_measure`, which holds the privacy argument): the
+  float ``A @ x`` is off by rounding errors that a tiny Δ does not bound
+  (attack 36b).
 * **Sensitivity 0** (answers the policy does not protect): no noise, and the
   values come from :func:`invariant_values` (A x from the policy graph's
   class sums after an exact column check), never from ``fl(A x)``, whose
@@ -46,9 +50,10 @@ import math
 import numpy as np
 
 from ..exceptions import InvalidParameterError
+from .exact_measure import Product, lattice_units
 
-__all__ = ["MAX_SCALE", "check_scale", "discrete_laplace", "noisy", "lattice_noisy", "lattice_step", "invariant_values",
-           "selection_laplace",
+__all__ = ["MAX_SCALE", "check_scale", "discrete_laplace", "noisy", "lattice_noisy", "lattice_draws", "lattice_step",
+           "product", "invariant_values", "selection_laplace",
            "variance", "uniform_open", "standard_exponential"]
 
 #: the largest noise scale drawn (≈ 1.1e12): beyond it whole-number noise loses exactness in float64 and the
@@ -244,6 +249,13 @@ LATTICE_BITS = 12
 def lattice_step(sensitivity: float, changed: int) -> float:
     """The public grid step γ of :func:`lattice_noisy`: the largest power of two ≤ 2^-12·Δ/m.
 
+    Raises
+    ------
+    InvalidParameterError
+        When Δ/m is so small that γ would fall below 2^-1074, the smallest
+        float64 (Δ/m below about 2.5e-320): the grid underflows. The refusal
+        reads Δ and m only, the same for every database.
+
     Examples
     --------
     >>> lattice_step(1.0, 1) == 2.0**-12, lattice_step(3.0, 2) == 2.0**-12
@@ -251,10 +263,27 @@ def lattice_step(sensitivity: float, changed: int) -> float:
     """
     if sensitivity <= 0:
         return 1.0
-    return 2.0 ** math.floor(math.log2(sensitivity / max(changed, 1)) - LATTICE_BITS)
+    ratio = sensitivity / max(changed, 1)
+    exponent = math.floor(math.log2(ratio)) - LATTICE_BITS if ratio > 0 else -math.inf
+    if exponent < -1074:
+        raise InvalidParameterError(
+            f"sensitivity={sensitivity!r} over {changed} measured rows puts the lattice step 2^-12·Δ/m below "
+            "2^-1074, the smallest float64: the strategy's scale is too small to release; rescale it")
+    return 2.0**exponent
 
 
-def lattice_noisy(values: np.ndarray, sensitivity: float, epsilon: float, changed: int,
+def product(A, x) -> Product:
+    """A strategy's answers A x for :func:`lattice_noisy`, rounded to the lattice from the exact product.
+
+    Examples
+    --------
+    >>> np.asarray(product(np.array([[0.5, 0.25]]), np.array([2.0, 4.0]))).tolist()
+    [2.0]
+    """
+    return Product(A, x)
+
+
+def lattice_noisy(values, sensitivity: float, epsilon: float, changed: int,
                   rng: np.random.Generator) -> np.ndarray:
     """Real-valued ``values`` released ε-privately on a public power-of-two grid.
 
@@ -266,23 +295,54 @@ def lattice_noisy(values: np.ndarray, sensitivity: float, epsilon: float, change
     at most. An output of 2^53 grid steps or more is refused (the refusal is
     a function of the noisy output only).
 
+    ``values`` is :func:`product` (A, x) for a strategy's answers: w is then
+    rounded from the exact A x (:mod:`.exact_measure`), never from the float
+    ``A @ x``, whose rounding error is not bounded by Δ (attack 36b). A plain
+    array is taken as the exact values themselves.
+
     Examples
     --------
     >>> y = lattice_noisy(np.array([0.3, 1.7]), 1.0, 1.0, 2, np.random.default_rng(0))
     >>> y.shape
     (2,)
+    >>> A = np.array([[0.1, 0.1, -0.2, -0.2], [0.0, 1e-25, 0.0, 0.0]])  # row 0 cancels; Δ = 1e-25
+    >>> a = lattice_noisy(product(A, [3.0, 3, 3, 0]), 1e-25, 1.0, 2, np.random.default_rng(0))
+    >>> b = lattice_noisy(product(A, [3.0, 3, 2, 1]), 1e-25, 1.0, 2, np.random.default_rng(0))
+    >>> bool(np.all(a == b))  # row 0's exact answers are equal: the same draw gives the same output
+    True
     """
-    values = np.asarray(values, dtype=float)
+    return _lattice(values, sensitivity, epsilon, changed, rng, ())
+
+
+def lattice_draws(values, sensitivity: float, epsilon: float, changed: int, rng: np.random.Generator,
+                  size: int) -> np.ndarray:
+    """``size`` independent :func:`lattice_noisy` releases of ``values`` at once (a size × len(values) array).
+
+    Examples
+    --------
+    >>> lattice_draws(product(np.eye(2) * 0.3, [1.0, 2.0]), 0.3, 1.0, 1, np.random.default_rng(0), 4).shape
+    (4, 2)
+    """
+    return _lattice(values, sensitivity, epsilon, changed, rng, (int(size),))
+
+
+def _lattice(values, sensitivity, epsilon, changed, rng, lead: tuple) -> np.ndarray:
+    if not isinstance(values, Product):
+        values = np.asarray(values, dtype=float)
     if sensitivity <= 0:  # fl(A x) may still differ in its last bit between neighbours (attack 36)
         raise InvalidParameterError(
             f"lattice_noisy got sensitivity {sensitivity!r}: measurements of sensitivity 0 are released without "
             "noise only through invariant_values (computed from the policy-invariant class sums)")
     check_scale(sensitivity / epsilon, value=epsilon)
     gamma = lattice_step(sensitivity, changed)
-    w = np.round(values / gamma)
+    w, big = lattice_units(values, math.frexp(gamma)[1] - 1)
     scale = (sensitivity / gamma + changed) / epsilon
-    out = w + discrete_laplace(rng, scale, w.shape)
-    if np.abs(out).max(initial=0.0) >= 2.0**53:
+    z = discrete_laplace(rng, scale, lead + w.shape)
+    out = w + z
+    for i, v in big.items():  # |w| ≥ 2^53: w + z in Python integers (exact), refused below unless it came back
+        exact = [v + int(zj) for zj in np.atleast_1d(z[..., i]).reshape(-1)]
+        out[..., i] = np.array([float(o) if abs(o) < 2**53 else math.inf for o in exact]).reshape(out[..., i].shape)
+    if np.abs(out).max(initial=0.0) >= 2.0**53:  # w, z whole: the float sum is ≥ 2^53 iff the exact one is
         raise InvalidParameterError(
             f"the noisy measurements reach {np.abs(out).max() * gamma:.3g}, beyond the lattice sampler's "
             f"float64 grid of step {gamma:.3g} (2^53 steps)")

@@ -3,7 +3,8 @@
 :func:`blowfish_nb.strategies.optimized.optimize` finds the strategy (one
 dense factor per axis, their Kronecker product on grids) and its exact
 Δ_A(G); this module measures it. The strategy's entries are real numbers,
-so the measurements go through :func:`.noise.lattice_noisy` (rounded to a
+so the measurements go through :func:`.noise.lattice_noisy` (rounded from the
+exact A x, :mod:`.exact_measure`, to a
 public power-of-two grid γ ≈ 2^-12·Δ/m, discrete Laplace in grid units with
 the sensitivity raised by the rounding: Δ/γ + m for m measured rows), then
 least squares axis by axis. Haney et al. 2015, Thm 4.1 makes it
@@ -375,10 +376,10 @@ class Optimized(MatrixMechanism):
         (:func:`.noise.invariant_values`: fl(A x) itself may differ in its last bit between neighbours)."""
         if delta == 0:
             return noise.invariant_values(A, x, policy, "Optimized")
-        return noise.lattice_noisy(A @ x, delta, epsilon, m, rng)
+        return noise.lattice_noisy(noise.product(A, x), delta, epsilon, m, rng)  # rounded from the exact A x
 
     def _sample(self, x, workload, policy, epsilon, size, rng) -> np.ndarray:
-        """Vectorised releases: answers = W A⁺(γ·round(Ax/γ) + γ·η), η discrete Laplace in grid units (at Δ = 0,
+        """Vectorised releases: answers = W A⁺(γ·round(Ax/γ) + γ·η) (A x exact), η discrete Laplace in grid units (at Δ = 0,
         A x from :func:`.noise.invariant_values`, no noise)."""
         shape, _ = self._sizes(policy)
         ops = self.measured(policy)
@@ -387,14 +388,10 @@ class Optimized(MatrixMechanism):
         if delta == 0:
             values = noise.invariant_values(A, np.asarray(x, dtype=float), policy, "Optimized")
             rounded, eta = values, np.zeros((size, values.size))
-        else:
-            values = A @ np.asarray(x, dtype=float)
-            scale = (delta / gamma + m) / epsilon
-            noise.check_scale(scale * gamma, value=epsilon)
-            units = np.round(values / gamma)[None, :] + noise.discrete_laplace(rng, scale, (size, values.size))
-            if np.abs(units).max(initial=0.0) >= 2.0**53:  # as lattice_noisy: refused on the noisy output only
-                raise InvalidParameterError("the measured values are too large for the lattice sampler's grid")
-            rounded, eta = units * gamma, 0.0
+        else:  # the lattice sampler's draws, rounded from the exact A x (attack 36b), refused on the noisy output only
+            noise.check_scale((delta / gamma + m) / epsilon * gamma, value=epsilon)
+            rounded = noise.lattice_draws(noise.product(A, np.asarray(x, dtype=float)), delta, epsilon, m, rng, size)
+            eta = 0.0
         Y = (rounded + eta).reshape((size,) + tuple(op.shape[0] for op in ops))
         est = lstsq_grid(self.factor, ops, Y).reshape(size, -1)
         if self.uses_total:  # the least squares constrained to the exact total, draw by draw

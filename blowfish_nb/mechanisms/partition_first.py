@@ -272,7 +272,7 @@ def measure_buckets(x: np.ndarray, blocks: np.ndarray, workload: Workload, polic
         estimate = np.diff(np.r_[0.0, noise.noisy(np.cumsum(t), delta / (epsilon * solver.weights), rng)])
     elif choice == "optimized":  # real-valued rows: the lattice sampler, every row may change
         measured = (noise.invariant_values(solver.A, t, proj.policy, "PartitionFirst") if delta == 0 else
-                    noise.lattice_noisy(solver.A @ t, delta, epsilon, solver.shape[0], rng))
+                    noise.lattice_noisy(noise.product(solver.A, t), delta, epsilon, solver.shape[0], rng))
         estimate = solver.pinv @ measured
     else:
         estimate = solver.least_squares(t, delta / epsilon, rng)

@@ -141,7 +141,7 @@ class SuLQ(Mechanism):
             # real-valued sums (centred coordinates): the lattice sampler; a move changes the size and the d sums
             # of at most two clusters
             released = (noise.invariant_values(S, x, policy, "SuLQ") if delta == 0 else  # fl(S x) would leak
-                        noise.lattice_noisy(S @ x, delta, eps, 2 * (P.shape[1] + 1), rng))
+                        noise.lattice_noisy(noise.product(S, x), delta, eps, 2 * (P.shape[1] + 1), rng))
             sizes, sums = released[:k], released[k:].reshape(P.shape[1], k).T
             ok = sizes >= 1
             C = np.where(ok[:, None], np.clip(sums / np.where(ok, sizes, 1.0)[:, None], lo, hi), C)
