@@ -103,3 +103,23 @@ def test_violation_hunter_finds_no_violation_at_larger_counts():
     r = hunt(_mechanism(), POL, EPS, workload=workload.marginal(SHAPE, [0]), bases=[B_X],
              pilot=500, confirm=2000, candidates=3, rng=0)
     assert not r.violation, str(r)
+
+
+# -- finding 2 (low: reachable only through noise.product on a user's sparse matrix; no mechanism passes one) --------
+
+@pytest.mark.xfail(strict=True, reason="the float tier's bound uses γ_n with n = the number of columns and |A||x| "
+                   "computed the same way; a sparse row with duplicate entries sums nnz > n terms, and its error "
+                   "exceeds the bound (Matrix keeps scipy's non-canonical duplicates)")
+def test_sparse_strategy_with_duplicate_entries_is_rounded_exactly():
+    """Row (1 + 5000 duplicates of 2^-53 in column 0), x = (1, 0): exact value 1 + 5000·2^-53, w at γ = 2^-40 is
+    2^40 + 1; the float tier accepts fl = 1 (each 2^-53 addition rounds away) and gives 2^40."""
+    import scipy.sparse as sp
+
+    from blowfish_nb.operators import Matrix
+
+    k = 5000
+    F = sp.csr_array((np.r_[1.0, np.full(k, 2.0**-53)], np.zeros(k + 1, dtype=int), np.array([0, k + 1])),
+                     shape=(1, 2))
+    exact = round((1 + Fraction(k, 2**53)) * 2**40)
+    w, _ = exact_measure.lattice_units(noise.product(Matrix(F), np.array([1.0, 0.0])), -40)
+    assert int(w[0]) == exact
