@@ -12,6 +12,10 @@ products differ: w_0 = 0 on A_X and −8.8e12 grid steps on its neighbour B_X (o
 noise scale is ≈ 1.6e4 steps: the released answers never overlap (ε = 1 claimed, hunter loss ≥ 6.03, bounded only
 by its run count).
 
+Fixed in stop 37 (the lead): θ = expm1(Σ log1p(γ_n)), never a product of 1 + γ_n in float64
+(``exact_measure._theta``), and sparse strategies have their duplicate entries summed (finding 2); the tests below
+were strict xfails and pass since.
+
 Reproduce: PYTHONPATH=$PWD /work/main/.venv/bin/python -m pytest tests/test_attack37b.py -q -p no:cacheprovider -n 0
 and benchmarks/attack37b/fuzz_exact.py 3 4000 (random mismatch against a Fraction reference, trial 975).
 """
@@ -57,7 +61,6 @@ def test_setup_is_a_neighbour_pair_with_equal_exact_row0():
     assert g == -97 and _exact_w(A_X, g) == _exact_w(B_X, g) == 0
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_lattice_units_round_the_exact_product_when_long_double_is_inexact():
     """w_0 must be the exact rounding (0) on both neighbours; the long double tier gives −8.8e12 on B_X."""
     g = -97
@@ -66,7 +69,6 @@ def test_lattice_units_round_the_exact_product_when_long_double_is_inexact():
         assert w[0] == _exact_w(x, g), (x.tolist(), w.tolist())
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_extended_tier_bound_is_positive():
     """The long double tier's certified bound must be > 0 for a row whose long double product is inexact: with it,
     row 0 of B_X is left to the exact tier."""
@@ -80,7 +82,6 @@ def _dp_bound_holds(p_hi: float, p_lo: float, n: int) -> bool:
     return p_hi - 4 * se <= math.exp(EPS) * (p_lo + 4 * se)
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_optimized_release_distributions_on_neighbours_overlap():
     """E = {first answer < −1e-17}: probability 1 on B_X (the answers sit at −1.11e-16), 0 on A_X (within 1e-24)."""
     m = _mechanism()
@@ -94,7 +95,6 @@ def test_optimized_release_distributions_on_neighbours_overlap():
     assert _dp_bound_holds(float(np.mean(rb1 < -1e-17)), float(np.mean(ra1 < -1e-17)), 20)
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_violation_hunter_finds_no_violation_at_larger_counts():
     """The hunter (fixed seed) on the Δ = 1e-25 strategy from base B_X: on ff9b0a3 it reports loss ≥ 6.034 > ε = 1
     at x = (12345, 12345, 12344, 1), 2→3."""
@@ -107,9 +107,6 @@ def test_violation_hunter_finds_no_violation_at_larger_counts():
 
 # -- finding 2 (low: reachable only through noise.product on a user's sparse matrix; no mechanism passes one) --------
 
-@pytest.mark.xfail(strict=True, reason="the float tier's bound uses γ_n with n = the number of columns and |A||x| "
-                   "computed the same way; a sparse row with duplicate entries sums nnz > n terms, and its error "
-                   "exceeds the bound (Matrix keeps scipy's non-canonical duplicates)")
 def test_sparse_strategy_with_duplicate_entries_is_rounded_exactly():
     """Row (1 + 5000 duplicates of 2^-53 in column 0), x = (1, 0): exact value 1 + 5000·2^-53, w at γ = 2^-40 is
     2^40 + 1; the float tier accepts fl = 1 (each 2^-53 addition rounds away) and gives 2^40."""

@@ -224,10 +224,34 @@ def _factors(A) -> tuple[list, tuple]:
         M = np.asarray(A.dense(), dtype=float)
     else:
         raise InvalidParameterError(f"the lattice measurement needs a matrix or Kronecker strategy, got {type(A).__name__}")
-    M = M.astype(float) if _is_sparse(M) else np.asarray(M, dtype=float)
+    if _is_sparse(M):  # duplicate entries summed (attack37b): a row's terms are then at most its columns
+        M = _summed(M)
+    else:
+        M = np.asarray(M, dtype=float)
     if M.ndim != 2:
         raise InvalidParameterError(f"the strategy must be two-dimensional, got shape {M.shape}")
     return [M], (int(M.shape[1]),)
+
+
+def _summed(M):
+    """A sparse matrix with its duplicate entries summed correctly rounded (``math.fsum``; scipy's own
+    ``sum_duplicates`` adds them one by one: 1 + 5,000 × 2^-53 stays 1), as a new CSR array."""
+    import scipy.sparse as sp
+
+    coo = sp.coo_array(M, dtype=float)
+    if coo.nnz == 0:
+        return sp.csr_array(coo.shape, dtype=float)
+    key = coo.row.astype(np.int64) * coo.shape[1] + coo.col
+    order = np.argsort(key, kind="stable")
+    key, data = key[order], coo.data[order]
+    first = np.r_[True, key[1:] != key[:-1]]
+    starts = np.flatnonzero(first)
+    values = data[starts].copy()
+    ends = np.r_[starts[1:], key.size]
+    for i in np.flatnonzero(ends - starts > 1):
+        values[i] = math.fsum(data[starts[i]:ends[i]])
+    uniq = key[starts]
+    return sp.csr_array((values, (uniq // coo.shape[1], uniq % coo.shape[1])), shape=coo.shape)
 
 
 def _is_sparse(A) -> bool:
@@ -249,18 +273,37 @@ def _staged(factors, cells, x, abs_: bool) -> np.ndarray:
     return t.reshape(-1)
 
 
+def _gamma(n: int, u: float) -> float:
+    """γ_n = n·u / (1 − n·u), the relative error bound of an n-term dot product at unit roundoff ``u`` (∞ when
+    n·u ≥ 1/2), rounded up by 2^-30 relative."""
+    nu = n * u  # exact: u is a power of two
+    return nu / (1 - nu) * (1 + 2.0**-30) if nu < 0.5 else math.inf
+
+
+def _theta(columns: list[int], u: float) -> float:
+    """Π(1 + γ_n) − 1 over the stages, inflated by 2^-30 relative: computed as expm1(Σ log1p(γ_n)), never as a
+    product of ``1 + γ_n`` in float64, which is exactly 1 when γ_n is below 2^-53 (attack37b: at u = 2^-64 the long
+    double tier's bound was 0 for any row of fewer than 2,048 columns, and it accepted wrong roundings)."""
+    total = 0.0
+    for n in columns:
+        g = _gamma(n, u)
+        if not math.isfinite(g):
+            return math.inf
+        total += math.log1p(g)
+    return math.expm1(total) * (1 + 2.0**-30)
+
+
 def _bound(factors, cells, x) -> np.ndarray:
     """A rigorous bound on |fl(A x) − A x| for :func:`_staged` (see the module docstring)."""
-    theta, eta = 1.0, 0.0
+    eta = 0.0
     absolute = [abs(F) for F in factors]
     for F in absolute:
         n = int(F.shape[1])
-        gn = n * _U / (1 - n * _U) if n * _U < 0.5 else math.inf
-        theta *= 1 + gn
+        gn = _gamma(n, _U)
         rowsum = float(np.max(np.asarray(F.sum(axis=1)), initial=0.0))
         # underflow: each product of a stage may lose 2^-1075; earlier losses pass through this stage's rows
         eta = eta * rowsum * (1 + gn) + n * 2.0**-1074
-    theta = (theta - 1) * (1 + 2.0**-30)
+    theta = _theta([int(F.shape[1]) for F in absolute], _U)
     if not math.isfinite(theta) or theta >= 0.01:
         return np.full(math.prod(f.shape[0] for f in factors), math.inf)
     c = _staged(absolute, cells, np.abs(x), abs_=False)
@@ -352,11 +395,7 @@ def _extended_units(factors, cells, x, rows, g: int) -> tuple[np.ndarray, np.nda
     flat = np.ravel_multi_index(tuple(picks), tuple(f.shape[0] for f in subs))
     y = _staged(subs, cells, x.astype(ld), abs_=False)[flat]
     c = _staged(subs, cells, x.astype(ld), abs_=True)[flat]
-    theta = 1.0
-    for F in subs:
-        n = int(F.shape[1])
-        theta *= 1 + (n * u / (1 - n * u) if n * u < 0.5 else math.inf)
-    theta = (theta - 1) * (1 + 2.0**-30)
+    theta = _theta([int(F.shape[1]) for F in subs], u)
     if not math.isfinite(theta) or theta >= 0.01:
         return np.zeros(rows.size, dtype=bool), np.zeros(rows.size)
     bound = ld(theta) * c * ld(1 + 2 * theta + 2.0**-40)
