@@ -1584,12 +1584,11 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
     ``out``, private or dunder name, comparison of ``rng``: nothing a value can outlive one call in, and no clock.
     No set or dict, and no comparison, ``and``/``or``, ``if`` test or index that holds a value drawn from ``rng``
     (:func:`_draw_tainted`): gamer37b's ``noise * (first not in {…4,030 first draws…})`` was exact on the first
-    release of popular seeds (``default_rng(12345)``, ``MT19937(42)``) that the grader's plan never makes. What stays
-    possible is a trigger written as arithmetic on a draw (``noise * abs(sign(first - A))`` with ``A`` built from
-    literals): it is exact only on generator states chosen in advance, i.e. on seeds the user chose, where a release
-    is not private whatever its noise function (anyone with the seed recomputes the noise); on a fresh generator it
-    differs from the right law with probability about the table's size over 2⁶² and the teacher's scan shows the
-    code.
+    release of popular seeds (``default_rng(12345)``, ``MT19937(42)``) that the grader's plan never makes. **Open
+    (gamer37c):** a branch on a draw written as arithmetic (``noise * ((1 + np.sign(u - 0.001)) / 2 + 1e-6)``,
+    ``np.where(np.floor(u * 1000), …)``, a comprehension's ``if``) passes this rule and is wrong on a share of the
+    calls of any generator, fresh ones included, below the law tests' power (one call in 1,000 in lab 5, one in 100
+    in lab 3); tests/labs/test_pure_answer.py states it as strict xfails.
 
     >>> pure_answer("def f(rng):\\n    return rng.laplace(0.0, 2 / x.sum())", "f", ["x = load()"])[:16]
     'reads x (line 2)'
