@@ -6,7 +6,7 @@ tier (``_split_tier`` on all rows), the long double tier (``_extended_units`` on
 must equal round_half_even(exact A x / 2^g). Inputs: 1–14 Kronecker factors (DenseFactor, dense, csr, csc), counts
 up to 2^60 and beyond 2^53, negative and fractional counts, subnormal/huge entries, cancelling rows, forced ties
 and near-ties (one ulp of the count off a tie), many columns.
-Run: PYTHONPATH=$PWD nice -n 10 /work/main/.venv/bin/python benchmarks/attack37c/fuzz_tiers.py SEED TRIALS
+Run: PYTHONPATH=$PWD nice -n 10 /work/main/.venv/bin/python benchmarks/attack37c/fuzz_tiers.py SEED TRIALS [split]
 """
 from __future__ import annotations
 
@@ -62,6 +62,8 @@ def counts(rng, n, kind):
         return rng.integers(0, 2**52, n, dtype=np.int64).astype(float)
     if kind == "beyond53":
         return np.ldexp(rng.integers(2**52, 2**53, n, dtype=np.int64).astype(float), rng.integers(1, 12, n))
+    if kind == "mid":
+        return rng.integers(0, 2**int(rng.integers(1, 40)), n, dtype=np.int64).astype(float)
     if kind == "near40":
         return (2.0**40 - rng.integers(0, 4, n)).astype(float)
     if kind == "neg":
@@ -71,8 +73,11 @@ def counts(rng, n, kind):
     return np.round(rng.normal(0, 100, n), 3)
 
 
+SPLIT = False  # "split" mode: one factor, whole counts below 2^40 (the split tier's domain), many columns
+
+
 def trial(rng):
-    nf = int(rng.choice([1, 1, 1, 2, 3, 4, 6, 14]))
+    nf = 1 if SPLIT else int(rng.choice([1, 1, 1, 2, 3, 4, 6, 14]))
     kind = str(rng.choice(["wide", "subnormal", "cancel", "mixed", "plain", "dyadic", "dyadic"]))
     if nf == 1:
         shapes = [(int(rng.integers(1, 6)), int(rng.choice([1, 3, 8, 64, 700])))]
@@ -82,7 +87,8 @@ def trial(rng):
         shapes = [(int(rng.integers(1, 3)), int(rng.integers(1, 3))) for _ in range(nf)]
     mats = [entries(rng, s, kind) for s in shapes]
     cells = tuple(s[1] for s in shapes)
-    x = counts(rng, math.prod(cells), str(rng.choice(["small", "huge", "beyond53", "near40", "neg", "tiny", "frac"])))
+    kinds = ["small", "near40", "neg", "mid"] if SPLIT else ["small", "huge", "beyond53", "near40", "neg", "tiny", "frac"]
+    x = counts(rng, math.prod(cells), str(rng.choice(kinds)))
     form = str(rng.choice(["dense", "csc", "csr", "factor", "matrix"]))
     wrap = {"dense": lambda M: M, "csc": sp.csc_array, "csr": sp.csr_array, "factor": DenseFactor,
             "matrix": lambda M: Matrix(sp.csc_array(M))}[form]
@@ -161,4 +167,5 @@ def main(seed, trials):
 
 
 if __name__ == "__main__":
+    SPLIT = len(sys.argv) > 3 and sys.argv[3] == "split"
     main(int(sys.argv[1]) if len(sys.argv) > 1 else 0, int(sys.argv[2]) if len(sys.argv) > 2 else 1000)
