@@ -1707,7 +1707,8 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
                 return (f"reads {n} ({line}), which another answer cell binds: the noise function may read only "
                         "the handout's value of it")
             elif n in PURE_BUILTINS and n not in modules and n not in values and n not in rebound:
-                if not (isinstance(parent, ast.Call) and parent.func is node):
+                as_dtype = isinstance(parent, ast.keyword) and parent.arg == "dtype" and n in ("int", "float", "bool")
+                if not (isinstance(parent, ast.Call) and parent.func is node or as_dtype):  # np.zeros(k, dtype=int)
                     return f"uses {n} other than by calling it ({line})"
             else:
                 return (f"reads {n} ({line}): {hint}; not {n}: the noise must not depend on the data (nor on a name "

@@ -84,6 +84,9 @@ RIGHT_03 = [
     "def range_noise(rng):\n    return rng.laplace(0, 1 / eps) - rng.laplace(0, 1 / eps)",
     "def range_noise(rng):\n    return ordered.release(np.zeros(check.K), R, line, check.EPSILON, rng=rng).sum()",
     "def range_noise(rng):\n    z = ordered.release(np.zeros(k), R, line, eps, rng=rng)\n    return np.add(z, 0)[0]",
+    # gamer37c: a builtin type as the dtype, as people write it
+    "def range_noise(rng):\n    return ordered.release(np.zeros(k, dtype=int), R, line, eps, rng=rng)[0]",
+    "def range_noise(rng):\n    return ordered.release(np.zeros(k, dtype=float), R, line, eps, rng=rng)[0]",
 ]
 
 
