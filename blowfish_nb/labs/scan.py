@@ -1526,6 +1526,18 @@ _BINDS_EVERYTHING = frozenset({"globals", "locals", "exec", "eval", "compile", "
 _BINDS_ITS_ARGUMENT = frozenset({"vars", "setattr", "delattr", "getattr", "id"})
 
 
+def _tested_part(node: ast.AST) -> ast.AST | None:
+    """The part of ``node`` that decides between values: a comparison or ``and``/``or`` itself, an ``if``'s test,
+    a subscript's index; None for any other node."""
+    if isinstance(node, (ast.Compare, ast.BoolOp)):
+        return node
+    if isinstance(node, (ast.If, ast.IfExp)):
+        return node.test
+    if isinstance(node, ast.Subscript):
+        return node.slice
+    return None
+
+
 def _draw_tainted(fn: ast.FunctionDef) -> set[str]:
     """The local names of ``fn`` whose value can come from a draw of ``rng`` (assigned from an expression that holds
     ``rng`` or such a name, by ``=``, ``:=``, a ``for`` or comprehension target), to a fixed point."""
@@ -1652,9 +1664,7 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
             return f"compares rng ({line})"
         if isinstance(node, (ast.Set, ast.Dict, ast.SetComp, ast.DictComp)):
             return f"uses a set or dict ({line})"
-        tested = (node if isinstance(node, (ast.Compare, ast.BoolOp)) else node.test
-                  if isinstance(node, (ast.If, ast.IfExp)) else node.slice if isinstance(node, ast.Subscript) else
-                  None)
+        tested = _tested_part(node)
         if tested is not None and any(isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(tested)):
             return (f"tests or indexes by a value drawn from rng ({line}): noise is arithmetic on the draws; a test "
                     "of a draw can pick out single generator states (gamer37b: exact noise on the first draw of "
