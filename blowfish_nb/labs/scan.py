@@ -92,6 +92,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .linear_noise import fresh_containers, nonlinear_use
+
 __all__ = ["Flag", "scan_source", "scan_notebook", "compare_notebook", "find_reference", "allowed_import",
            "pure_answer", "noise_reads", "main"]
 
@@ -1401,7 +1403,7 @@ def _live_call(tree: ast.Module, attr: str, entry: set[str]) -> bool:
 #: the draws a noise answer may call on its generator (the labs' solutions use ``laplace``; the others build the
 #: right laws too, or wrong ones the verdict rejects by their law)
 PURE_DRAWS = frozenset({"laplace", "exponential", "standard_exponential", "random", "integers", "geometric",
-                        "choice", "uniform", "normal", "standard_normal", "binomial", "poisson"})
+                        "uniform", "normal", "standard_normal", "binomial", "poisson"})
 #: ``np.NAME`` a noise answer may use: arithmetic on numbers and arrays; nothing that reads a clock, a file or the
 #: global random state (``np.random``, ``np.datetime64``), nothing that writes into an array (``np.copyto``,
 #: ``np.put``, ``out=``)
@@ -1535,6 +1537,8 @@ def _tested_part(node: ast.AST) -> ast.AST | None:
         return node.test
     if isinstance(node, ast.Subscript):
         return node.slice
+    if isinstance(node, ast.comprehension) and node.ifs:  # [v for v in noise if u > 0.001]
+        return ast.Tuple(elts=list(node.ifs), ctx=ast.Load())
     return None
 
 
@@ -1559,6 +1563,8 @@ def _draw_tainted(fn: ast.FunctionDef) -> set[str]:
         grew = False
         for target, value in pairs:
             if holds(value):
+                while isinstance(target, (ast.Subscript, ast.Attribute, ast.Starred)):  # noise[i] = draw: noise
+                    target = target.value
                 for t in ast.walk(target):
                     if isinstance(t, ast.Name) and t.id not in tainted:
                         tainted.add(t.id)
@@ -1596,11 +1602,15 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
     ``out``, private or dunder name, comparison of ``rng``: nothing a value can outlive one call in, and no clock.
     No set or dict, and no comparison, ``and``/``or``, ``if`` test or index that holds a value drawn from ``rng``
     (:func:`_draw_tainted`): gamer37b's ``noise * (first not in {…4,030 first draws…})`` was exact on the first
-    release of popular seeds (``default_rng(12345)``, ``MT19937(42)``) that the grader's plan never makes. **Open
-    (gamer37c):** a branch on a draw written as arithmetic (``noise * ((1 + np.sign(u - 0.001)) / 2 + 1e-6)``,
-    ``np.where(np.floor(u * 1000), …)``, a comprehension's ``if``) passes this rule and is wrong on a share of the
-    calls of any generator, fresh ones included, below the law tests' power (one call in 1,000 in lab 5, one in 100
-    in lab 3); tests/labs/test_pure_answer.py states it as strict xfails.
+    release of popular seeds (``default_rng(12345)``, ``MT19937(42)``) that the grader's plan never makes. And a
+    draw enters the noise **linearly** (:mod:`blowfish_nb.labs.linear_noise`): added, subtracted, scaled by a number
+    that is no draw, summed, stacked, indexed, stored into an array the function made (``noise[i] = …``); never
+    through another function (``np.sign``, ``np.floor``, ``np.where``, ``np.exp``, ``min``, ``int``), a power, a
+    product or quotient of two draws, or as a draw's parameter. gamer37c's branch written as arithmetic (``noise *
+    ((1 + np.sign(u - 0.001)) / 2 + 1e-6)``: the exact counts on one call in 1,000, below any law test's power) has
+    no linear form: a mixture needs a draw to decide. ``rng.choice`` (a table of constants is any law, a point mass
+    included) is no allowed draw. The inverse-CDF form of a uniform draw is refused with the rest (the message names
+    ``rng.laplace``, a difference of ``rng.exponential`` or ``rng.geometric`` draws).
 
     >>> pure_answer("def f(rng):\\n    return rng.laplace(0.0, 2 / x.sum())", "f", ["x = load()"])[:16]
     'reads x (line 2)'
@@ -1643,6 +1653,7 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
     hint = (f"a noise function may read only {', '.join(['rng', *sorted(mods)])}, the lab's constants "
             f"({'/'.join(sorted(lab)) or 'check'}.NAME){' and ' + ', '.join(sorted(allowed)) if allowed else ''}")
     parents = {c: p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
+    fresh = fresh_containers(fn, numpy_aliases & set(mods))
     for node in ast.walk(fn):
         if node is fn:
             continue
@@ -1657,8 +1668,13 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
             if most is not None and len(node.args) > most:
                 return (f"calls {_dotted(node.func)} with {len(node.args)} positional arguments ({line}): the one "
                         f"after its {most} input(s) is `out`, a write into an array")
-        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
-            return f"stores into {_dotted(node) if isinstance(node, ast.Attribute) else 'an item'} ({line})"
+        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) and (
+                isinstance(node.value, ast.Name) and node.value.id in fresh):
+            pass  # noise[i] = rng.laplace(…) into an array the call made: nothing outlives the call
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            return (f"stores into {_dotted(node) if isinstance(node, ast.Attribute) else 'an item'} ({line})"
+                    + ("" if isinstance(node, ast.Attribute) else ": only into an array the function makes itself "
+                       "(noise = np.zeros(k); noise[i] = …)"))
         if isinstance(node, ast.Compare) and any(isinstance(o, ast.Name) and o.id == "rng"
                                                  for o in [node.left, *node.comparators]):
             return f"compares rng ({line})"
@@ -1723,7 +1739,7 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
             else:
                 return (f"reads {n} ({line}): {hint}; not {n}: the noise must not depend on the data (nor on a name "
                         "another cell can change)")
-    return None
+    return nonlinear_use(fn, tainted, numpy_aliases & set(mods), readable)
 
 
 def _np_function(name: str) -> bool:

@@ -1,0 +1,254 @@
+"""A noise answer combines its draws linearly: the rule that leaves no branch on a draw (issue 26, gamer37c).
+
+A lab's noise answer (lab 3's ``range_noise(rng)``, lab 5's ``fixed_noise(rng)``) is graded by the law of what it
+returns over a few thousand calls (:mod:`blowfish_nb.labs._grade`). A test of that many calls cannot see an event
+rarer than about one call in a thousand, and a *branch on a draw* makes such an event: gamer37c's
+``noise * ((1 + np.sign(u - 0.001)) / 2 + 1e-6)`` (``u = rng.random()``) is Laplace noise on 999 calls in 1,000 and
+the exact counts on the others — a point mass no law test of 20,000 calls finds, and no privacy at all on that share.
+The comparison a branch needs can be written as arithmetic in many ways (``np.sign``, ``np.floor``, ``np.where``,
+``min``, ``int``, ``%``, a power ``t ** 1000`` or a logistic ``1 / (1 + np.exp(-1e7 * (u - 0.001)))`` as a step), so
+the rule is not a list of forbidden steps but an allow-list of what may happen to a draw.
+
+**The rule.** A value that holds a draw of ``rng`` (a *draw*: the result of ``rng.laplace(…)`` and the other
+samplers, of a lab mechanism's ``release(…, rng=rng)``, or any value computed from one) may only be
+
+* added to or subtracted from anything, negated;
+* multiplied by, or divided by, a value that holds no draw (never a draw times a draw, never a number divided by a
+  draw, no power, ``%``, ``//``, bit operation, ``not`` or ``~``);
+* summed, averaged, accumulated, differenced, stacked, copied, reshaped, indexed (by an index that holds no draw),
+  turned into a float or an array of floats (:data:`LINEAR_CALLS`, :data:`LINEAR_METHODS`; never into whole numbers:
+  a ``dtype`` of ``int`` truncates), multiplied by a matrix that holds no draw (``@``, ``np.dot``);
+* stored into an item of an array or list the function made itself (``noise[i] = rng.laplace(…)``).
+
+Nothing else takes a draw as an argument: no other NumPy or ``math`` function, builtin or method, no draw's
+parameter (``rng.laplace(0, b * u)``), no f-string. ``rng`` itself is passed only to a lab mechanism's ``release``.
+Tests of a draw (comparisons, ``if``, ``and``/``or``, a comprehension's ``if``) are refused by
+:func:`blowfish_nb.labs.scan.pure_answer` already.
+
+**Why it closes the branch.** Under the rule the answer's value on a call is ``c + Σ_j a_j D_j`` for numbers ``c``,
+``a_j`` fixed by the lab's constants (the same on every call) and independent draws ``D_j`` of the generator's
+samplers with fixed parameters. Such a sum cannot be "law A on a share of calls and law B on the others": a mixture
+needs a draw to decide, and deciding is multiplying by a function of a draw, which the rule refuses. A sum of
+independent draws has the law of their convolution; when one of them is the right Laplace noise the release is
+private whatever the others add (adding independent noise is post-processing), and when none is, its law is a
+smooth shape that the law tests measure on every call, not on a rare share. ``rng.choice`` is no sampler here: a
+table of constants is any law at all, a point mass on 0 included (:data:`blowfish_nb.labs.scan.PURE_DRAWS`).
+
+**What it refuses that is right**: the inverse-CDF form ``-b * np.sign(u) * np.log(1 - 2 * np.abs(u))`` of a uniform
+``u`` (a nonlinear function of a draw, indistinguishable in kind from a step), and ``np.round``/``.astype(int)`` of
+continuous draws (not the library's whole-number law anyway). The message says what to write instead: the
+generator's own ``laplace``, a difference of two ``exponential`` draws, or of two ``geometric`` draws for whole
+numbers.
+
+**What it does not see**: floating-point rounding by a large constant, ``(noise + 2.0**52) - 2.0**52``, is linear in
+exact arithmetic and a rounding in floats; it puts the noise on a lattice, which is the porosity every floating-point
+Laplace answer has (Mironov, CCS 2012), not a rare exact release.
+
+Examples
+--------
+>>> import ast
+>>> fn = ast.parse("def f(rng):\\n    return 2 * rng.laplace(0.0, 1.0, 3) - rng.laplace(0.0, 1.0, 3)").body[0]
+>>> nonlinear_use(fn, {"rng"}, set()) is None
+True
+>>> fn = ast.parse("def f(rng):\\n    u = rng.random()\\n    return rng.laplace(0.0, 1.0) * np.sign(u - 0.001)").body[0]
+>>> nonlinear_use(fn, {"rng", "u"}, set())[:42]
+'applies np.sign to a value drawn from rng '
+"""
+
+from __future__ import annotations
+
+import ast
+
+__all__ = ["LINEAR_CALLS", "LINEAR_METHODS", "FRESH_CONSTRUCTORS", "nonlinear_use", "fresh_containers"]
+
+#: ``np.NAME`` calls that are linear in the argument positions given (indices of positional arguments that may hold
+#: a draw; ``"*"``: every positional argument; the keywords listed may hold one too). ``multiply``/``dot``/``matmul``
+#: take a draw in one operand only (:func:`nonlinear_use` checks that), ``divide`` in the numerator.
+LINEAR_CALLS: dict[str, tuple[tuple[int, ...] | str, tuple[str, ...]]] = {
+    "sum": ((0,), ()), "mean": ((0,), ()), "cumsum": ((0,), ()), "diff": ((0,), ()),
+    "array": ((0,), ()), "asarray": ((0,), ()), "concatenate": ((0,), ()), "stack": ((0,), ()),
+    "hstack": ((0,), ()), "vstack": ((0,), ()), "negative": ((0,), ()), "add": ("*", ()), "subtract": ("*", ()),
+    "multiply": ("*", ()), "divide": ((0,), ()), "dot": ("*", ()), "matmul": ("*", ()),
+    "full": ((1,), ("fill_value",)), "zeros_like": ((0,), ()), "ones_like": ((0,), ()), "full_like": ((0,), ()),
+    "float64": ((0,), ()), "float32": ((0,), ()), "repeat": ((0,), ()), "tile": ((0,), ()),
+    "ravel": ((0,), ()), "reshape": ((0,), ()), "copy": ((0,), ()),
+}
+#: the NumPy calls above that multiply their operands: a draw in at most one of them
+PRODUCTS = frozenset({"multiply", "dot", "matmul"})
+#: builtins linear in their first argument (``len`` reads only a shape)
+LINEAR_BUILTINS = frozenset({"float", "sum", "len"})
+#: methods of a value that holds a draw, each linear in it (with arguments that hold none)
+LINEAR_METHODS = frozenset({"sum", "mean", "cumsum", "copy", "reshape", "ravel", "item", "astype", "T", "shape",
+                            "size", "ndim", "dtype", "flatten", "squeeze"})
+#: dtypes a draw may be converted to: floats (``int`` would truncate: a step in every unit)
+FLOAT_DTYPES = frozenset({"float", "float64", "float32", "double", "f8", "f4"})
+#: ``np.NAME`` calls that make a new array, which the answer may then fill item by item
+FRESH_CONSTRUCTORS = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
+                                "full_like", "array"})
+
+_NONLINEAR_OPS = {ast.Pow: "a power", ast.Mod: "%", ast.FloorDiv: "//", ast.LShift: "<<", ast.RShift: ">>",
+                  ast.BitOr: "|", ast.BitAnd: "&", ast.BitXor: "^"}
+_ADVICE = ("noise combines the generator's draws by +, − and by × or ÷ with numbers that are not draws "
+           "(rng.laplace draws Laplace noise; a difference of two rng.exponential draws is Laplace too, of two "
+           "rng.geometric draws the whole-number law); any other function of a draw can turn a rare draw into an "
+           "exact release")
+
+
+def nonlinear_use(fn: ast.FunctionDef, tainted: set[str], numpy_aliases: set[str],
+                  release_owners: frozenset[str] | set[str] = frozenset()) -> str | None:
+    """Why ``fn`` uses a value drawn from ``rng`` other than linearly (see the module's rule), or None.
+
+    ``tainted`` holds the local names that can hold a draw, ``rng`` included
+    (:func:`blowfish_nb.labs.scan._draw_tainted`); ``numpy_aliases`` the names of NumPy in the handout (``np``);
+    ``release_owners`` the handout objects whose ``release`` may be given ``rng`` (lab 3's ``ordered``).
+
+    Examples
+    --------
+    >>> import ast
+    >>> src = "def f(rng):\\n    z = rng.laplace(0, 1, 4)\\n    return np.cumsum(z)[-1] - z.sum() / 2"
+    >>> nonlinear_use(ast.parse(src).body[0], {"rng", "z"}, {"np"}) is None
+    True
+    >>> nonlinear_use(ast.parse("def f(rng):\\n    return rng.laplace(0, 1) ** 3").body[0], {"rng"}, {"np"})[:14]
+    'uses a power o'
+    """
+    def holds(e: ast.AST | None) -> bool:
+        return e is not None and any(isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(e))
+
+    def why(what: str, node: ast.AST) -> str:
+        return f"{what} ({'line ' + str(getattr(node, 'lineno', fn.lineno))}): {_ADVICE}"
+
+    found: list[tuple[int, str]] = []  # (0 for a named function, 1 for an operator; the message): name it first
+    for node in ast.walk(fn):
+        if isinstance(node, ast.BinOp):
+            left, right = holds(node.left), holds(node.right)
+            if not (left or right):
+                continue
+            if type(node.op) in _NONLINEAR_OPS:
+                found.append((1, why(f"uses {_NONLINEAR_OPS[type(node.op)]} of a value drawn from rng", node)))
+            elif isinstance(node.op, (ast.Mult, ast.MatMult)) and left and right:
+                found.append((1, why("multiplies two values drawn from rng", node)))
+            elif isinstance(node.op, ast.Div) and right:
+                found.append((1, why("divides by a value drawn from rng", node)))
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.Invert)) and holds(node.operand):
+            found.append((1, why(f"applies {'not' if isinstance(node.op, ast.Not) else '~'} to a value drawn from "
+                                 "rng", node)))
+        elif isinstance(node, ast.JoinedStr) and holds(node):
+            found.append((0, why("formats a value drawn from rng as text", node)))
+        elif isinstance(node, ast.Call):
+            reason = _call(node, holds, numpy_aliases, set(release_owners))
+            if reason is not None:
+                found.append((0, why(reason, node)))
+    return min(found, key=lambda f: f[0])[1] if found else None
+
+
+def fresh_containers(fn: ast.FunctionDef, numpy_aliases: set[str]) -> set[str]:
+    """The local names of ``fn`` bound only to a new array or list it makes itself (``np.zeros(k)``, ``[0.0] * k``,
+    a list display or comprehension, ``….copy()``): an item store into one changes nothing that outlives the call.
+
+    Examples
+    --------
+    >>> import ast
+    >>> src = "def f(rng):\\n    a = np.zeros(3)\\n    b = R\\n    return a"
+    >>> sorted(fresh_containers(ast.parse(src).body[0], {"np"}))
+    ['a']
+    """
+    bound: dict[str, bool] = {}
+    for node in ast.walk(fn):
+        targets: list[ast.AST] = []
+        value = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr, ast.AugAssign)):
+            targets, value = [node.target], node.value
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            targets = [node.target]
+        for t in targets:
+            if isinstance(t, ast.Name):
+                bound[t.id] = bound.get(t.id, True) and value is not None and _makes_new(value, numpy_aliases)
+            else:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                        bound[n.id] = False
+    return {name for name, fresh in bound.items() if fresh}
+
+
+def _makes_new(value: ast.AST, numpy_aliases: set[str]) -> bool:
+    """Whether ``value`` is a new array or list no other name refers to."""
+    if isinstance(value, (ast.List, ast.ListComp)):
+        return True
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):  # [0.0] * k
+        return isinstance(value.left, ast.List) or isinstance(value.right, ast.List)
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
+        return False
+    f = value.func
+    if f.attr == "copy" and not value.args and not value.keywords:
+        return True
+    return (isinstance(f.value, ast.Name) and f.value.id in numpy_aliases and f.attr in FRESH_CONSTRUCTORS
+            and not any(k.arg == "copy" for k in value.keywords))
+
+
+def _dtype_ok(keywords: list[ast.keyword], extra: list[ast.AST] = ()) -> bool:
+    """Whether every ``dtype`` given (keyword, or ``extra`` positional) is a float type."""
+    given = [k.value for k in keywords if k.arg == "dtype"] + list(extra)
+    for d in given:
+        name = (d.id if isinstance(d, ast.Name) else d.attr if isinstance(d, ast.Attribute)
+                else d.value if isinstance(d, ast.Constant) else None)
+        if name not in FLOAT_DTYPES:
+            return False
+    return True
+
+
+def _call(node: ast.Call, holds, numpy_aliases: set[str], release_owners: set[str]) -> str | None:
+    """Why the call ``node`` takes a draw other than linearly, or None."""
+    f = node.func
+    args = list(node.args)
+    drawn = [i for i, a in enumerate(args) if holds(a)]
+    drawn_kw = [k for k in node.keywords if holds(k.value)]
+    name = ast.unparse(f) if not isinstance(f, ast.Name) else f.id
+    # the generator's own samplers: parameters that hold no draw; rng passed only to a mechanism's release
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "rng":
+        if drawn or drawn_kw:
+            return f"gives {name} a parameter drawn from rng"
+        return None
+    if isinstance(f, ast.Attribute) and f.attr == "release" and isinstance(f.value, ast.Name) \
+            and f.value.id in release_owners:
+        bare = lambda e: isinstance(e, ast.Name) and e.id == "rng"  # noqa: E731
+        if any(not bare(args[i]) for i in drawn) or any(not bare(k.value) for k in drawn_kw):
+            return f"gives {name} an argument drawn from rng (only rng itself)"
+        return None
+    if any(isinstance(a, ast.Name) and a.id == "rng" for a in args) or any(
+            isinstance(k.value, ast.Name) and k.value.id == "rng" for k in node.keywords):
+        return f"passes rng to {name} (only to a lab mechanism's release)"
+    method_on_draw = isinstance(f, ast.Attribute) and holds(f.value)
+    if not (drawn or drawn_kw or method_on_draw):
+        return None
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in numpy_aliases:
+        rule = LINEAR_CALLS.get(f.attr)
+        if rule is None:
+            return f"applies {name} to a value drawn from rng"
+        positions, keywords = rule
+        if positions != "*" and any(i not in positions for i in drawn):
+            return f"gives {name} a value drawn from rng where it is not linear"
+        if any(k.arg not in keywords for k in drawn_kw):
+            return f"gives {name} a value drawn from rng as {_keyword_name(drawn_kw)}"
+        if f.attr in PRODUCTS and len(drawn) > 1:
+            return f"multiplies two values drawn from rng ({name})"
+        if not _dtype_ok(node.keywords):
+            return f"turns a value drawn from rng into whole numbers ({name} with a dtype)"
+        return None
+    if method_on_draw:
+        if f.attr not in LINEAR_METHODS:
+            return f"applies .{f.attr} to a value drawn from rng"
+        if drawn or drawn_kw:
+            return f"gives .{f.attr} an argument drawn from rng"
+        if f.attr == "astype" and not _dtype_ok(node.keywords, args[:1]):
+            return "turns a value drawn from rng into whole numbers (.astype)"
+        return None
+    if isinstance(f, ast.Name) and f.id in LINEAR_BUILTINS and drawn in ([0], []) and not drawn_kw:
+        return None
+    return f"applies {name} to a value drawn from rng"
+
+
+def _keyword_name(keywords: list[ast.keyword]) -> str:
+    """The first keyword's name, for a message."""
+    return f"{keywords[0].arg}=" if keywords else "a keyword"
