@@ -1525,7 +1525,7 @@ _NAMESPACE_WORDS = frozenset({"__main__", "__builtins__", "builtins", "inspect",
 #: what :func:`_binds_anywhere` returns for a cell that can bind any name (``globals()``, ``exec``, ``vars()``…)
 ANY_NAME = "*"
 _BINDS_EVERYTHING = frozenset({"globals", "locals", "exec", "eval", "compile", "__import__", "breakpoint"})
-_BINDS_ITS_ARGUMENT = frozenset({"vars", "setattr", "delattr", "getattr", "id"})
+_BINDS_ITS_ARGUMENT = frozenset({"vars", "setattr", "delattr", "getattr"})
 
 
 def _tested_part(node: ast.AST) -> ast.AST | None:

@@ -420,3 +420,12 @@ def test_the_child_grades_the_answer_under_the_handouts_bindings():
                 proxy.close()
     finally:
         _answers.KERNEL_SHELL = old
+
+
+def test_asking_for_an_objects_id_in_another_cell_binds_nothing():
+    """``id(eps)`` reads an address and changes nothing (it was on the list of calls that bind their argument: an
+    over-refusal); reaching the object through ``ctypes`` still binds everything."""
+    right = "def fixed_noise(rng):\n    return rng.laplace(0.0, 2 / eps, size=check.K)"
+    assert pure_answer(right, "fixed_noise", LAB05, ["print(id(eps))"]) is None
+    assert pure_answer(right, "fixed_noise", LAB05, ["import ctypes\nctypes.cast(id(eps), ctypes.py_object)"]) \
+        is not None
