@@ -251,6 +251,7 @@ _CHILD = r'''
 import base64, json, os, pickle, struct, sys
 import numpy as np
 from blowfish_nb.labs._answers import encode
+from blowfish_nb.labs.linear_noise import AffineCheck, DrawTape, taped_source
 inp, out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
 os.dup2(2, 1)                                # the student's prints (and the shell's) go to stderr, never the replies
 def read():
@@ -275,14 +276,15 @@ if snapshot is None:
 else:                                        # the answer's source under the handout's bindings, nothing else
     try:
         ns = _snapshot(_namespace(), *snapshot)
-        exec(compile(answer, "<answer>", "exec"), ns)
+        tape = ns["__tape__"] = DrawTape()  # each draw recorded: the value must be the affine sum its code states
+        exec(compile(taped_source(answer, set(snapshot[0])), "<answer>", "exec"), ns)
         ok = True
     except Exception as e:
         ok = f"{type(e).__name__}: {e}"
 if ok is not True or name not in ns:
     reply({"ok": False, "error": str(ok if ok is not True else f"NameError: name {name!r} is not defined")[:300]})
     sys.exit(0)
-fn = ns[name]
+fn = ns[name] if snapshot is None else AffineCheck(ns[name], tape)
 reply({"ok": True})
 gens = {}                                    # token -> the one Generator object that stands for the parent's
 def arg(a):

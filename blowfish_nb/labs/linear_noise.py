@@ -40,9 +40,18 @@ continuous draws (not the library's whole-number law anyway). The message says w
 generator's own ``laplace``, a difference of two ``exponential`` draws, or of two ``geometric`` draws for whole
 numbers.
 
-**What it does not see**: floating-point rounding by a large constant, ``(noise + 2.0**52) - 2.0**52``, is linear in
-exact arithmetic and a rounding in floats; it puts the noise on a lattice, which is the porosity every floating-point
-Laplace answer has (Mironov, CCS 2012), not a rare exact release.
+**What floating point adds, and the check that closes it** (gamer38). The rule is about exact arithmetic; floats
+round. ``(noise + B * 2.0**70) - B * 2.0**70`` with ``B = rng.binomial(1, 0.001)`` is linear on paper (``B``'s
+coefficient is 0) and in floats the huge term absorbs the noise on the calls where ``B = 1``: the exact release on
+one call in 1,000, a branch made of rounding. So the child that runs the graded function (:class:`AffineCheck`)
+also checks that the function *computes* an affine function of its draws: the function is compiled with each
+draw (a sampler's call, a mechanism's ``release``) recorded on a tape (:func:`taped_source`); once per shape of
+the draws it is run again with the tape replaying 0 for every draw and then each unit draw alone, which gives the
+constant ``f₀`` and the coefficients ``J`` (the same on every call: a replay runs no sampler and the rule lets
+nothing but the draws vary); and on every call its value must be ``f₀ + J·d`` for the call's draws ``d`` within
+:data:`RELATIVE_SLACK` of ``|f₀| + |J|·|d| + |value|``. A rounding that loses the noise on some draws makes the
+value differ from ``f₀ + J·d`` there by the noise itself, and the call is refused. What passes is within 2⁻³⁰ of an
+exact linear combination of independent draws with fixed coefficients, whose law has no share to hide.
 
 Examples
 --------
@@ -59,7 +68,8 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["LINEAR_CALLS", "LINEAR_METHODS", "FRESH_CONSTRUCTORS", "nonlinear_use", "fresh_containers"]
+__all__ = ["LINEAR_CALLS", "LINEAR_METHODS", "FRESH_CONSTRUCTORS", "nonlinear_use", "fresh_containers",
+           "taped_source", "DrawTape", "AffineCheck", "NotAffine", "MOST_DRAWS", "RELATIVE_SLACK"]
 
 #: ``np.NAME`` calls that are linear in the argument positions given (indices of positional arguments that may hold
 #: a draw; ``"*"``: every positional argument; the keywords listed may hold one too). ``multiply``/``dot``/``matmul``
@@ -252,3 +262,192 @@ def _call(node: ast.Call, holds, numpy_aliases: set[str], release_owners: set[st
 def _keyword_name(keywords: list[ast.keyword]) -> str:
     """The first keyword's name, for a message."""
     return f"{keywords[0].arg}=" if keywords else "a keyword"
+
+
+#: relative slack of the affine check: a value may differ from f₀ + J·d by this share of |f₀| + |J|·|d| + |value|
+#: (the rounding of a few honest operations is ~2⁻⁵² of those magnitudes; losing the noise costs all of it)
+RELATIVE_SLACK = 2.0 ** -30
+#: the most numbers one call may draw for the affine check (lab answers draw 1–12; each is one replay, once)
+MOST_DRAWS = 256
+_TAPE = "__tape__"
+
+
+def taped_source(source: str, owners: frozenset[str] | set[str] = frozenset()) -> str:
+    """``source`` with every draw — a call ``rng.NAME(…)`` or ``OWNER.release(…)`` for ``OWNER`` in ``owners`` —
+    wrapped as ``__tape__(lambda: CALL)``, so that a :class:`DrawTape` sees each draw (the student's code cannot
+    name ``__tape__``: :func:`blowfish_nb.labs.scan.pure_answer` refuses names starting with ``_``).
+
+    Examples
+    --------
+    >>> print(taped_source("def f(rng):\\n    return 2 * rng.laplace(0, 1)"))
+    def f(rng):
+        return 2 * __tape__(lambda: rng.laplace(0, 1))
+    """
+    tree = ast.parse(source)
+
+    class _Wrap(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            f = node.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (
+                    f.value.id == "rng" or f.attr == "release" and f.value.id in owners):
+                thunk = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
+                                                      defaults=[]), body=node)
+                return ast.Call(func=ast.Name(id=_TAPE, ctx=ast.Load()), args=[thunk], keywords=[])
+            return node
+
+    return ast.unparse(ast.fix_missing_locations(_Wrap().visit(tree)))
+
+
+class NotAffine(Exception):
+    """The graded function's value is not the affine function of its draws its code states (floating point)."""
+
+
+class DrawTape:
+    """What ``__tape__`` is in the graded function's namespace: records each draw's value (``record``) or hands
+    back given values in their place without drawing (``replay``).
+
+    Examples
+    --------
+    >>> tape = DrawTape()
+    >>> tape(lambda: 3.0), tape.values
+    (3.0, [3.0])
+    >>> tape.replaying([0.0]); tape(lambda: 3.0)
+    0.0
+    """
+
+    def __init__(self) -> None:
+        self.values: list = []
+        self._replay: list | None = None
+
+    def recording(self) -> None:
+        """Record the next call's draws."""
+        self.values, self._replay = [], None
+
+    def replaying(self, values: list) -> None:
+        """Give ``values`` in place of the next call's draws, in order."""
+        self._replay = list(values)
+
+    def __call__(self, thunk):
+        if self._replay is None:
+            value = thunk()
+            self.values.append(value.copy() if hasattr(value, "copy") else value)
+            return value
+        if not self._replay:
+            raise NotAffine("the function drew more in a replay than on the call it replays")
+        return self._replay.pop(0)
+
+    def replay_done(self) -> bool:
+        """Whether the replay used every value it was given."""
+        return not self._replay
+
+
+class AffineCheck:
+    """Runs the graded function ``fn`` with its draws on ``tape`` and refuses a value that is not ``f₀ + J·d``
+    (see the module docstring). ``f₀`` and ``J`` are found once per shape of the draws, by replays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> tape = DrawTape()
+    >>> ns = {"__tape__": tape, "np": np}
+    >>> exec(taped_source("def f(rng):\\n    return rng.laplace(0, 1, 3) - rng.laplace(0, 1, 3)"), ns)
+    >>> check = AffineCheck(ns["f"], tape)
+    >>> check(np.random.default_rng(1)).shape
+    (3,)
+    >>> exec(taped_source("def g(rng):\\n    b = rng.binomial(1, 0.5)\\n"
+    ...                   "    return (rng.laplace(0, 1, 3) + b * 2.0**70) - b * 2.0**70"), ns)
+    >>> check = AffineCheck(ns["g"], tape)
+    >>> for seed in range(20):
+    ...     _ = check(np.random.default_rng(seed))
+    Traceback (most recent call last):
+    ...
+    blowfish_nb.labs.linear_noise.NotAffine: its value is not the affine function of its draws that its code states ...
+    """
+
+    def __init__(self, fn, tape: DrawTape) -> None:
+        self.fn, self.tape = fn, tape
+        self._known: dict[tuple, tuple] = {}
+
+    def __call__(self, *args, **kwargs):
+        import numpy as np
+
+        self.tape.recording()
+        value = self.fn(*args, **kwargs)
+        drawn = list(self.tape.values)
+        try:
+            got = np.asarray(value, dtype=float).ravel()
+        except (TypeError, ValueError):
+            return value  # not numbers: the verdict refuses it by its shape
+        shape = tuple(_shape_of(v) for v in drawn)
+        if shape not in self._known:
+            self._known[shape] = self._coefficients(drawn, args, kwargs)
+        f0, jac = self._known[shape]
+        d = np.concatenate([np.asarray(v, dtype=float).ravel() for v in drawn]) if drawn else np.zeros(0)
+        if got.shape != f0.shape or not np.all(np.isfinite(got)):
+            return value  # the verdict refuses a value of another shape, or not finite
+        with np.errstate(all="ignore"):
+            expected = f0 + jac @ d
+            slack = RELATIVE_SLACK * (np.abs(f0) + np.abs(jac) @ np.abs(d) + np.abs(got)) + 1e-290
+            off = np.abs(got - expected)
+        if not np.all(off <= slack):
+            i = int(np.argmax(off - slack))
+            raise NotAffine(f"its value is not the affine function of its draws that its code states (value {i} is "
+                            f"{got[i]:.6g}, the code's sum of its draws {expected[i]:.6g}): floating-point rounding "
+                            "that loses the noise on some draws is a branch on a draw")
+        return value
+
+    def _coefficients(self, drawn: list, args, kwargs):
+        """``(f₀, J)``: the value with every draw 0, and each unit draw's effect on it."""
+        import numpy as np
+
+        sizes = [int(np.size(v)) for v in drawn]
+        n = sum(sizes)
+        if n > MOST_DRAWS:
+            raise NotAffine(f"it draws {n} numbers in one call, more than the {MOST_DRAWS} the check replays")
+        columns = []
+        for unit in [None, *range(n)]:
+            flat = np.zeros(n)
+            if unit is not None:
+                flat[unit] = 1.0
+            values, at = [], 0
+            for v, size in zip(drawn, sizes):
+                values.append(_like(v, flat[at:at + size]))
+                at += size
+            self.tape.replaying(values)
+            try:
+                out = np.asarray(self.fn(*args, **kwargs), dtype=float).ravel()
+            except NotAffine:
+                raise
+            except Exception as e:
+                raise NotAffine(f"it raised {type(e).__name__} when its draws were replayed as 0 and 1") from None
+            if not self.tape.replay_done():
+                raise NotAffine("it drew less in a replay than on the call it replays")
+            columns.append(out)
+        self.tape.recording()
+        if any(c.shape != columns[0].shape for c in columns) or not all(np.all(np.isfinite(c)) for c in columns):
+            raise NotAffine("its value with its draws replayed as 0 and 1 is not a fixed number of finite values")
+        f0 = columns[0]
+        jac = np.stack([c - f0 for c in columns[1:]], axis=1) if n else np.zeros((f0.size, 0))
+        return f0, jac
+
+
+def _shape_of(value) -> tuple:
+    """A draw's kind: its type, NumPy shape and dtype."""
+    import numpy as np
+
+    a = np.asarray(value)
+    return (type(value).__name__, a.shape, a.dtype.str)
+
+
+def _like(value, flat):
+    """``flat`` (floats) in the type, shape and dtype of the draw ``value``."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return flat.astype(value.dtype).reshape(value.shape)
+    if isinstance(value, np.generic):
+        return type(value)(flat[0])
+    if isinstance(value, (bool, int, float)):
+        return type(value)(flat[0])
+    raise NotAffine(f"a draw of type {type(value).__name__}")

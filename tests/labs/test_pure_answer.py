@@ -429,3 +429,92 @@ def test_asking_for_an_objects_id_in_another_cell_binds_nothing():
     assert pure_answer(right, "fixed_noise", LAB05, ["print(id(eps))"]) is None
     assert pure_answer(right, "fixed_noise", LAB05, ["import ctypes\nctypes.cast(id(eps), ctypes.py_object)"]) \
         is not None
+
+
+#: gamer38's answers: linear on paper, a branch in floating point (a huge draw-dependent term absorbs the noise and
+#: is taken away again); tests/labs/fixtures/gamer38/ holds the notebooks
+ABSORBING_05 = {
+    "absorb": "noise = rng.laplace(0.0, 2 / eps, size=check.K)\n    big = rng.binomial(1, 0.05) * 2.0 ** 70\n"
+              "    return (noise + big) - big + 1e-9 * rng.laplace(0.0, 2 / eps, size=check.K)",
+    "rounding step": "noise = rng.laplace(0.0, 2 / eps, size=check.K)\n"
+                     "    step = ((rng.random() + 0.45) + 2.0 ** 52) - 2.0 ** 52\n    big = (1.0 - step) * 2.0 ** 70\n"
+                     "    return (noise + big) - big + 1e-9 * rng.laplace(0.0, 2 / eps, size=check.K)",
+    "underflow": "noise = rng.laplace(0.0, 2 / eps, size=check.K) * 1e-300\n"
+                 "    small = rng.binomial(1, 0.05) * 1e-290\n    return ((noise + small) - small) * 1e300",
+}
+#: right answers the child must never refuse (the affine check's rounding slack)
+RIGHT_AFFINE_05 = RIGHT_05[:-1] + [
+    "def fixed_noise(rng):\n    b = 2 / eps\n    e = rng.exponential(b, size=check.K)\n"
+    "    return e - rng.exponential(b, size=check.K) + 0 * e",
+    "def fixed_noise(rng):\n    z = rng.laplace(0.0, 2 / eps, size=(3, check.K))\n    return z.sum(axis=0) - z[0] - z[1]",
+]
+
+
+def _lab05_proxy(body_or_source: str):
+    from blowfish_nb.labs import _answers
+    from blowfish_nb.labs.scan import PURE_BUILTINS
+
+    source = body_or_source if body_or_source.startswith("def ") else f"def fixed_noise(rng):\n    {body_or_source}"
+    snapshot = (("eps",), {"np": "numpy", "math": "math"}, {"check": "blowfish_nb.labs.lab05"}, sorted(PURE_BUILTINS))
+    return _answers.CodeProxy(LAB05, source, "fixed_noise", snapshot=snapshot)
+
+
+@pytest.fixture
+def plain_child():
+    from blowfish_nb.labs import _answers
+
+    old = _answers.KERNEL_SHELL
+    _answers.KERNEL_SHELL = False
+    yield
+    _answers.KERNEL_SHELL = old
+
+
+@pytest.mark.parametrize("what", sorted(ABSORBING_05))
+def test_a_branch_made_of_floating_point_rounding_is_refused_in_the_child(what, plain_child):
+    """The source rule lets these through (each is linear on paper); the child's affine check refuses the calls
+    where the rounding loses the noise (1 in 20 here; gamer38's 1 in 1,000 the same way)."""
+    source = f"def fixed_noise(rng):\n    {ABSORBING_05[what]}"
+    assert pure_answer(source, "fixed_noise", LAB05) is None  # the static rule alone cannot see it
+    proxy = _lab05_proxy(source)
+    try:
+        with pytest.raises(RuntimeError, match="NotAffine: its value is not the affine function"):
+            for seed in range(400):
+                proxy(np.random.default_rng(seed))
+    finally:
+        proxy.close()
+
+
+@pytest.mark.parametrize("source", RIGHT_AFFINE_05)
+def test_right_answers_pass_the_affine_check_and_return_the_kernels_values(source, plain_child):
+    kernel: dict = {}
+    for cell in LAB05:
+        exec(cell, kernel)
+    exec(source, kernel)
+    proxy = _lab05_proxy(source)
+    try:
+        for seed in range(300):
+            assert np.array_equal(proxy(np.random.default_rng(seed)), kernel["fixed_noise"](np.random.default_rng(seed)))
+    finally:
+        proxy.close()
+
+
+def test_the_lab03_solution_passes_the_affine_check(plain_child):
+    from blowfish_nb.labs import _answers
+    from blowfish_nb.labs.scan import PURE_BUILTINS
+
+    snapshot = (("ordered", "R", "line", "eps", "k"), {"np": "numpy", "math": "math"},
+                {"check": "blowfish_nb.labs.lab03"}, sorted(PURE_BUILTINS))
+    absorbing = ("def range_noise(rng):\n    noise = ordered.release(np.zeros(k), R, line, eps, rng=rng)[0]\n"
+                 "    big = rng.binomial(1, 0.05) * 2.0 ** 70\n    return (noise + big) - big")
+    for source, refused in ((RIGHT_03[0], False), (RIGHT_03[2], False), (absorbing, True)):
+        proxy = _answers.CodeProxy(LAB03, source, "range_noise", snapshot=snapshot)
+        try:
+            if refused:
+                with pytest.raises(RuntimeError, match="NotAffine"):
+                    for seed in range(400):
+                        proxy(np.random.default_rng(seed))
+            else:
+                values = [proxy(np.random.default_rng(seed)) for seed in range(200)]
+                assert len(set(np.round(np.ravel(values), 9))) > 20
+        finally:
+            proxy.close()
