@@ -181,8 +181,11 @@ def laplace_noise_verdict(noise: Callable, cells: int, scale: float, *, runs: in
     or seed sequence: :mod:`blowfish_nb.labs.scan`), which no noise function needs.
 
     A wrong answer that hides behind a statistical test (a zero noise with probability 10⁻⁴, a function that reads
-    its caller's frame or recognises the grader's call stack) is for the teacher's scan
-    (:mod:`blowfish_nb.labs.scan`), not for this test.
+    its caller's frame or recognises the grader's call stack) is not for this test: under the grading plugin the
+    source rule lets a draw enter the noise only linearly, so no share of the calls can be decided by a draw
+    (:mod:`blowfish_nb.labs.linear_noise`), and the child refuses a call whose value is not the affine sum of its
+    draws the code states (floating-point absorption, gamer38); the teacher's scan (:mod:`blowfish_nb.labs.scan`)
+    flags the rest.
     """
     cells = int(cells)
     read = lambda out: _noise_vector(out, cells)  # noqa: E731
