@@ -53,6 +53,16 @@ def component_route(mechanism, workload, policy):
     return None if found is None else found[0]
 
 
+def _grouped(blocks):
+    """(all edge-weight rows' weights, {(d, h): [answers of each Hadamard block with that d and h]})."""
+    weights = [np.asarray(b[2], dtype=float) for b in blocks if b[0] == "weights"]
+    hadamard: dict = {}
+    for b in blocks:
+        if b[0] == "hadamard":
+            hadamard.setdefault((float(b[2]), int(b[3])), []).append(len(b[1]))
+    return (np.concatenate(weights) if weights else np.zeros(0)), hadamard
+
+
 def component_coverage(blocks, delta: float, gamma: float, m: int, alpha: float, epsilon: float) -> float:
     """The lower bound on P(every answer within α) of the module notes, at ``epsilon``.
 
@@ -62,25 +72,28 @@ def component_coverage(blocks, delta: float, gamma: float, m: int, alpha: float,
     >>> 0.9 < component_coverage(blocks, 1.0, 2.0**-12, 4, 10.0, 1.0) < 1.0
     True
     """
+    return _coverage(*_grouped(blocks), delta, gamma, m, alpha, epsilon)
+
+
+def _coverage(weights, hadamard, delta, gamma, m, alpha, epsilon) -> float:
     b = (delta / gamma + m) / epsilon
     log_t = -1.0 / b
     log_cover = 0.0
-    for block in blocks:
-        if block[0] == "weights":
-            steps = np.floor(alpha * np.asarray(block[2]) / gamma) - ROUNDING_STEPS
-            if (steps < 0).any():
+    if weights.size:  # independent rows: the product of their exact laws
+        steps = np.floor(alpha * weights / gamma) - ROUNDING_STEPS
+        if (steps < 0).any():
+            return 0.0
+        log_fail = math.log(2.0) + (steps + 1) * log_t - math.log1p(math.exp(log_t))
+        log_cover += float(np.sum(np.log1p(-np.exp(log_fail))))
+    for (d, h), count in hadamard.items():  # per block, the union over its answers (count: answers of such blocks)
+        room = (alpha - FLOAT_STEPS * gamma) / (d * gamma) - 1.5 * h
+        if room <= 0:
+            return 0.0
+        fail = 2.0 * sum_laplace_tail(h, room / b)
+        for c in count:
+            if c * fail >= 1.0:
                 return 0.0
-            log_fail = math.log(2.0) + (steps + 1) * log_t - math.log1p(math.exp(log_t))
-            log_cover += float(np.sum(np.log1p(-np.exp(log_fail))))
-        else:
-            _, comp, d, h = block
-            room = (alpha - FLOAT_STEPS * gamma) / (d * gamma) - 1.5 * h
-            if room <= 0:
-                return 0.0
-            fail = len(comp) * 2.0 * sum_laplace_tail(h, room / b)
-            if fail >= 1.0:
-                return 0.0
-            log_cover += math.log1p(-fail)
+            log_cover += math.log1p(-c * fail)
     return math.exp(log_cover)
 
 
@@ -102,9 +115,10 @@ def component_epsilon(mechanism, policy, blocks, alpha: float, beta: float) -> f
     if delta == 0:
         return 1e-12
     target = 1.0 - beta
+    grouped = _grouped(blocks)
 
     def meets(e):
-        return component_coverage(blocks, delta, gamma, m, alpha, e) >= target
+        return _coverage(*grouped, delta, gamma, m, alpha, e) >= target
 
     lo, hi = 1e-6, 1.0
     while not meets(hi):

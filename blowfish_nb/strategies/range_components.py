@@ -48,6 +48,7 @@ rebuilt one, bit for bit.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -111,6 +112,7 @@ def sum_laplace_tail(h: int, x: float) -> float:
     return total * math.exp(-x) / (2.0**h * math.factorial(h - 1))
 
 
+@functools.lru_cache(maxsize=64)
 def _tail_quantile(h: int, p: float) -> float:
     """The x with 2·P(L₁ + … + L_h > x) = p (bisection)."""
     lo, hi = 0.0, 1.0
