@@ -19,7 +19,10 @@ and a rounding |ρ_j| ≤ 1/2. For every histogram:
   and the signs do not change the law of the symmetric sum. Hence
   P(|error| > α) ≤ 2·T_h((α − 2γ)/(dγ) − 1.5h)/b) with T_h the closed-form
   tail of a sum of h unit Laplaces (:func:`~blowfish_nb.strategies.range_components.sum_laplace_tail`);
-  within a block the union bound (its c answers share noise).
+  within a block the union bound (its c answers share noise), except for a
+  pair (h = 2), whose joint event max(|η₁ + η₂|, |η₁ − η₂|) = |η₁| + |η₂| ≤ x
+  is exact: |L| is exponential, P(|L₁| + |L₂| > x) = e^{−x}(1 + x), and
+  ||Z₁| + |Z₂| − |L₁| − |L₂|| < 2 = h as above.
 
 The product over blocks of these is a lower bound on P(every answer within
 α) — no Monte-Carlo round, no confidence margin — and
@@ -91,9 +94,12 @@ def _coverage(weights, hadamard, delta, gamma, m, alpha, epsilon) -> float:
             return 0.0
         fail = 2.0 * sum_laplace_tail(h, room / b)
         for c in count:
-            if c * fail >= 1.0:
+            # a pair (h = 2): max(|η₁ + η₂|, |η₁ − η₂|) = |η₁| + |η₂|, so its joint event is exact: P(|L₁| + |L₂| >
+            # x) = e^{−x}(1 + x) (the |L| exponential); larger blocks: the union over their answers
+            block_fail = math.exp(-room / b) * (1.0 + room / b) if (c, h) == (2, 2) else c * fail
+            if block_fail >= 1.0:
                 return 0.0
-            log_cover += math.log1p(-c * fail)
+            log_cover += math.log1p(-block_fail)
     return math.exp(log_cover)
 
 
