@@ -38,7 +38,7 @@ from ..mechanisms.optimized import AUTO, AUTO_COST
 from ..strategies.known_total import KnownTotalStrategy
 from ..strategies.optimized import OptimizedStrategy
 from ..strategies.range_edges import RANGE_EDGE_CELLS, range_edge_strategy
-from ..strategies.range_components import TEMPLATE as COMPONENTS, range_component_strategy, unit_blocks
+from ..strategies.range_components import TEMPLATE as COMPONENTS, exhaustive, range_component_strategy
 from ..strategies.reduction import lift, reduce_workload
 from ..domain import CategoricalAttribute, OrderedAttribute
 from ..policy import Attribute, Bounded, Categorical, Composed, Custom, Partition, Policy, Threshold
@@ -371,9 +371,8 @@ def range_edge_stand_in(workload: Workload, policy: Policy) -> Optimized | None:
     Ordered there); where it is not (ranges sharing many boundaries: each is then measured at a fraction of the
     budget), the fit runs as before. It is charged its exact Δ; the table says a fit was not run, and the
     release uses what was quoted. Off a tree (1-D G^θ with θ ≥ 2, other graphs without ⊥) the range-component
-    strategy (:func:`component_alternative`) stands in the same way where every answer's noise coefficients
-    are at most 1; elsewhere (grids, ⊥, components whose edges change three or more ranges) the fit runs as
-    before.
+    strategy (:func:`component_alternative`) stands in the same way where its components are small enough for
+    an exhaustive grouping search; elsewhere (grids, ⊥, a component of more ranges) the fit runs as before.
 
     Examples
     --------
@@ -391,9 +390,9 @@ def range_edge_stand_in(workload: Workload, policy: Policy) -> Optimized | None:
         return None
     if not 2 <= policy.domain.size <= RANGE_EDGE_CELLS:
         return None
-    if not policy.is_tree():  # off a tree: the component strategy, where every answer's coefficient is at most 1
+    if not policy.is_tree():  # off a tree: the component strategy, where its blocks were searched exhaustively
         alt = component_alternative(workload, policy)
-        return alt if alt is not None and unit_blocks(alt.optimized) else None
+        return alt if alt is not None and exhaustive(alt.optimized) else None
     strategy = range_edge_strategy(workload, policy)
     return None if strategy is None else Optimized(strategy)
 
@@ -402,11 +401,12 @@ def component_alternative(workload: Workload, policy: Policy) -> Optimized | Non
     """``Optimized`` on the range-component strategy (:mod:`~blowfish_nb.strategies.range_components`) of 1-D
     ranges under a policy without ⊥ that is not a tree, else None.
 
-    Where every block gives each answer noise coefficients of at most 1 (:func:`~blowfish_nb.strategies.
-    range_components.unit_blocks`: no policy edge changes three or more ranges, or the block that pays for it
-    was not chosen) it stands in for auto's fit (:func:`range_edge_stand_in`): over 40 such range sets at
-    k = 4,096 (q = 32 and 64, θ = 2, 4, 8) its exact (α, β) quote was 15–30 % below the fit's, never above
-    (benchmarks/results/quote_cold.md). Elsewhere the fit runs as before and an accuracy quote also asks this
+    Where every component has at most :data:`~blowfish_nb.strategies.range_components.PARTITION_RANGES` ranges
+    (:func:`~blowfish_nb.strategies.range_components.exhaustive`: each component's blocks are the best of every
+    grouping of its ranges) it stands in for auto's fit (:func:`range_edge_stand_in`): over the 40 such range
+    sets of the sweep at k = 4,096 (q = 32 and 64, seeds 0–7, θ = 2, 4, 8) its exact (α, β) quote was 4–30 %
+    below the fit's, never above (benchmarks/results/quote_cold.md); the three sets it lost all had a component
+    of 6–8 ranges (greedy grouping). Elsewhere the fit runs as before and an accuracy quote also asks this
     strategy's exact ε and keeps the lower (:func:`blowfish_nb.planning.plan_budget`).
 
     Examples

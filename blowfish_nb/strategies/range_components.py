@@ -31,10 +31,18 @@ k = 4,096, issue 28). Each component gets one of two blocks, each of Δ ≤ 1:
   (u = (u+v)/2 + (u−v)/2) instead of one of coefficient 2: half the variance
   and, what an (α, β) quote reads, a tail exp(−αε) instead of exp(−αε/2).
 
-The block chosen per component is the one whose worst range has the smaller
-tail quantile at :data:`TAIL` (in units of the noise scale): the per-answer
-tail an (α, β) quote of a few dozen ranges asks for (β/q ≈ 0.05/64); the
-choice reads the component alone, never the data or (α, β).
+**Groupings.** A component may also be split into groups, each its own
+Hadamard block (a group of one: the range alone), all scaled by the same
+1/δ, δ = max_e Σ_groups ‖H_k g_e‖₁/h_k (exact, so the component's Δ is 1):
+an edge changing three ranges costs 1.5 inside one block, 1 + 1 across a
+pair and a single. Components of at most :data:`PARTITION_RANGES` ranges try
+every set partition (Bell(5) = 52); larger ones the edge weights, one block,
+and a greedy merge from singletons. The option kept is the one whose
+component failure (the continuous-Laplace law of the quote,
+:func:`_failure`) falls to :data:`TAIL` per answer at the fewest noise
+scales: the per-answer tail an (α, β) quote of a few dozen ranges asks for
+(β/q ≈ 0.05/64). The choice reads the component alone, never the data or
+(α, β).
 
 **Privacy never rests on the construction.** The strategy carries the exact
 Δ of its rows under the policy, from the policy's own edge scan
@@ -58,7 +66,7 @@ from ..policy import Policy
 from ..ranges import as_ranges
 from .optimized import DenseFactor, OptimizedStrategy
 
-__all__ = ["range_component_strategy", "component_blocks", "unit_blocks", "sum_laplace_tail", "TEMPLATE", "TAIL",
+__all__ = ["range_component_strategy", "component_blocks", "exhaustive", "sum_laplace_tail", "TEMPLATE", "TAIL",
            "RANGE_COMPONENT_CELLS"]
 
 #: the template name the strategy's ``info`` carries
@@ -69,6 +77,9 @@ TAIL = 1e-3
 RANGE_COMPONENT_CELLS = 512
 #: the largest component given a Hadamard block (order h ≤ 2 × this); larger ones keep the edge weights
 HADAMARD_RANGES = 16
+#: components of at most this many ranges try every grouping into Hadamard blocks (Bell(5) = 52); larger ones
+#: the edge weights or one Hadamard block
+PARTITION_RANGES = 5
 #: rows count as independent when R R⁺ is the identity to this (max abs entry)
 INDEPENDENT = 1e-9
 
@@ -163,8 +174,78 @@ def _components(G: np.ndarray) -> list[np.ndarray]:
     return [np.array(g) for g in groups.values()]
 
 
+def _partitions(items: list) -> list[list[list]]:
+    """Every set partition of ``items`` (Bell(c) of them)."""
+    if not items:
+        return [[]]
+    first, rest = items[0], items[1:]
+    out = []
+    for p in _partitions(rest):
+        out.append([[first]] + p)
+        for i in range(len(p)):
+            out.append(p[:i] + [[first] + p[i]] + p[i + 1:])
+    return out
+
+
+def _group_cost(sub: np.ndarray, groups: list[np.ndarray]) -> tuple[float, list[tuple]]:
+    """(δ, blocks) of Hadamard-rotated groups of one component (``sub``: its ranges' edge changes, local indices):
+    group k's rows H_k/h_k, all scaled by 1/δ, δ = max_e Σ_k ‖H_k g_e‖₁/h_k (exact: the component's Δ is then 1)."""
+    cost = np.zeros(sub.shape[1])
+    shapes = []
+    for g in groups:
+        h = 1 << (len(g) - 1).bit_length()
+        cost += np.abs(sylvester(h)[:, h - len(g):] @ sub[g]).sum(axis=0) / h
+        shapes.append(h)
+    return float(cost.max()), shapes
+
+
+def _failure(kind: tuple, x: float) -> float:
+    """The continuous-Laplace failure of one block when α is ``x`` noise scales (the quote's law, without the grid)."""
+    if kind[0] == "weights":
+        return sum(math.exp(-x * w) for w in kind[1])
+    _, c, d, h = kind
+    if h == 1:
+        return math.exp(-x / d)
+    if (c, h) == (2, 2):
+        return math.exp(-x / d) * (1.0 + x / d)
+    return c * 2.0 * sum_laplace_tail(h, x / d)
+
+
+def _quantile(kinds: list[tuple], target: float) -> float:
+    """The least x (noise scales) at which the blocks' summed failure is at most ``target`` (bisection)."""
+    def fails(x):
+        return sum(_failure(k, x) for k in kinds) > target
+    lo, hi = 0.0, 1.0
+    while fails(hi):
+        lo, hi = hi, 2 * hi
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if fails(mid) else (lo, mid)
+    return hi
+
+
 def _blocks(G: np.ndarray) -> list[tuple]:
-    """Per component: ("weights", ranges, w) or ("hadamard", ranges, d, h), chosen as the module notes say."""
+    """Per component, the blocks chosen as the module notes say: ("weights", ranges, w) or ("hadamard", ranges, d, h).
+
+    A function of G alone, remembered by its exact bytes (the strategy and its quote's check both ask for it).
+    """
+    key = (G.shape, G.tobytes())
+    hit = _BLOCKS.get(key)
+    if hit is None:
+        hit = _BLOCKS[key] = _choose_blocks(G)
+        for block in hit:  # shared between callers: read-only
+            for part in block:
+                if isinstance(part, np.ndarray):
+                    part.setflags(write=False)
+        while len(_BLOCKS) > 32:
+            _BLOCKS.pop(next(iter(_BLOCKS)))
+    return hit
+
+
+_BLOCKS: dict = {}
+
+
+def _choose_blocks(G: np.ndarray) -> list[tuple]:
     touched = G != 0
     load = touched.sum(axis=0)
     worst = np.where(touched, load[None, :], 0).max(axis=1)
@@ -172,21 +253,47 @@ def _blocks(G: np.ndarray) -> list[tuple]:
     out = []
     for comp in _components(G):
         c = comp.size
-        edge_block = ("weights", comp, w[comp])
+        edge_block = [("weights", comp, w[comp])]
         if c == 1 or c > HADAMARD_RANGES:
-            out.append(edge_block)
+            out += edge_block
             continue
-        h = 1 << (c - 1).bit_length()
-        H = sylvester(h)[:, h - c:]
         sub = G[comp][:, touched[comp].any(axis=0)]
-        d = float(np.abs(H @ sub).sum(axis=0).max()) / h
-        # the worst range's tail quantile at TAIL, in units of the noise scale: 1/w · ln(1/TAIL) for one term
-        # of weight w; d · x_h for h terms of coefficient d
-        if d * _tail_quantile(h, TAIL) < math.log(1.0 / TAIL) / float(w[comp].min()):
-            out.append(("hadamard", comp, d, h))
-        else:
-            out.append(edge_block)
+        options = [(edge_block, [("weights", w[comp])])]
+        if c <= PARTITION_RANGES:
+            groupings = [g for g in _partitions(list(range(c))) if any(len(x) > 1 for x in g)]
+            options += [_grouped_option(comp, sub, g) for g in groupings]
+        else:  # greedy: from one block, and from singletons merging the pair of groups that lowers the score most
+            options.append(_grouped_option(comp, sub, [list(range(c))]))
+            groups = [[i] for i in range(c)]
+            current = _grouped_option(comp, sub, groups)
+            while len(groups) > 1:
+                trials = [(i, j) for i in range(len(groups)) for j in range(i + 1, len(groups))]
+                made = [_grouped_option(comp, sub, [g for k, g in enumerate(groups) if k not in (i, j)]
+                                        + [groups[i] + groups[j]]) for i, j in trials]
+                best = int(np.argmin([m[2] for m in made]))
+                if not made[best][2] < current[2]:
+                    break
+                i, j = trials[best]
+                groups = [g for k, g in enumerate(groups) if k not in (i, j)] + [groups[i] + groups[j]]
+                current = made[best]
+            options.append(current)
+        # the option whose failure reaches TAIL per answer at the fewest noise scales (first listed on a tie)
+        scores = [o[2] if len(o) > 2 else _quantile(o[1], c * TAIL) for o in options]
+        out += options[int(np.argmin(scores))][0]
     return out
+
+
+def _grouped_option(comp: np.ndarray, sub: np.ndarray, groups: list[list[int]]) -> tuple:
+    """(blocks, kinds, score) of one grouping of a component's ranges into Hadamard blocks (singletons: weight 1/δ)."""
+    delta, shapes = _group_cost(sub, [np.array(g) for g in groups])
+    blocks, kinds = [], []
+    for g, h in zip(groups, shapes):
+        if h == 1:
+            blocks.append(("weights", comp[g], np.array([1.0 / delta])))
+        else:
+            blocks.append(("hadamard", comp[g], delta, h))
+        kinds.append(("hadamard", len(g), delta, h))
+    return blocks, kinds, _quantile(kinds, comp.size * TAIL)
 
 
 def _matrix(R: np.ndarray, blocks: list[tuple]) -> np.ndarray:
@@ -233,16 +340,17 @@ def range_component_strategy(workload: Workload, policy: Policy) -> OptimizedStr
     blocks = _blocks(G)
     factor = DenseFactor(_matrix(R, blocks))
     delta = float(policy.sensitivity(factor))
-    info = {"template": TEMPLATE, "blocks": [(b[0], b[1].tolist()) + tuple(b[2:]) for b in blocks]}
+    info = {"template": TEMPLATE, "blocks": [(b[0], b[1].tolist()) + tuple(b[2:]) for b in blocks],
+            "largest": max(len(c) for c in _components(G))}
     return OptimizedStrategy((factor,), delta, 0.0, (int(policy.domain.size),), info)
 
 
-def unit_blocks(strategy) -> bool:
-    """Whether every block of a component strategy gives its answers noise coefficients of at most 1 (edge weights
-    of 1, Hadamard blocks with d ≤ 1): no policy edge changes three or more ranges of a block that pays for it."""
-    blocks = strategy.info.get("blocks") if strategy.info.get("template") == TEMPLATE else None
-    return blocks is not None and all((b[0] == "weights" and min(b[2]) >= 1) or (b[0] == "hadamard" and b[2] <= 1)
-                                      for b in blocks)
+def exhaustive(strategy) -> bool:
+    """Whether every component of a component strategy has at most :data:`PARTITION_RANGES` ranges, i.e. its
+    blocks are the best of *every* grouping of its ranges (by the module notes' tail criterion), not of a greedy
+    search; where it holds the strategy stands in for auto's fit (:func:`~blowfish_nb.analysis.selection.
+    range_edge_stand_in`)."""
+    return strategy.info.get("template") == TEMPLATE and strategy.info.get("largest", math.inf) <= PARTITION_RANGES
 
 
 def component_blocks(strategy, workload: Workload, policy: Policy) -> tuple[list[tuple], np.ndarray] | None:

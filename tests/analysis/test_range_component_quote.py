@@ -5,7 +5,7 @@
 * the tail of a sum of h unit Laplaces is the numerical convolution's;
 * its quote (:mod:`blowfish_nb.analysis.range_component_quote`) is checked against fresh releases through the
   mechanism's own sampler on a non-zero histogram: coverage 1 − β within 3 standard errors (fixed seeds);
-* a quote whose blocks all have coefficient ≤ 1 runs no fit and quotes no more than the best fixed mechanism;
+* a quote whose components all have ≤ 5 ranges runs no fit and quotes no more than the best fixed mechanism;
 * the bound is used only for the exact strategy it was built for.
 """
 
@@ -23,7 +23,7 @@ from blowfish_nb.analysis.range_component_quote import component_epsilon, compon
 from blowfish_nb.planning import plan_budget
 from blowfish_nb.ranges import Ranges
 from blowfish_nb.strategies.optimized import DenseFactor, OptimizedStrategy
-from blowfish_nb.strategies.range_components import range_component_strategy, sum_laplace_tail, unit_blocks
+from blowfish_nb.strategies.range_components import exhaustive, range_component_strategy, sum_laplace_tail
 from tests.brute import brute_sensitivity_edges
 
 
@@ -82,7 +82,7 @@ def test_blocks_of_the_example():
     pol, W = _case()
     s = range_component_strategy(W, pol)
     kinds = sorted((b[0], len(b[1])) for b in s.info["blocks"])
-    assert ("hadamard", 2) in kinds and unit_blocks(s)
+    assert ("hadamard", 2) in kinds and exhaustive(s)
 
 
 @pytest.mark.parametrize("alpha,beta", [(6.0, 0.1), (12.0, 0.02)])
@@ -120,7 +120,7 @@ def no_fit(monkeypatch):
     clear_memory()
 
 
-def test_threshold_range_quote_with_unit_blocks_runs_no_fit(no_fit):
+def test_threshold_range_quote_with_small_components_runs_no_fit(no_fit):
     k = 1024
     rng = np.random.default_rng(1)
     ranges = sorted((float(a), float(b)) for a, b in (np.sort(rng.integers(0, k, size=(16, 2)), axis=1) + [0, 1]))
