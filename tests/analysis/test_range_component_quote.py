@@ -133,3 +133,22 @@ def test_threshold_range_quote_with_small_components_runs_no_fit(no_fit):
     fixed = [epsilon_for_accuracy(mech, W, pol, 30, 0.05) for mech in (mechanisms.Ordered(), mechanisms.Transformed())]
     assert b.epsilon <= min(fixed)
     assert b.epsilon == epsilon_for_accuracy(b.mechanism, W, pol, 30, 0.05)
+
+
+@pytest.mark.parametrize("alpha,beta", [(8.0, 0.1)])
+def test_union_over_a_larger_block_still_covers(alpha, beta):
+    """A Hadamard block of order 4 (three ranges, one block: its answers' union bound) covers at least 1 − β − 3 SE
+    on fresh releases (the union only errs on the safe side)."""
+    pol = policy.threshold(Domain.grid(30), 4)
+    W = Ranges(30, [5, 5, 17], [7, 24, 26])
+    s = range_component_strategy(W, pol)
+    assert [(b[0], b[3]) for b in s.info["blocks"]] == [("hadamard", 4)]
+    m = mechanisms.Optimized(s)
+    eps = epsilon_for_accuracy(m, W, pol, alpha, beta)
+    x = np.random.default_rng(3).integers(0, 300, 30).astype(float)
+    draws = 40_000
+    answers = m.sample(x, W, pol, eps, draws, rng=np.random.default_rng(4))
+    covered = float(np.mean(np.all(np.abs(answers - W @ x) <= alpha, axis=1)))
+    se = math.sqrt(beta * (1 - beta) / draws)
+    assert covered >= 1 - beta - 3 * se, (covered, se)
+    assert covered <= 1 - beta / 2  # and the union wastes less than half of β
