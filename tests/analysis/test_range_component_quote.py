@@ -19,6 +19,7 @@ from blowfish_nb import Domain, mechanisms, policy
 from blowfish_nb.accessor import prepare
 from blowfish_nb.accuracy import clear_memory, epsilon_for_accuracy
 from blowfish_nb.analysis import selection
+from blowfish_nb.analysis.hunt import hunt
 from blowfish_nb.analysis.range_component_quote import component_epsilon, component_route
 from blowfish_nb.planning import plan_budget
 from blowfish_nb.ranges import Ranges
@@ -152,3 +153,13 @@ def test_union_over_a_larger_block_still_covers(alpha, beta):
     se = math.sqrt(beta * (1 - beta) / draws)
     assert covered >= 1 - beta - 3 * se, (covered, se)
     assert covered <= 1 - beta / 2  # and the union wastes less than half of β
+
+
+def test_the_hunter_finds_no_violation():
+    pol = policy.threshold(Domain.grid(9), 2)
+    W = Ranges(9, [0, 4, 2], [2, 8, 5])
+    s = range_component_strategy(W, pol)
+    assert any(b[0] == "hadamard" for b in s.info["blocks"])
+    m = mechanisms.Optimized(s)
+    result = hunt(m, pol, 1.0, workload=W, rng=21, bases=8, pairs=7, pilot=4_000, confirm=20_000, candidates=3)
+    assert not result.violation, str(result)
