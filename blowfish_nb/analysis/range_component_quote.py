@@ -48,7 +48,19 @@ FLOAT_STEPS = 2
 
 def component_route(mechanism, workload, policy):
     """The blocks of ``mechanism``'s strategy when it is the range-component strategy of (workload, policy), else
-    None (:func:`~blowfish_nb.strategies.range_components.component_blocks`: rebuilt and compared bit for bit)."""
+    None (:func:`~blowfish_nb.strategies.range_components.component_blocks`: rebuilt and compared bit for bit).
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, mechanisms, policy
+    >>> from blowfish_nb.ranges import Ranges
+    >>> from blowfish_nb.strategies.range_components import range_component_strategy
+    >>> g, W = policy.threshold(Domain.grid(12), 2), Ranges(12, [0, 5], [3, 9])
+    >>> [b[0] for b in component_route(mechanisms.Optimized(range_component_strategy(W, g)), W, g)]
+    ['hadamard']
+    >>> component_route(mechanisms.Ordered(), W, g) is None
+    True
+    """
     strategy = getattr(mechanism, "optimized", None)
     if strategy is None:
         return None

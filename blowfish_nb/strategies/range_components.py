@@ -66,8 +66,8 @@ from ..policy import Policy
 from ..ranges import as_ranges
 from .optimized import DenseFactor, OptimizedStrategy
 
-__all__ = ["range_component_strategy", "component_blocks", "exhaustive", "sum_laplace_tail", "TEMPLATE", "TAIL",
-           "RANGE_COMPONENT_CELLS"]
+__all__ = ["range_component_strategy", "exhaustive", "component_blocks", "sum_laplace_tail", "sylvester", "TEMPLATE",
+           "TAIL", "RANGE_COMPONENT_CELLS", "PARTITION_RANGES"]
 
 #: the template name the strategy's ``info`` carries
 TEMPLATE = "range-components"
@@ -84,18 +84,90 @@ PARTITION_RANGES = 5
 INDEPENDENT = 1e-9
 
 
-def sylvester(h: int) -> np.ndarray:
-    """The Sylvester–Hadamard matrix of order h (a power of two): ±1 entries, HᵀH = h·I.
+def range_component_strategy(workload: Workload, policy: Policy) -> OptimizedStrategy | None:
+    """The component strategy of the module notes for 1-D ranges under a policy without ⊥, or None.
+
+    None where :mod:`.range_edges` would give None too: a domain of more than one attribute, of fewer than 2 or
+    more than :data:`RANGE_COMPONENT_CELLS` cells, a policy with ⊥ or without edges, workloads that are not
+    ranges, and linearly dependent ranges (least squares would mix the blocks' noise).
 
     Examples
     --------
-    >>> sylvester(2).tolist()
-    [[1.0, 1.0], [1.0, -1.0]]
+    >>> from blowfish_nb import Domain, mechanisms, policy
+    >>> from blowfish_nb.ranges import Ranges
+    >>> g = policy.threshold(Domain.grid(12), 2)
+    >>> W = Ranges(12, [0, 5], [3, 9])  # the edge 3 → 5 jumps over cell 4: it changes both ranges
+    >>> s = range_component_strategy(W, g)
+    >>> s.info["template"], s.sensitivity, [b[0] for b in s.info["blocks"]]
+    ('range-components', 1.0, ['hadamard'])
+    >>> m = mechanisms.Optimized(s)
+    >>> m.sensitivity(g) == s.sensitivity  # charged what the policy's edge scan says
+    True
+    >>> from blowfish_nb.strategies.range_edges import range_edge_strategy
+    >>> e = mechanisms.Optimized(range_edge_strategy(W, g))
+    >>> m.expected_error(W, g, 1.0) < e.expected_error(W, g, 1.0)  # two terms of weight 1, not one of weight 1/2
+    True
     """
-    H = np.ones((1, 1))
-    while H.shape[0] < h:
-        H = np.block([[H, H], [H, -H]])
-    return H
+    found = _ranges(workload, policy)
+    if found is None:
+        return None
+    _, _, R, G = found
+    if np.abs(R @ np.linalg.pinv(R) - np.eye(R.shape[0])).max() > INDEPENDENT:
+        return None
+    blocks = _blocks(G)
+    factor = DenseFactor(_matrix(R, blocks))
+    delta = float(policy.sensitivity(factor))
+    info = {"template": TEMPLATE, "blocks": [(b[0], b[1].tolist()) + tuple(b[2:]) for b in blocks],
+            "largest": max(len(c) for c in _components(G))}
+    return OptimizedStrategy((factor,), delta, 0.0, (int(policy.domain.size),), info)
+
+
+def exhaustive(strategy) -> bool:
+    """Whether every component of a component strategy has at most :data:`PARTITION_RANGES` ranges, i.e. its
+    blocks are the best of *every* grouping of its ranges (by the module notes' tail criterion), not of a greedy
+    search; where it holds the strategy stands in for auto's fit (:func:`~blowfish_nb.analysis.selection.
+    range_edge_stand_in`).
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, policy
+    >>> from blowfish_nb.ranges import Ranges
+    >>> exhaustive(range_component_strategy(Ranges(12, [0, 5], [3, 9]), policy.threshold(Domain.grid(12), 2)))
+    True
+    """
+    return strategy.info.get("template") == TEMPLATE and strategy.info.get("largest", math.inf) <= PARTITION_RANGES
+
+
+def component_blocks(strategy, workload: Workload, policy: Policy) -> tuple[list[tuple], np.ndarray] | None:
+    """(blocks, row of each answer among the distinct ranges) when ``strategy`` is exactly the component strategy
+    of (``workload``, ``policy``) — rebuilt here from the public inputs and compared bit for bit — else None.
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, policy
+    >>> from blowfish_nb.ranges import Ranges
+    >>> g, W = policy.threshold(Domain.grid(12), 2), Ranges(12, [5, 0, 5], [9, 3, 9])
+    >>> blocks, index = component_blocks(range_component_strategy(W, g), W, g)
+    >>> [(b[0], b[1].tolist()) for b in blocks], index.tolist()  # the repeated range is the same answer
+    ([('hadamard', [0, 1])], [1, 0, 1])
+    """
+    if type(strategy) is not OptimizedStrategy or strategy.info.get("template") != TEMPLATE:
+        return None
+    if len(strategy.factors) != 1:
+        return None
+    found = _ranges(workload, policy)
+    if found is None:
+        return None
+    lo, hi, R, G = found
+    blocks = _blocks(G)
+    if not np.array_equal(strategy.factors[0].X, _matrix(R, blocks)):
+        return None
+    if np.abs(R @ np.linalg.pinv(R) - np.eye(R.shape[0])).max() > INDEPENDENT:
+        return None
+    r = as_ranges(workload)
+    index = np.searchsorted(lo * (int(policy.domain.size) + 1) + hi, r.lo * (int(policy.domain.size) + 1) + r.hi)
+    return blocks, index
+
 
 
 def sum_laplace_tail(h: int, x: float) -> float:
@@ -121,6 +193,20 @@ def sum_laplace_tail(h: int, x: float) -> float:
         series = sum(x**i / math.factorial(i) for i in range(n + 1))
         total += a * math.factorial(n) * series
     return total * math.exp(-x) / (2.0**h * math.factorial(h - 1))
+
+
+def sylvester(h: int) -> np.ndarray:
+    """The Sylvester–Hadamard matrix of order h (a power of two): ±1 entries, HᵀH = h·I.
+
+    Examples
+    --------
+    >>> sylvester(2).tolist()
+    [[1.0, 1.0], [1.0, -1.0]]
+    """
+    H = np.ones((1, 1))
+    while H.shape[0] < h:
+        H = np.block([[H, H], [H, -H]])
+    return H
 
 
 @functools.lru_cache(maxsize=64)
@@ -305,70 +391,3 @@ def _matrix(R: np.ndarray, blocks: list[tuple]) -> np.ndarray:
             _, comp, d, h = b
             rows.append((sylvester(h)[:, h - comp.size:] / (h * d)) @ R[comp])
     return np.vstack(rows)
-
-
-def range_component_strategy(workload: Workload, policy: Policy) -> OptimizedStrategy | None:
-    """The component strategy of the module notes for 1-D ranges under a policy without ⊥, or None.
-
-    None where :mod:`.range_edges` would give None too: a domain of more than one attribute, of fewer than 2 or
-    more than :data:`RANGE_COMPONENT_CELLS` cells, a policy with ⊥ or without edges, workloads that are not
-    ranges, and linearly dependent ranges (least squares would mix the blocks' noise).
-
-    Examples
-    --------
-    >>> from blowfish_nb import Domain, mechanisms, policy
-    >>> from blowfish_nb.ranges import Ranges
-    >>> g = policy.threshold(Domain.grid(12), 2)
-    >>> W = Ranges(12, [0, 5], [3, 9])  # the edge 3 → 5 jumps over cell 4: it changes both ranges
-    >>> s = range_component_strategy(W, g)
-    >>> s.info["template"], s.sensitivity, [b[0] for b in s.info["blocks"]]
-    ('range-components', 1.0, ['hadamard'])
-    >>> m = mechanisms.Optimized(s)
-    >>> m.sensitivity(g) == s.sensitivity  # charged what the policy's edge scan says
-    True
-    >>> from blowfish_nb.strategies.range_edges import range_edge_strategy
-    >>> e = mechanisms.Optimized(range_edge_strategy(W, g))
-    >>> m.expected_error(W, g, 1.0) < e.expected_error(W, g, 1.0)  # two terms of weight 1, not one of weight 1/2
-    True
-    """
-    found = _ranges(workload, policy)
-    if found is None:
-        return None
-    _, _, R, G = found
-    if np.abs(R @ np.linalg.pinv(R) - np.eye(R.shape[0])).max() > INDEPENDENT:
-        return None
-    blocks = _blocks(G)
-    factor = DenseFactor(_matrix(R, blocks))
-    delta = float(policy.sensitivity(factor))
-    info = {"template": TEMPLATE, "blocks": [(b[0], b[1].tolist()) + tuple(b[2:]) for b in blocks],
-            "largest": max(len(c) for c in _components(G))}
-    return OptimizedStrategy((factor,), delta, 0.0, (int(policy.domain.size),), info)
-
-
-def exhaustive(strategy) -> bool:
-    """Whether every component of a component strategy has at most :data:`PARTITION_RANGES` ranges, i.e. its
-    blocks are the best of *every* grouping of its ranges (by the module notes' tail criterion), not of a greedy
-    search; where it holds the strategy stands in for auto's fit (:func:`~blowfish_nb.analysis.selection.
-    range_edge_stand_in`)."""
-    return strategy.info.get("template") == TEMPLATE and strategy.info.get("largest", math.inf) <= PARTITION_RANGES
-
-
-def component_blocks(strategy, workload: Workload, policy: Policy) -> tuple[list[tuple], np.ndarray] | None:
-    """(blocks, row of each answer among the distinct ranges) when ``strategy`` is exactly the component strategy
-    of (``workload``, ``policy``) — rebuilt here from the public inputs and compared bit for bit — else None."""
-    if type(strategy) is not OptimizedStrategy or strategy.info.get("template") != TEMPLATE:
-        return None
-    if len(strategy.factors) != 1:
-        return None
-    found = _ranges(workload, policy)
-    if found is None:
-        return None
-    lo, hi, R, G = found
-    blocks = _blocks(G)
-    if not np.array_equal(strategy.factors[0].X, _matrix(R, blocks)):
-        return None
-    if np.abs(R @ np.linalg.pinv(R) - np.eye(R.shape[0])).max() > INDEPENDENT:
-        return None
-    r = as_ranges(workload)
-    index = np.searchsorted(lo * (int(policy.domain.size) + 1) + hi, r.lo * (int(policy.domain.size) + 1) + r.hi)
-    return blocks, index
