@@ -2,7 +2,8 @@
 
 Run: ``nice -n 10 .venv/bin/python -m benchmarks.quote_cold`` (writes benchmarks/results/quote_cold.md);
 ``--against PATH`` times a baseline checkout and this tree alternately; ``--line-seeds PATH`` compares the ε and
-time of the range quote under the line policy over 16 range sets.
+time of the range quote under the line policy over 16 range sets; ``--policy-seeds PATH`` the same under dp and
+G^θ (θ = 2, 4, 8) over 32 range sets each (q = 64 and 32, seeds 0–15).
 A quote is ``plan_budget(plan, accuracy=(50, 0.05))`` on a prepared plan: the mechanism choice among the linear
 candidates and the ε for (α, β) (closed form, the exact chain bound or Monte Carlo), everything a panel's "this release will cost"
 line waits for. *Cold*: the first quote of its query in a fresh interpreter (no remembered choice, draws or
@@ -70,6 +71,48 @@ for q in (64, 32):
         t = time.perf_counter(); b = plan_budget(plan, accuracy=(50, 0.05)); dt = time.perf_counter() - t
         print(json.dumps({"q": q, "seed": seed, "mech": b.mechanism.name, "eps": b.epsilon, "ms": 1000 * dt}))
 """
+
+
+POLICY_SEEDS_CHILD = r"""
+import json, sys, time, numpy as np, pandas as pd
+from blowfish_nb.accessor import prepare
+from blowfish_nb.planning import plan_budget
+from blowfish_nb.accuracy import clear_memory
+k = 4096
+for pol in sys.argv[1].split(","):
+    name, theta = (pol, None) if pol == "dp" else ("threshold", int(pol))
+    for q in (64, 32):
+        for seed in range(int(sys.argv[2]), int(sys.argv[3])):
+            rng = np.random.default_rng(seed)
+            ranges = sorted((float(a), float(b)) for a, b in (np.sort(rng.integers(0, k, size=(q, 2)), axis=1) + [0, 1]))
+            plan = prepare(pd.DataFrame({"v": np.linspace(0, k - 1, 100)}), "range", "v", bins=k, bounds=(0, k),
+                           policy=name, theta=theta, ranges=ranges)
+            clear_memory()
+            t = time.perf_counter(); b = plan_budget(plan, accuracy=(50, 0.05)); dt = time.perf_counter() - t
+            info = getattr(getattr(b.mechanism, "optimized", None), "info", None) or {}
+            print(json.dumps({"pol": pol, "q": q, "seed": seed, "mech": info.get("template", b.mechanism.name),
+                              "eps": b.epsilon, "ms": 1000 * dt}), flush=True)
+"""
+
+
+def policy_seeds(against: str, policies: str = "dp,2,4,8", seeds: tuple[int, int] = (0, 16)) -> str:
+    """ε of the range quote under dp and G^θ (θ = 2, 4, 8) over range sets (q = 64 and 32, ``seeds``), ``against``
+    and this tree, one process per tree (cache off, one BLAS thread; after the first quote the times are in-process).
+    """
+    here = str(Path(__file__).resolve().parent.parent)
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BLOWFISH_NB_CACHE")}
+    base.update(OPENBLAS_NUM_THREADS="1", BLOWFISH_NB_CACHE="off")
+    runs = []
+    for tree in (str(Path(against).resolve()), here):
+        out = subprocess.run([sys.executable, "-c", POLICY_SEEDS_CHILD, policies, str(seeds[0]), str(seeds[1])],
+                             capture_output=True, text=True, check=True, env={**base, "PYTHONPATH": tree}, cwd=tree)
+        runs.append([json.loads(line) for line in out.stdout.strip().splitlines()])
+    rows = []
+    for b, a in zip(*runs):
+        rows.append([("dp" if b["pol"] == "dp" else f"θ = {b['pol']}"), b["q"], b["seed"], f"{b['mech']} ({b['eps']:.4g})",
+                     f"{b['ms']:.0f}", f"{a['mech']} ({a['eps']:.4g})", f"{a['ms']:.0f}", f"{a['eps'] / b['eps']:.3f}"])
+    return markdown_table(["policy", "ranges", "seed", "before: strategy (ε)", "before ms", "after: strategy (ε)",
+                           "after ms", "ε after ÷ before"], rows)
 
 
 def line_seeds(against: str) -> str:
@@ -140,6 +183,9 @@ def compare(against: str, repeats: int = COMPARE_REPEATS) -> str:
 
 
 def main() -> None:
+    if "--policy-seeds" in sys.argv:
+        print(policy_seeds(sys.argv[sys.argv.index("--policy-seeds") + 1]))
+        return
     if "--line-seeds" in sys.argv:
         print(line_seeds(sys.argv[sys.argv.index("--line-seeds") + 1]))
         return

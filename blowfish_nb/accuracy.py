@@ -27,6 +27,10 @@ to find the least ε:
   product of their laws, with the grid's rounding charged, is a lower bound
   on the coverage for every histogram (:mod:`blowfish_nb.analysis.scaled_rows`;
   issue 28: no Monte-Carlo round, no confidence margin);
+* **independent blocks** for the range-component strategy (ranges under a
+  1-D policy without ⊥ off a tree, grouped by the edges that change them
+  together): an exact-law lower bound, product over independent blocks
+  (:mod:`blowfish_nb.analysis.range_component_quote`; issue 28);
 * **tabulated quantiles** for OrderedHierarchical's prefix sums when one tree
   spans the domain (the cumulative query under dp, k = 16, 32, …, 4,096): the
   quantiles of max |error| were drawn once per noise scale on a 2.2 % grid,
@@ -76,6 +80,7 @@ import numpy as np
 
 from .analysis.chain_tail import chain_epsilon
 from .analysis.prefix_table import tabulated_epsilon
+from .analysis.range_component_quote import component_epsilon, component_route
 from .analysis.scaled_rows import scaled_rows, scaled_rows_epsilon
 from .analysis.selection import Memo, public_key
 from .exceptions import InvalidParameterError
@@ -210,6 +215,11 @@ def _epsilon(mechanism, workload, policy, alpha, beta, draws, seed, query) -> fl
         if count == 0 or delta == 0:
             return 1e-12  # nothing random to bound: any ε meets the target (kept positive)
         return _single_term_epsilon(count, delta, alpha, beta)
+    blocks = _remembered(query, "components", lambda: component_route(mechanism, workload, policy))
+    if blocks is not None:
+        epsilon = component_epsilon(mechanism, policy, blocks, alpha, beta)
+        if epsilon is not None:  # (None: α below the grid's allowance; Monte Carlo says so)
+            return epsilon
     scaled = _remembered(query, "scaled rows", lambda: scaled_rows(mechanism, workload, policy))
     if scaled is not None:
         epsilon = scaled_rows_epsilon(mechanism, policy, scaled[1], alpha, beta)

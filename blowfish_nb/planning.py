@@ -27,10 +27,10 @@ from . import policy as policies
 from ._validation import as_generator, check_epsilon
 from .accuracy import check_accuracy, epsilon_below, epsilon_for_accuracy, error_draws
 from .analysis import choose_mechanism
-from .analysis.selection import default_candidates, fitted, fixed_alternative, is_stand_in
+from .analysis.selection import component_alternative, default_candidates, fitted, fixed_alternative, is_stand_in
 from .domain import CELL_LIMIT, Domain
 from .exceptions import DomainError, InvalidParameterError, PolicyError
-from .mechanisms import REGISTRY, Laplace, Mechanism, by_name
+from .mechanisms import REGISTRY, Laplace, Mechanism, Optimized, by_name
 from .mechanisms.base import sensitivities_remembered
 from .mechanisms.noise import check_scale
 from .mechanisms.sulq import SuLQ
@@ -174,6 +174,12 @@ def _plan_budget(plan: Plan, run: Run, mechanism, eps, acc) -> Budgeted:
             alt = fixed_alternative(table, run.policy)
             alt_eps = None if alt is None else epsilon_below(alt, run.workload, run.policy, *acc, eps)
             if alt_eps is not None:
+                m, eps = alt, alt_eps
+        elif isinstance(mechanism, str) and mechanism == "auto" and isinstance(m, Optimized) and not is_stand_in(m):
+            # the fit was chosen: off a tree the range-component strategy's exact quote may still be lower
+            alt = component_alternative(run.workload, run.policy)
+            alt_eps = None if alt is None else epsilon_for_accuracy(alt, run.workload, run.policy, *acc)
+            if alt_eps is not None and alt_eps < eps:
                 m, eps = alt, alt_eps
     # an ε too small to draw noise for is refused here, from public facts, before any row is read
     m.require(run.policy)  # a mechanism that cannot protect the policy is refused before any row is read

@@ -19,6 +19,8 @@ from blowfish_nb import Domain, accuracy, constraints, datasets, mechanisms, pol
 from blowfish_nb.accuracy import ROUNDS, epsilon_for_accuracy, max_abs_errors, upper_quantile
 from blowfish_nb.analysis import selection
 from blowfish_nb.analysis.chain_tail import chain_epsilon
+from blowfish_nb.analysis.range_component_quote import component_epsilon, component_route
+from blowfish_nb.analysis.scaled_rows import scaled_rows, scaled_rows_epsilon
 from blowfish_nb.analysis.selection import choose_mechanism, default_candidates, memo_scope, public_key
 from blowfish_nb.planning import Catalog, Run
 from blowfish_nb.ranges import Ranges
@@ -57,6 +59,49 @@ def reference_choice(W, pol, epsilon, candidates):
     return candidates[int(np.argmin(errors))], errors
 
 
+def reference_fitted(mech, W, pol, candidates):
+    """Optimized() as auto quotes it: the range-edge / range-component stand-in where it beats every fixed
+    candidate (issue 28), else the fit (or a row saying why not)."""
+    if not (isinstance(mech, selection.Optimized) and mech.optimized is None):
+        return mech
+    stand_in = selection.range_edge_stand_in(W, pol)
+    if stand_in is not None:
+        fixed = []
+        for c in candidates:
+            if isinstance(c, selection.Optimized):
+                continue
+            try:
+                fixed.append(c.expected_error(W, pol, 1.0))
+            except selection.BlowfishError:
+                pass
+        bound = selection.lower_bound(W, pol, 1.0)
+        if selection.fit_can_win(bound, min(fixed)) is None and \
+                stand_in.expected_error(W, pol, 1.0) < min(fixed) * (1 - selection.GAIN):
+            return stand_in
+    return selection._fitted(mech, W, pol)
+
+
+def reference_alternative(best, epsilon, errors, candidates, run, acc):
+    """plan_budget's second look (issue 28): a stand-in against the best fixed candidate's ε, a fit against the
+    range-component strategy's exact ε; the lower ε is kept with its mechanism."""
+    W, pol = run.workload, run.policy
+    if selection.is_stand_in(best):
+        fixed = [(e, i) for i, (e, c) in enumerate(zip(errors, candidates))
+                 if not isinstance(c, selection.Optimized) and np.isfinite(e)]
+        if fixed:
+            alt = candidates[min(fixed)[1]]
+            alt_eps = accuracy.epsilon_below(alt, W, pol, *acc, epsilon)
+            if alt_eps is not None:
+                return alt, alt_eps
+    elif isinstance(best, selection.Optimized):
+        alt = selection.component_alternative(W, pol)
+        if alt is not None:
+            alt_eps = reference_epsilon(alt, W, pol, *acc)
+            if alt_eps < epsilon:
+                return alt, alt_eps
+    return best, epsilon
+
+
 def reference_epsilon(mechanism, W, pol, alpha, beta, draws=accuracy.DRAWS, seed=0):
     """epsilon_for_accuracy as written before it remembered anything (closed form, else a first guess and
     certifying Monte-Carlo rounds)."""
@@ -66,6 +111,14 @@ def reference_epsilon(mechanism, W, pol, alpha, beta, draws=accuracy.DRAWS, seed
         if count == 0 or delta == 0:
             return 1e-12
         return accuracy._single_term_epsilon(count, delta, alpha, beta)
+    blocks = component_route(mechanism, W, pol)  # the range-component strategy's exact law (issue 28)
+    exact = None if blocks is None else component_epsilon(mechanism, pol, blocks, alpha, beta)
+    if exact is not None:
+        return exact
+    rows = scaled_rows(mechanism, W, pol)  # the range-edge strategy's exact law (issue 28)
+    exact = None if rows is None else scaled_rows_epsilon(mechanism, pol, rows[1], alpha, beta)
+    if exact is not None:
+        return exact
     chain = mechanism.difference_chain(W, pol)  # the exact chain bound (issue 28: the histogram under the line)
     exact = None if chain is None else 1e-12 if chain[1] == 0 else chain_epsilon(chain[0], chain[1], alpha, beta)
     if exact is not None:
@@ -141,10 +194,12 @@ def test_remembered_quotes_equal_the_reference(catalogs):
             candidates = tuple(c for c in default_candidates(run.policy) if acc is None or c.linear)
             # Optimized() is quoted on its strategy fitted to the query (or a row saying why not), as choose_mechanism
             # does
-            candidates = tuple(selection._fitted(c, run.workload, run.policy) for c in candidates)
-            choices[shape] = reference_choice(run.workload, run.policy, 1.0, candidates)[:2]
-        best, errors = choices[shape]
+            candidates = tuple(reference_fitted(c, run.workload, run.policy, candidates) for c in candidates)
+            choices[shape] = reference_choice(run.workload, run.policy, 1.0, candidates)[:2] + (candidates,)
+        best, errors, candidates = choices[shape]
         epsilon = eps if acc is None else reference_epsilon(best, run.workload, run.policy, *acc)
+        if acc is not None:
+            best, epsilon = reference_alternative(best, epsilon, errors, candidates, run, acc)
         reference.append((best, errors, epsilon))
     order = list(range(len(CASES)))
     random.Random(7).shuffle(order)

@@ -38,6 +38,7 @@ from ..mechanisms.optimized import AUTO, AUTO_COST
 from ..strategies.known_total import KnownTotalStrategy
 from ..strategies.optimized import OptimizedStrategy
 from ..strategies.range_edges import RANGE_EDGE_CELLS, range_edge_strategy
+from ..strategies.range_components import TEMPLATE as COMPONENTS, exhaustive, range_component_strategy
 from ..strategies.reduction import lift, reduce_workload
 from ..domain import CategoricalAttribute, OrderedAttribute
 from ..policy import Attribute, Bounded, Categorical, Composed, Custom, Partition, Policy, Threshold
@@ -48,7 +49,8 @@ from . import strategy_cache
 from .lower_bound import LOWER_BOUND_LIMIT, lower_bound
 
 __all__ = ["choose_mechanism", "expected_error", "default_candidates", "public_key", "Memo", "memo_scope", "CHOICES",
-           "optimized_for", "OPTIMIZED_COST", "fitted", "range_edge_stand_in", "is_stand_in", "STAND_IN_NOTE", "fixed_alternative"]
+           "optimized_for", "OPTIMIZED_COST", "fitted", "range_edge_stand_in", "is_stand_in", "STAND_IN_NOTE", "fixed_alternative",
+           "component_alternative"]
 
 #: choices remembered (each a candidate's index and its small table), over every scope
 CHOICES = 1024
@@ -350,8 +352,8 @@ def fit_can_win(bound: float, best_fixed: float) -> str | None:
 
 
 #: the table's note on an ``Optimized`` row answered by the range–edge strategy instead of a fit
-STAND_IN_NOTE = ("range-edge strategy under a tree policy, not fitted (mechanism=Optimized() fits one; a fit could "
-                 "lower the error at most to the SVD bound)")
+STAND_IN_NOTE = ("range-edge (tree policy) or range-component strategy, not fitted (mechanism=Optimized() fits one; "
+                 "a fit could lower the error at most to the SVD bound)")
 
 
 def range_edge_stand_in(workload: Workload, policy: Policy) -> Optimized | None:
@@ -368,9 +370,9 @@ def range_edge_stand_in(workload: Workload, policy: Policy) -> Optimized | None:
     quotes it instead of fitting (issue 28: the fit cost 1.3–3.2 s cold on the 64-range quote and lost to
     Ordered there); where it is not (ranges sharing many boundaries: each is then measured at a fraction of the
     budget), the fit runs as before. It is charged its exact Δ; the table says a fit was not run, and the
-    release uses what was quoted. Off a tree (G^θ
-    with θ ≥ 2, grids) the fit runs as before: there the fit's strategies had lower ℓ∞ quantiles
-    (benchmarks/results/quote_cold.md).
+    release uses what was quoted. Off a tree (1-D G^θ with θ ≥ 2, other graphs without ⊥) the range-component
+    strategy (:func:`component_alternative`) stands in the same way where its components are small enough for
+    an exhaustive grouping search; elsewhere (grids, ⊥, a component of more ranges) the fit runs as before.
 
     Examples
     --------
@@ -379,21 +381,55 @@ def range_edge_stand_in(workload: Workload, policy: Policy) -> Optimized | None:
     >>> m = range_edge_stand_in(Ranges(8, [1, 4], [3, 6]), policy.line(Domain.grid(8)))
     >>> m.name, m.optimized.info["template"]
     ('Optimized', 'range-edge')
-    >>> range_edge_stand_in(Ranges(8, [1], [3]), policy.threshold(Domain.grid(8), 2)) is None
+    >>> range_edge_stand_in(Ranges(8, [1], [3]), policy.threshold(Domain.grid(8), 2)).optimized.info["template"]
+    'range-components'
+    >>> range_edge_stand_in(Ranges(8, [1], [3]), policy.dp(Domain.grid(8))) is None
     True
     """
     if getattr(workload, "is_identity", False) or policy.has_bottom or len(policy.domain.shape) != 1:
         return None
-    if not 2 <= policy.domain.size <= RANGE_EDGE_CELLS or not policy.is_tree():
+    if not 2 <= policy.domain.size <= RANGE_EDGE_CELLS:
         return None
+    if not policy.is_tree():  # off a tree: the component strategy, where its blocks were searched exhaustively
+        alt = component_alternative(workload, policy)
+        return alt if alt is not None and exhaustive(alt.optimized) else None
     strategy = range_edge_strategy(workload, policy)
+    return None if strategy is None else Optimized(strategy)
+
+
+def component_alternative(workload: Workload, policy: Policy) -> Optimized | None:
+    """``Optimized`` on the range-component strategy (:mod:`~blowfish_nb.strategies.range_components`) of 1-D
+    ranges under a policy without ⊥ that is not a tree, else None.
+
+    Where every component has at most :data:`~blowfish_nb.strategies.range_components.PARTITION_RANGES` ranges
+    (:func:`~blowfish_nb.strategies.range_components.exhaustive`: each component's blocks are the best of every
+    grouping of its ranges) it stands in for auto's fit (:func:`range_edge_stand_in`): over the 40 such range
+    sets of the sweep at k = 4,096 (q = 32 and 64, seeds 0–7, θ = 2, 4, 8) its exact (α, β) quote was 4–30 %
+    below the fit's, never above (benchmarks/results/quote_cold.md); the three sets it lost all had a component
+    of 6–8 ranges (greedy grouping). Elsewhere the fit runs as before and an accuracy quote also asks this
+    strategy's exact ε and keeps the lower (:func:`blowfish_nb.planning.plan_budget`).
+
+    Examples
+    --------
+    >>> from blowfish_nb import Domain, policy
+    >>> from blowfish_nb.ranges import Ranges
+    >>> component_alternative(Ranges(12, [0, 5], [3, 9]), policy.threshold(Domain.grid(12), 2)).name
+    'Optimized'
+    >>> component_alternative(Ranges(12, [0], [3]), policy.line(Domain.grid(12))) is None  # a tree: range-edge
+    True
+    """
+    if getattr(workload, "is_identity", False) or policy.has_bottom or len(policy.domain.shape) != 1:
+        return None
+    if not 2 <= policy.domain.size <= RANGE_EDGE_CELLS or policy.is_tree():
+        return None
+    strategy = range_component_strategy(workload, policy)
     return None if strategy is None else Optimized(strategy)
 
 
 def is_stand_in(mech) -> bool:
     """Whether ``mech`` is the range–edge strategy standing in for auto's fit."""
     return (isinstance(mech, Optimized) and mech.optimized is not None
-            and mech.optimized.info.get("template") == "range-edge")
+            and mech.optimized.info.get("template") in ("range-edge", COMPONENTS))
 
 
 def fixed_alternative(table: pd.DataFrame, policy: Policy, linear: bool = True) -> MatrixMechanism | None:

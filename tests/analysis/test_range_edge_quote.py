@@ -63,7 +63,8 @@ def test_stand_in_only_for_ranges_under_tree_policies():
     W = Ranges(16, [1, 5, 9], [3, 12, 14])
     assert selection.is_stand_in(selection.range_edge_stand_in(W, policy.line(d)))
     assert selection.range_edge_stand_in(W, policy.custom(d, _random_tree(16, np.random.default_rng(0)))) is not None
-    assert selection.range_edge_stand_in(W, policy.threshold(d, 2)) is None  # not a tree: the fit runs
+    off_tree = selection.range_edge_stand_in(W, policy.threshold(d, 2))  # not a tree: the range-component strategy
+    assert off_tree.optimized.info["template"] == "range-components" and selection.is_stand_in(off_tree)
     assert selection.range_edge_stand_in(W, policy.dp(d)) is None  # ⊥: the total is not public
     assert selection.range_edge_stand_in(Ranges(16, np.arange(16), np.arange(16)), policy.line(d)) is not None
     from blowfish_nb import workload
