@@ -81,7 +81,7 @@ LINEAR_CALLS: dict[str, tuple[tuple[int, ...] | str, tuple[str, ...]]] = {
     "multiply": ("*", ()), "divide": ((0,), ()), "dot": ("*", ()), "matmul": ("*", ()),
     "full": ((1,), ("fill_value",)), "zeros_like": ((0,), ()), "ones_like": ((0,), ()), "full_like": ((0,), ()),
     "float64": ((0,), ()), "float32": ((0,), ()), "repeat": ((0,), ()), "tile": ((0,), ()),
-    "ravel": ((0,), ()), "reshape": ((0,), ()), "copy": ((0,), ()),
+    "ravel": ((0,), ()), "reshape": ((0,), ()), "copy": ((0,), ()), "squeeze": ((0,), ()),
 }
 #: the NumPy calls above that multiply their operands: a draw in at most one of them
 PRODUCTS = frozenset({"multiply", "dot", "matmul"})
@@ -89,7 +89,7 @@ PRODUCTS = frozenset({"multiply", "dot", "matmul"})
 LINEAR_BUILTINS = frozenset({"float", "sum", "len"})
 #: methods of a value that holds a draw, each linear in it (with arguments that hold none)
 LINEAR_METHODS = frozenset({"sum", "mean", "cumsum", "copy", "reshape", "ravel", "item", "astype", "T", "shape",
-                            "size", "ndim", "dtype", "flatten", "squeeze"})
+                            "size", "ndim", "flatten", "squeeze", "tolist"})
 #: dtypes a draw may be converted to: floats (``int`` would truncate: a step in every unit)
 FLOAT_DTYPES = frozenset({"float", "float64", "float32", "double", "f8", "f4"})
 #: ``np.NAME`` calls that make a new array, which the answer may then fill item by item
