@@ -447,7 +447,18 @@ ABSORBING_05 = {
                      "    step = ((rng.random() + 0.45) + 2.0 ** 52) - 2.0 ** 52\n    big = (1.0 - step) * 2.0 ** 70\n"
                      "    return (noise + big) - big + 1e-9 * rng.laplace(0.0, 2 / eps, size=check.K)",
     "underflow": "noise = rng.laplace(0.0, 2 / eps, size=check.K) * 1e-300\n"
-                 "    small = rng.binomial(1, 0.05) * 1e-290\n    return ((noise + small) - small) * 1e300",
+                 "    small = rng.binomial(1, 0.05) * 1e-280\n    return ((noise + small) - small) * 1e300",
+    # gamer38b: a draw that is always 1 (or two that cancel) inflated a slack proportional to |f0| + |J|·|d|
+    "inflated by normal(1, 0)": "one = rng.normal(1.0, 0.0)\n    noise = rng.laplace(0.0, 2 / eps, size=check.K)\n"
+                                "    big = rng.binomial(1, 0.05) * 2.0 ** 70\n"
+                                "    return (noise + big) - big + (2.0 ** 70 - 2.0 ** 70 * one)",
+    "inflated by integers(1, 2)": "one = rng.integers(1, 2)\n    noise = rng.laplace(0.0, 2 / eps, size=check.K)\n"
+                                  "    big = rng.binomial(1, 0.05) * 2.0 ** 70\n"
+                                  "    return (noise + big) - big + (2.0 ** 70 - 2.0 ** 70 * one)",
+    "inflated to infinity": "top = rng.uniform(1e308, 1e308) - rng.uniform(1e308, 1e308)\n"
+                            "    noise = rng.laplace(0.0, 2 / eps, size=check.K)\n"
+                            "    big = rng.binomial(1, 0.05) * 2.0 ** 70\n"
+                            "    return (noise + big) - big + 1e-9 * rng.laplace(0.0, 2 / eps, size=check.K) + top",
 }
 #: right answers the child must never refuse (the affine check's rounding slack)
 RIGHT_AFFINE_05 = RIGHT_05[:-1] + [
@@ -513,7 +524,17 @@ def test_the_lab03_solution_passes_the_affine_check(plain_child):
                 {"check": "blowfish_nb.labs.lab03"}, sorted(PURE_BUILTINS))
     absorbing = ("def range_noise(rng):\n    noise = ordered.release(np.zeros(k), R, line, eps, rng=rng)[0]\n"
                  "    big = rng.binomial(1, 0.05) * 2.0 ** 70\n    return (noise + big) - big")
-    for source, refused in ((RIGHT_03[0], False), (RIGHT_03[2], False), (absorbing, True)):
+    inflated = ("def range_noise(rng):\n    one = rng.normal(1.0, 0.0)\n"
+                "    noise = ordered.release(np.zeros(k), R, line, eps, rng=rng)[0]\n"
+                "    big = rng.binomial(1, 0.05) * 2.0 ** 70\n    return (noise + big) - big + (2.0 ** 70 - 2.0 ** 70 * one)")
+    # gamer38b's over-refusals of the first check: every prefix's noise drawn by hand (4,096 draws), float32
+    by_hand = ("def range_noise(rng):\n    prefix_noise = rng.laplace(0.0, 1 / eps, size=k)\n"
+               "    return prefix_noise[hi] - prefix_noise[lo - 1]")
+    single = "def range_noise(rng):\n    return np.float32(rng.laplace(0.0, 1 / eps) - rng.laplace(0.0, 1 / eps))"
+    snapshot = (("ordered", "R", "line", "eps", "k", "lo", "hi"), *snapshot[1:])
+    for source, refused in ((RIGHT_03[0], False), (RIGHT_03[2], False), (by_hand, False), (single, False),
+                            (absorbing, True), (inflated, True)):
+        assert pure_answer(source, "range_noise", LAB03) is None, source
         proxy = _answers.CodeProxy(LAB03, source, "range_noise", snapshot=snapshot)
         try:
             if refused:
