@@ -1412,16 +1412,16 @@ PURE_NP = frozenset({"sqrt", "log", "exp", "log2", "log10", "log1p", "expm1", "a
                      "diff", "prod", "mean", "where", "zeros", "ones", "full", "zeros_like", "ones_like",
                      "full_like", "array", "asarray", "arange", "concatenate", "stack", "repeat", "tile", "dot",
                      "matmul", "float64", "float32", "int64", "int32", "intp", "pi", "e", "inf", "isfinite",
-                     "log1p", "square", "negative", "subtract", "add", "multiply", "divide", "power"})
+                     "log1p", "square", "negative", "subtract", "add", "multiply", "divide", "power", "squeeze"})
 PURE_MATH = frozenset({"sqrt", "log", "exp", "log1p", "expm1", "floor", "ceil", "fabs", "pi", "e", "inf", "pow",
                        "log2", "log10", "copysign"})
 #: builtins a noise answer may call
 PURE_BUILTINS = frozenset({"abs", "min", "max", "float", "int", "round", "len", "range", "sum", "bool", "pow"})
 #: methods of the handout's objects a noise answer may call (lab 3: ``ordered.release``)
-PURE_LAB_ATTRS = frozenset({"release"})
+PURE_LAB_ATTRS = frozenset({"release", "noise_scale", "sensitivity", "expected_error", "shape"})
 #: attributes of a value the answer computed (an array's)
 PURE_VALUE_ATTRS = frozenset({"sum", "mean", "astype", "item", "copy", "shape", "size", "T", "reshape", "ravel",
-                              "dtype", "ndim", "cumsum", "round", "clip"})
+                              "dtype", "ndim", "cumsum", "round", "clip", "tolist", "squeeze", "flatten"})
 _PURE_FORBIDDEN = {ast.Yield: "yield", ast.YieldFrom: "yield from", ast.Await: "await", ast.Global: "global",
                    ast.Nonlocal: "nonlocal", ast.Lambda: "a lambda", ast.FunctionDef: "a nested def",
                    ast.AsyncFunctionDef: "a nested def", ast.ClassDef: "a class", ast.Import: "an import",
@@ -1733,7 +1733,10 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
                 return (f"reads {n} ({line}), which another answer cell binds: the noise function may read only "
                         "the handout's value of it")
             elif n in PURE_BUILTINS and n not in modules and n not in values and n not in rebound:
-                as_dtype = isinstance(parent, ast.keyword) and parent.arg == "dtype" and n in ("int", "float", "bool")
+                as_dtype = n in ("int", "float", "bool") and (  # np.zeros(k, dtype=int), z.astype(float)
+                    isinstance(parent, ast.keyword) and parent.arg == "dtype" or isinstance(parent, ast.Call)
+                    and isinstance(parent.func, ast.Attribute) and parent.func.attr == "astype" and parent.args
+                    and parent.args[0] is node)
                 if not (isinstance(parent, ast.Call) and parent.func is node or as_dtype):  # np.zeros(k, dtype=int)
                     return f"uses {n} other than by calling it ({line})"
             else:
@@ -1779,7 +1782,7 @@ def main(argv: list[str] | None = None) -> int:
             reference = args[1]
         args = args[2:]
     paths = args
-    if not paths:
+    if not paths or any(a in ("-h", "--help") for a in paths):
         print("usage: python -m blowfish_nb.labs.scan [--build BUILD | --reference STUDENT.ipynb] "
               "SUBMISSION.ipynb ...", file=sys.stderr)
         return 2
