@@ -56,6 +56,13 @@ that is always 1, ``rng.normal(1.0, 0.0)``, times 2⁷⁰). A rounding that lose
 value differ from ``f₀ + J·d`` there by the noise itself, and the call is refused. What passes is within 2⁻²⁰ of an
 exact linear combination of independent draws with fixed coefficients, whose law has no share to hide.
 
+**Lattices** (gamer38c). A whole-number draw times a fraction, ``step * (G₁ − G₂)`` with ``step = 1 / (20.382)``
+and a jitter of ``rng.uniform(-1e-7, 1e-7)``, is linear and Laplace-like to every law test, and it puts the noise on
+a lattice incommensurate with the whole counts: the release minus the nearest lattice point is the count. So a
+draw that is a whole number on the call (``geometric``, ``integers``, ``binomial``, a mechanism's whole-number noise)
+must have whole coefficients: whole-number noise is added as it is drawn, and continuous draws (``laplace``,
+``exponential``, ``normal``, ``uniform``) carry no lattice beyond the floating-point one every answer has.
+
 Examples
 --------
 >>> import ast
@@ -396,6 +403,13 @@ class AffineCheck:
             return value  # the verdict refuses a value of another shape, or not finite
         if not np.all(np.isfinite(d)):
             raise NotAffine("a draw is not finite")
+        whole = d == np.round(d)  # a whole-number draw (geometric, integers, the mechanism's own whole noise)
+        if np.any(whole):
+            scaled = jac[:, whole]
+            if not np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
+                raise NotAffine("it scales a whole-number draw by a fraction: the noise then lies on a lattice that "
+                                "is not the counts' whole numbers, and the release shows the count modulo it "
+                                "(whole-number noise is added as it is drawn)")
         with np.errstate(all="ignore"):  # the code's sum, summed exactly (no rounding of ours to absorb anything)
             expected = np.array([math.fsum([f0[j], *(jac[j] * d)]) for j in range(f0.size)])
             slack = RELATIVE_SLACK * (np.abs(got) + typical) + 1e-290

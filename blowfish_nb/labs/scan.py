@@ -1670,7 +1670,7 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
                         f"after its {most} input(s) is `out`, a write into an array")
         if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load) and (
                 isinstance(node.value, ast.Name) and node.value.id in fresh):
-            pass  # noise[i] = rng.laplace(…) into an array the call made: nothing outlives the call
+            pass  # a draw stored into an item of an array the call made: nothing outlives the call
         elif isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
             return (f"stores into {_dotted(node) if isinstance(node, ast.Attribute) else 'an item'} ({line})"
                     + ("" if isinstance(node, ast.Attribute) else ": only into an array the function makes itself "
