@@ -291,6 +291,25 @@ class Mechanism(ABC):
         self.require(policy)  # before anything about the data is read
         return _checked(x, workload, policy, epsilon, rng)
 
+    def check_release(self, workload: Workload, policy: Policy, epsilon: float) -> None:
+        """Raise what :meth:`release` would raise at ``epsilon`` on every histogram over the policy's domain.
+
+        For data-independent mechanisms, whose refusals (the policy, ε, the workload's shape, a noise scale too
+        large to draw) read k, the workload, the policy and ε, never the counts. By default a release of the
+        all-zero histogram with a generator of its own (a caller's generator is never touched); mechanisms with
+        a cheaper equivalent override it.
+
+        Examples
+        --------
+        >>> from blowfish_nb import Domain, policy, workload
+        >>> from blowfish_nb.mechanisms import Laplace
+        >>> Laplace().check_release(workload.identity(4), policy.dp(Domain.grid(4)), 1e-15)
+        Traceback (most recent call last):
+        ...
+        blowfish_nb.exceptions.InvalidParameterError: epsilon=1e-15 gives a noise scale of 1e+15, above the largest drawn (1.1e+12): the answers would carry no information; use a larger epsilon
+        """
+        self.release(np.zeros(policy.domain.size), workload, policy, epsilon, rng=np.random.default_rng(0))
+
     @abstractmethod
     def _release(self, x: np.ndarray, workload: Workload, policy: Policy, epsilon: float,
                  rng: np.random.Generator) -> np.ndarray:
@@ -421,7 +440,10 @@ class MatrixMechanism(Mechanism):
 
     # -- release -----------------------------------------------------------------------
     def _release(self, x, workload, policy, epsilon, rng) -> np.ndarray:
-        return workload @ self.estimate(x, policy, epsilon, rng)
+        estimate = self.estimate(x, policy, epsilon, rng)
+        if type(workload) is Identity and self._measures_cells():  # I @ x̂ is a copy of x̂, and x̂ is fresh here
+            return estimate  # (the noisy counts of noise.noisy): the same values without the operator's dispatch
+        return workload @ estimate
 
     def estimate(self, x: np.ndarray, policy: Policy, epsilon: float, rng: np.random.Generator) -> np.ndarray:
         """The least-squares histogram estimate x̂ (post-processing of the noisy measurements)."""
@@ -485,6 +507,26 @@ class MatrixMechanism(Mechanism):
         if isinstance(self.factor, PrefixFactor) and not lo.any() and distinct:
             return hi.shape[0], self.sensitivity(policy)
         return None
+
+    def check_release(self, workload: Workload, policy: Policy, epsilon: float) -> None:
+        """:meth:`Mechanism.check_release`; for the identity strategy on the histogram, its checks without the draw.
+
+        A release of zeros then runs :meth:`Mechanism.release`'s checks (policy, ε, a generator, the zeros,
+        the workload), then :func:`.noise.noisy` on the zeros at Δ/ε, whose only refusal is the scale's
+        (:func:`.noise.check_scale`; the zeros are whole and the draw cannot fail), then ``I @ x̂``: so the
+        same checks in the same order, without 4,096 draws from a fresh generator (issue 28: 0.11 → 0.02 ms of
+        a dp histogram release, where Adaptive probes its Laplace fallback). Any other class, strategy or
+        workload: the release of zeros.
+        """
+        cls = type(self)
+        if not (self._measures_cells() and type(workload) is Identity and cls.release is Mechanism.release
+                and cls._checked is Mechanism._checked and cls._release is MatrixMechanism._release
+                and cls.estimate is MatrixMechanism.estimate and cls.noise_scale is MatrixMechanism.noise_scale):
+            return super().check_release(workload, policy, epsilon)
+        self.require(policy)
+        epsilon = check_epsilon(epsilon)
+        _check_workload(workload, policy.domain.size)
+        noise.check_scale(self.noise_scale(policy, epsilon), value=epsilon)
 
     def _measures_cells(self) -> bool:
         """Whether the strategy is the identity on the cells with no post-processing (Laplace's).
