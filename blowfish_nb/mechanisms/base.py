@@ -586,6 +586,11 @@ class MatrixMechanism(Mechanism):
         epsilon = check_epsilon(epsilon)
         _check_workload(workload, policy.domain.size)
         scale = self.noise_scale(policy, epsilon)
+        if (type(self).query_variances is MatrixMechanism.query_variances and self._measures_cells()
+                and isinstance(workload, Identity) and len(policy.domain.shape) == 1):
+            # query_variances' ones, whose mean is exactly 1.0 (k ones sum to k exactly): the same float, without
+            # them (twice per dp histogram release: Adaptive's threshold and the error it reports; issue 28)
+            return float(noise.variance(scale))
         return float(noise.variance(scale) * np.mean(self.query_variances(workload, policy)))
 
     def __repr__(self) -> str:

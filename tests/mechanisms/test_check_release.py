@@ -11,6 +11,7 @@ import pytest
 
 from blowfish_nb import Domain, constraints, mechanisms, policy, workload
 from blowfish_nb.exceptions import BlowfishError
+from blowfish_nb.mechanisms import noise
 from blowfish_nb.mechanisms.dawa import _group
 from blowfish_nb.policy import BOTTOM
 
@@ -97,3 +98,15 @@ def test_adaptive_releases_as_its_public_choice_chooses(shape):
 def test_dawas_group_size_is_the_one_the_edges_give(pol):
     by_edges = 2 if any((v != BOTTOM).any() for _, v in pol.edge_chunks()) else 1
     assert _group(pol) == by_edges
+
+
+@pytest.mark.parametrize("k", [2, 7, 64, 4096, 10**6])
+@pytest.mark.parametrize("pol_name", ["dp", "line"])
+def test_laplaces_histogram_error_is_the_variance_times_the_mean_of_its_ones(k, pol_name):
+    """The shortcut for the identity workload gives the bits of variance · mean(query_variances)."""
+    d = Domain.grid(k)
+    pol = policy.dp(d) if pol_name == "dp" else policy.line(d)
+    m, W = mechanisms.Laplace(), workload.identity(k)
+    for eps in (1.0, 0.37, 1e-3, 5.0):
+        general = float(noise.variance(m.noise_scale(pol, eps)) * np.mean(m.query_variances(W, pol)))
+        assert repr(m.expected_error(W, pol, eps)) == repr(general)
