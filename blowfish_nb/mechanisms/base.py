@@ -192,7 +192,8 @@ class Mechanism(ABC):
     (None when no single Laplace scale describes the mechanism),
     :meth:`single_terms`, :meth:`difference_chain`, :meth:`answer_variances` (for
     :mod:`blowfish_nb.accuracy`), :meth:`partitions` (data-dependent partitions,
-    for audits) and :meth:`_sample`.
+    for audits), :meth:`check_release` (a data-independent mechanism's refusals,
+    without data) and :meth:`_sample`.
     """
 
     name: str = "mechanism"
