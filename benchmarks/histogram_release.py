@@ -74,6 +74,66 @@ print(json.dumps({"version": blowfish_nb.__file__, "times": out}))
 """
 
 
+#: the same releases and refusals on both sides of ``--against``: a digest per case of the answers' bits, the
+#: expected error, the mechanism and the caller's generator state after the release (or the error raised), so a
+#: faster tree is checked to release the same bits for the same generator and to refuse the same inputs alike
+CHECK = r"""
+import hashlib, json, sys, warnings
+import numpy as np, pandas as pd
+import blowfish_nb
+warnings.simplefilter("ignore")
+def digest(*parts):
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+def outcome(f, g):
+    try:
+        r = f()
+    except Exception as e:  # the refusal itself is what is compared
+        return digest(type(e).__name__, str(e), g.bit_generator.state)
+    a = r.answers
+    return digest(a.to_numpy().tobytes(), list(a.index.astype(str)), a.name, r.mechanism, repr(r.expected_error),
+                  r.epsilon, sorted(k for k in r.provenance), repr(r.provenance.get("sensitivity")),
+                  repr(r.provenance.get("budget split")), g.bit_generator.state)
+out = {}
+for rows in (1_000, 100_000, 1_000_000):
+    data = np.random.default_rng(rows)
+    frames = {"float": (pd.DataFrame({"v": data.uniform(0, 250_000, rows)}), (0, 250_000)),
+              "float-div": (pd.DataFrame({"v": data.uniform(0, 4_096_000, rows)}), (0, 4_096_000)),
+              "int": (pd.DataFrame({"v": data.integers(0, 4096, rows)}), (0, 4096)),
+              "sparse": (pd.DataFrame({"v": data.choice([5.0, 77_000.0, 249_999.0], rows)}), (0, 250_000))}
+    for name, (df, bounds) in frames.items():
+        for cells in (16, 1024, 4096):
+            for policy in ("dp", "line"):
+                for seed in range(4 if rows < 10**6 else 2):
+                    g = np.random.default_rng(seed)
+                    out[f"{rows} {name} {cells} {policy} {seed}"] = outcome(
+                        lambda: df.blowfish.release("histogram", "v", bins=cells, bounds=bounds, policy=policy,
+                                                    epsilon=[1.0, 0.1, 3.0, 0.01][seed], rng=g), g)
+    g = np.random.default_rng(7)
+    session = frames["float"][0].blowfish.session(10.0, bins={"v": 4096}, bounds={"v": (0, 250_000)},
+                                                  reproducible=True)
+    out[f"{rows} session"] = [outcome(lambda: session.release("histogram", "v", epsilon=1.0, rng=g), g)
+                              for _ in range(3)]
+g = np.random.default_rng(0)
+bad = {"nan": np.nan, "inf": np.inf, "-inf": -np.inf, "above": 250_001.0, "below": -1e-9, "upper edge": 250_000.0,
+       "lower edge": 0.0, "int past top": 10**12}
+for name, value in bad.items():
+    v = np.random.default_rng(1).uniform(0, 250_000, 200_000)
+    v[123_457] = value
+    df = pd.DataFrame({"v": v if name != "int past top" else np.r_[np.arange(10), [value]]})
+    out[f"refusal {name}"] = outcome(lambda: df.blowfish.release("histogram", "v", bins=4096, bounds=(0, 250_000),
+                                                                policy="dp", epsilon=1.0, rng=g), g)
+print(json.dumps(out))
+"""
+
+
+def fingerprints(root: Path) -> dict:
+    """Case → digest of the release (or refusal) for the checkout at ``root`` (see :data:`CHECK`)."""
+    env = dict(os.environ, PYTHONPATH=str(root))
+    done = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, check=True, env=env,
+                          cwd=root)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def measure(root: Path, repeats: int) -> dict:
     """One interpreter's times (ms per step and column) for the checkout at ``root``."""
     env = dict(os.environ, PYTHONPATH=str(root))
@@ -122,6 +182,16 @@ def main() -> None:
         for label, root in sides:
             runs[label].append(measure(root, args.repeats))
     load.append(os.getloadavg()[0])
+    check = ""
+    if args.against:
+        mine, theirs = fingerprints(HERE), fingerprints(sides[1][1])
+        differ = sorted(c for c in mine if mine[c] != theirs.get(c)) + sorted(set(theirs) - set(mine))
+        check = (f"Same bits: {len(mine) - len(differ)} of {len(mine)} cases (releases over 10³–10⁶ rows of floats, "
+                 "integers and three-valued data, 16/1,024/4,096 bins, dp and line, seeded generators; a reproducible "
+                 "session; NaN, ±inf, out-of-range, edge and past-the-top values) give the same answers, expected "
+                 "error, mechanism, provenance figures and caller's generator state after the release (or the same "
+                 "refusal) on both sides" + ("." if not differ else f"; **different: {', '.join(differ)}**."))
+        print(check, file=sys.stderr)
     rows = [r for label, _ in sides for r in rows_of(merged(runs[label]), label)]
     command = ("nice -n 10 .venv/bin/python -m benchmarks.histogram_release"
                + (f" --against {args.against} --rounds {rounds}" if args.against else "")
@@ -140,6 +210,7 @@ def main() -> None:
         "",
         f"Load average: {load[0]:.1f} at the start, {load[1]:.1f} at the end, on {os.cpu_count()} cores.",
         "",
+        *([check, ""] if check else []),
         markdown_table(["checkout", "column", "statistic", "bincount", "numpy", "count", "rest", "release",
                         "÷ bincount", "paired ÷ bincount (q1 / median / q3)", "÷ numpy", "≤ 3× bincount"], rows),
     ])

@@ -286,7 +286,8 @@ class Adaptive(Mechanism):
             return self.dependent.release(x, workload, policy, epsilon, rng=rng)
         rest = (1 - self.rho(x.size, epsilon)) * epsilon
         self._fallback_can_release(workload, policy, rest)
-        chosen = self.dependent if self.choose(x, policy, epsilon, rng) == self.dependent.name else self.fallback
+        # x, ε and the policy were checked at the door (Mechanism.release): choose's own checks would repeat them
+        chosen = self.dependent if self._choose(x, policy, epsilon, rng) == self.dependent.name else self.fallback
         return chosen.release(x, workload, policy, rest, rng=rng)
 
     def _fallback_can_release(self, workload: Workload, policy: Policy, epsilon: float) -> None:
@@ -294,10 +295,11 @@ class Adaptive(Mechanism):
 
         Otherwise a budget the fallback refuses would raise only when the private choice picked it, so whether a
         release failed would follow the choice (attack35a, at ε = 10⁻¹²). The fallback is data-independent: whether
-        it refuses depends on k, the workload, the policy and ε, never on the counts, so it is probed on an all-zero
-        histogram with a generator of its own (the caller's draws are untouched).
+        it refuses depends on k, the workload, the policy and ε, never on the counts: :meth:`Mechanism.check_release`
+        (a release of an all-zero histogram with a generator of its own, or its checks alone where they are the
+        same; the caller's draws are untouched).
         """
-        self.fallback.release(np.zeros(policy.domain.size), workload, policy, epsilon, rng=np.random.default_rng(0))
+        self.fallback.check_release(workload, policy, epsilon)
 
     def choose(self, x, policy: Policy, epsilon: float, rng: np.random.Generator) -> str:
         """The name of the release chosen ((share·ε, policy)-private; see the module notes).
@@ -314,6 +316,10 @@ class Adaptive(Mechanism):
         self.require(policy)
         epsilon = check_epsilon(epsilon)
         x = _check_histogram(x, policy.domain.size)
+        return self._choose(x, policy, epsilon, rng)
+
+    def _choose(self, x: np.ndarray, policy: Policy, epsilon: float, rng: np.random.Generator) -> str:
+        """:meth:`choose` on checked inputs (a float histogram over the policy's domain, a checked ε)."""
         rho = self.rho(policy.domain.size, epsilon)
         rest = (1 - rho) * epsilon
         tau = self.threshold(policy, rest)
@@ -342,8 +348,11 @@ class Adaptive(Mechanism):
         # e_B: the fallback's figure per cell at ε₂, scaled from τ = k·e_F(ε) as 1/ε² (its noise scale is ∝ 1/ε)
         g, eps1 = _group(policy), _partition_epsilon(self.dependent, epsilon)
         bucket = tau / policy.domain.size * (epsilon / (epsilon - eps1)) ** 2
-        order = hilbert_order(policy.domain.shape)
-        return choice_statistic(np.asarray(x, dtype=float)[..., order], g / eps1,
+        x = np.asarray(x, dtype=float)
+        shape = policy.domain.shape
+        if len(shape) == 2:  # the Hilbert curve; on other shapes hilbert_order is the cells' own order (no copy)
+            x = x[..., hilbert_order(shape)]
+        return choice_statistic(x, g / eps1,
                                 _level(g, eps1, epsilon, policy.domain.size), bucket, g)
 
     def rho(self, k: int, epsilon: float) -> float:

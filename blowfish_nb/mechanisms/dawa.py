@@ -156,6 +156,7 @@ from scipy.sparse.csgraph import dijkstra
 from .._validation import as_generator, check_epsilon
 from ..exceptions import InvalidParameterError
 from ..policy import BOTTOM, Policy
+from ..policy.unbounded import UnboundedDP
 from ..workload import Workload
 from . import noise
 from .base import Mechanism, _check_histogram
@@ -715,6 +716,8 @@ class _GreedyTree:
 
 def _group(policy: Policy) -> int:
     """How many counts one neighbouring step changes: 1 when every edge goes to ⊥, else 2."""
+    if type(policy) is UnboundedDP:  # the star to ⊥ by construction: 1 without building its k edges (issue 28)
+        return 1
     for u, v in policy.edge_chunks():
         if (v != BOTTOM).any():
             return 2
