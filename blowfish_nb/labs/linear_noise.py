@@ -60,7 +60,8 @@ exact linear combination of independent draws with fixed coefficients, whose law
 and a jitter of ``rng.uniform(-1e-7, 1e-7)``, is linear and Laplace-like to every law test, and it puts the noise on
 a lattice incommensurate with the whole counts: the release minus the nearest lattice point is the count. So a
 draw that is a whole number on the call (``geometric``, ``integers``, ``binomial``, a mechanism's whole-number noise)
-must have whole coefficients: whole-number noise is added as it is drawn, and continuous draws (``laplace``,
+must have whole coefficients with no common factor in any output (``2 * (G₁ − G₂)`` shows the count's parity):
+whole-number noise is added as it is drawn, and continuous draws (``laplace``,
 ``exponential``, ``normal``, ``uniform``) carry no lattice beyond the floating-point one every answer has.
 
 Examples
@@ -410,6 +411,10 @@ class AffineCheck:
                 raise NotAffine("it scales a whole-number draw by a fraction: the noise then lies on a lattice that "
                                 "is not the counts' whole numbers, and the release shows the count modulo it "
                                 "(whole-number noise is added as it is drawn)")
+            for row in np.round(scaled):  # 2·(G₁ − G₂): every release has the count's parity (gamer38c)
+                if math.gcd(*(int(abs(c)) for c in row if c != 0)) > 1:
+                    raise NotAffine("it multiplies its whole-number draws by a common factor: the release then shows "
+                                    "the count modulo that factor (whole-number noise is added as it is drawn)")
         with np.errstate(all="ignore"):  # the code's sum, summed exactly (no rounding of ours to absorb anything)
             expected = np.array([math.fsum([f0[j], *(jac[j] * d)]) for j in range(f0.size)])
             slack = RELATIVE_SLACK * (np.abs(got) + typical) + 1e-290

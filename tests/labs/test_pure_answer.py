@@ -459,6 +459,8 @@ ABSORBING_05 = {
     "a lattice": "step = 1 / (200 + 0.3819660112501051)\n    p = -np.expm1(-step * eps / 2)\n"
                  "    whole = rng.geometric(p, size=check.K) - rng.geometric(p, size=check.K)\n"
                  "    return step * whole + rng.uniform(-1e-7, 1e-7, size=check.K)",
+    "parity": "z = rng.geometric(1 - np.exp(-eps / 4), size=(2, check.K))\n"
+              "    return 2 * (z[0] - z[1]) + rng.uniform(-1e-7, 1e-7, size=check.K)",
     "inflated to infinity": "top = rng.uniform(1e308, 1e308) - rng.uniform(1e308, 1e308)\n"
                             "    noise = rng.laplace(0.0, 2 / eps, size=check.K)\n"
                             "    big = rng.binomial(1, 0.05) * 2.0 ** 70\n"
@@ -469,6 +471,9 @@ RIGHT_AFFINE_05 = RIGHT_05[:-1] + [
     "def fixed_noise(rng):\n    b = 2 / eps\n    e = rng.exponential(b, size=check.K)\n"
     "    return e - rng.exponential(b, size=check.K) + 0 * e",
     "def fixed_noise(rng):\n    z = rng.laplace(0.0, 2 / eps, size=(3, check.K))\n    return z.sum(axis=0) - z[0] - z[1]",
+    # whole draws with coefficients of no common factor (2 and 1): the noise lies on the whole numbers
+    "def fixed_noise(rng):\n    q = np.exp(-eps / 2)\n    g = rng.geometric(1 - q, (2, check.K))\n"
+    "    return 2 * g[0] - g[0] - g[1]",
 ]
 
 
