@@ -37,7 +37,7 @@ import math
 import numpy as np
 
 from ..strategies.range_components import component_blocks, sum_laplace_tail
-from .scaled_rows import ROUNDING_STEPS
+from .scaled_rows import ROUNDING_STEPS, least_epsilon
 
 __all__ = ["component_route", "component_coverage", "component_epsilon", "FLOAT_STEPS"]
 
@@ -135,17 +135,4 @@ def component_epsilon(mechanism, policy, blocks, alpha: float, beta: float) -> f
     target = 1.0 - beta
     grouped = _grouped(blocks)
 
-    def meets(e):
-        return _coverage(*grouped, delta, gamma, m, alpha, e) >= target
-
-    lo, hi = 1e-6, 1.0
-    while not meets(hi):
-        lo, hi = hi, hi * 2
-        if hi > 1e12:
-            return None
-    while meets(lo) and lo > 1e-300:
-        lo /= 2
-    while hi / lo > 1 + 1e-12:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if meets(mid) else (mid, hi)
-    return float(hi)
+    return least_epsilon(lambda e: _coverage(*grouped, delta, gamma, m, alpha, e) >= target)

@@ -30,7 +30,8 @@ import numpy as np
 from ..mechanisms import Optimized
 from ..strategies.optimized import OptimizedStrategy
 
-__all__ = ["scaled_rows", "scaled_rows_epsilon", "scaled_rows_coverage", "ROUNDING_STEPS", "DENSE_VALUES"]
+__all__ = ["scaled_rows", "scaled_rows_epsilon", "scaled_rows_coverage", "least_epsilon", "ROUNDING_STEPS",
+           "DENSE_VALUES"]
 
 #: grid steps taken off each answer's room: half a step for rounding the measured value to the grid, the rest for
 #: the least squares' float rounding (relative 1e-16 of the counts; one step γ is 2^-12·Δ/m or more)
@@ -118,10 +119,18 @@ def scaled_rows_epsilon(mechanism, policy, c: np.ndarray, alpha: float, beta: fl
     if np.floor(alpha * c.min() / gamma) - ROUNDING_STEPS < 0:
         return None
     target = 1.0 - beta
+    return least_epsilon(lambda e: scaled_rows_coverage(c, delta, gamma, m, alpha, e) >= target)
 
-    def meets(e):
-        return scaled_rows_coverage(c, delta, gamma, m, alpha, e) >= target
 
+def least_epsilon(meets) -> float | None:
+    """The least ε (to a relative 1e-12) with ``meets(ε)`` true, for a ``meets`` that stays true above it (an exact
+    coverage at least 1 − β); None when no ε up to 10¹² meets it. Every ε returned is one ``meets`` was evaluated at.
+
+    Examples
+    --------
+    >>> round(least_epsilon(lambda e: e >= 0.25), 9)
+    0.25
+    """
     lo, hi = 1e-6, 1.0
     while not meets(hi):
         lo, hi = hi, hi * 2
