@@ -1558,6 +1558,9 @@ def _draw_tainted(fn: ast.FunctionDef) -> set[str]:
             pairs.append((n.target, n.value))
         elif isinstance(n, (ast.For, ast.comprehension)):
             pairs.append((n.target, n.iter))
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "append"
+              and isinstance(n.func.value, ast.Name)):  # out.append(draw): out holds a draw
+            pairs += [(n.func.value, a) for a in n.args]
     grew = True
     while grew:
         grew = False
@@ -1708,7 +1711,8 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
                     return f"uses {base.id}.{node.attr} ({line})"
             elif not isinstance(base, ast.Name) and node.attr not in PURE_VALUE_ATTRS:
                 return f"uses .{node.attr} ({line})"
-            if isinstance(base, ast.Name) and base.id in local and node.attr not in PURE_VALUE_ATTRS:
+            if isinstance(base, ast.Name) and base.id in local and node.attr not in PURE_VALUE_ATTRS and not (
+                    node.attr == "append" and base.id in fresh):  # out = []; out.append(rng.laplace(…))
                 return f"uses {base.id}.{node.attr} ({line})"
         if isinstance(node, ast.Name) and node.id == "rng" and not isinstance(node.ctx, ast.Load):
             return f"rebinds rng ({line})"

@@ -76,6 +76,9 @@ RIGHT_05 = [
     "        noise[i] = rng.laplace(0.0, 2 / eps)\n    return noise",
     "def fixed_noise(rng):\n    out = [0.0] * check.K\n    for i in range(check.K):\n"
     "        out[i] = rng.exponential(2 / eps) - rng.exponential(2 / eps)\n    return np.array(out)",
+    # gamer38d's over-refusal, relaxed: appending draws to a list the function made
+    "def fixed_noise(rng):\n    out = []\n    for _ in range(check.K):\n"
+    "        out.append(rng.laplace(0.0, 2 / eps))\n    return np.array(out)",
     # gamer38's over-refusals, relaxed: .astype(float), .tolist()
     "def fixed_noise(rng):\n    return rng.laplace(0.0, 2 / eps, size=check.K).astype(float)",
     "def fixed_noise(rng):\n    return np.array(rng.laplace(0.0, 2 / eps, size=check.K).tolist())",
@@ -301,6 +304,19 @@ def test_an_item_store_outside_an_array_the_function_made_is_still_refused():
         assert pure_answer("def fixed_noise(rng):\n    " + body, "fixed_noise", LAB05) is not None, body
 
 
+def test_appending_keeps_the_taint_and_a_list_not_made_here_takes_no_append():
+    """``out.append(u)`` makes ``out`` a draw (a test of it is refused); ``append`` on a name bound elsewhere is no
+    allowed method."""
+    tested = ("out = []\n    out.append(rng.random())\n"
+              "    return rng.laplace(0.0, 2 / eps, size=check.K) * (out[0] > 0.001)")
+    assert pure_answer("def fixed_noise(rng):\n    " + tested, "fixed_noise", LAB05) is not None
+    sign = ("out = []\n    out.append(rng.random())\n"
+            "    return rng.laplace(0.0, 2 / eps, size=check.K) * np.sign(out[0] - 0.001)")
+    assert "np.sign" in pure_answer("def fixed_noise(rng):\n    " + sign, "fixed_noise", LAB05)
+    alias = "out = np.zeros(2)\n    out = line\n    out.append(1)\n    return rng.laplace(0.0, 2 / eps, size=check.K)"
+    assert pure_answer("def fixed_noise(rng):\n    " + alias, "fixed_noise", LAB05) is not None
+
+
 def test_an_index_drawn_from_rng_is_refused_in_a_store_too():
     body = ("noise = np.zeros(check.K)\n    noise[rng.integers(0, 1000)] = 1.0\n"
             "    return noise + rng.laplace(0.0, 2 / eps, size=check.K)")
@@ -461,6 +477,9 @@ ABSORBING_05 = {
                  "    return step * whole + rng.uniform(-1e-7, 1e-7, size=check.K)",
     "parity": "z = rng.geometric(1 - np.exp(-eps / 4), size=(2, check.K))\n"
               "    return 2 * (z[0] - z[1]) + rng.uniform(-1e-7, 1e-7, size=check.K)",
+    # gamer38d: continuous noise rounded onto a grid of 1.5e-11 by a float constant, inside a slack of 2^-20
+    "a float grid": "return (rng.laplace(0.0, 2 / eps, size=check.K) * 68719476736.38197 + 6755399441055744.0 "
+                    "- 6755399441055744.0) / 68719476736.38197",
     "inflated to infinity": "top = rng.uniform(1e308, 1e308) - rng.uniform(1e308, 1e308)\n"
                             "    noise = rng.laplace(0.0, 2 / eps, size=check.K)\n"
                             "    big = rng.binomial(1, 0.05) * 2.0 ** 70\n"
@@ -547,7 +566,10 @@ def test_the_lab03_solution_passes_the_affine_check(plain_child):
                "    return step * whole + rng.uniform(-1e-7, 1e-7) + (release - release)")
     scaled_release = ("def range_noise(rng):\n"
                       "    return 0.1 * ordered.release(np.zeros(k), R, line, eps / 10, rng=rng)[0]")
-    for source, refused in ((RIGHT_03[0], False), (RIGHT_03[2], False), (by_hand, False), (single, False),
+    grid = ("def range_noise(rng):\n    s = 2.0 ** 23 + 0.3819660112501051\n"
+            "    z = rng.laplace(0, 1 / eps) - rng.laplace(0, 1 / eps)\n"
+            "    return (z * s + 6755399441055744.0 - 6755399441055744.0) / s")
+    for source, refused in ((grid, True), (RIGHT_03[0], False), (RIGHT_03[2], False), (by_hand, False), (single, False),
                             (absorbing, True), (inflated, True), (lattice, True), (scaled_release, True)):
         assert pure_answer(source, "range_noise", LAB03) is None, source
         proxy = _answers.CodeProxy(LAB03, source, "range_noise", snapshot=snapshot)
