@@ -480,6 +480,10 @@ ABSORBING_05 = {
     # gamer38d: continuous noise rounded onto a grid of 1.5e-11 by a float constant, inside a slack of 2^-20
     "a float grid": "return (rng.laplace(0.0, 2 / eps, size=check.K) * 68719476736.38197 + 6755399441055744.0 "
                     "- 6755399441055744.0) / 68719476736.38197",
+    # gamer38e: long-double noise on a grid in the bits a float64 comparison does not see
+    "long double": "out = np.zeros(check.K, dtype='g')\n    out[:] = rng.laplace(0.0, 2 / eps, size=check.K)\n"
+                   "    return (out * 140737488355328.40625 + 13835058055282163712.0 - 13835058055282163712.0) "
+                   "/ 140737488355328.40625",
     "inflated to infinity": "top = rng.uniform(1e308, 1e308) - rng.uniform(1e308, 1e308)\n"
                             "    noise = rng.laplace(0.0, 2 / eps, size=check.K)\n"
                             "    big = rng.binomial(1, 0.05) * 2.0 ** 70\n"
