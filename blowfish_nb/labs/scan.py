@@ -1712,7 +1712,7 @@ def pure_answer(source: str, name: str, setup: list[str], others: list[str] = ()
             elif not isinstance(base, ast.Name) and node.attr not in PURE_VALUE_ATTRS:
                 return f"uses .{node.attr} ({line})"
             if isinstance(base, ast.Name) and base.id in local and node.attr not in PURE_VALUE_ATTRS and not (
-                    node.attr == "append" and base.id in fresh):  # out = []; out.append(rng.laplace(…))
+                    node.attr == "append" and base.id in fresh):  # out = []; out.append(a draw)
                 return f"uses {base.id}.{node.attr} ({line})"
         if isinstance(node, ast.Name) and node.id == "rng" and not isinstance(node.ctx, ast.Load):
             return f"rebinds rng ({line})"
