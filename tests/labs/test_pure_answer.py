@@ -615,3 +615,15 @@ def test_gamer38s_absorbing_answers_keep_the_source_rule_and_fail_in_the_child(p
                 proxy(np.random.default_rng(seed))
     finally:
         proxy.close()
+
+
+def test_an_unanswered_noise_function_is_left_to_the_verdicts_words(plain_child):
+    """``...`` (the handout's blank) is no number: the child returns it as it is, and the verdict says "none"
+    (the affine check's dtype rule is for numbers: long doubles)."""
+    from blowfish_nb.labs._grade import laplace_noise_verdict
+
+    proxy = _lab05_proxy("def fixed_noise(rng):\n    ...")
+    try:
+        assert laplace_noise_verdict(proxy, 6, 2.0, runs=50, seed=1) == "none"
+    finally:
+        proxy.close()
