@@ -403,8 +403,6 @@ class AffineCheck:
         self._known: dict[tuple, tuple] = {}
 
     def __call__(self, *args, **kwargs):
-        import numpy as np
-
         self.tape.recording()
         value = self.fn(*args, **kwargs)
         drawn = list(self.tape.values)
@@ -456,8 +454,6 @@ class AffineCheck:
 
     def _coefficients(self, drawn: list, args, kwargs):
         """``(f₀, J)``: the value with every draw 0, and each unit draw's effect on it."""
-        import numpy as np
-
         sizes = [int(np.size(v)) for v in drawn]
         n = sum(sizes)
         if n > MOST_DRAWS:
@@ -494,8 +490,6 @@ class AffineCheck:
     def _typical(self, args, kwargs) -> float:
         """The median |value| of :data:`WARM_UP` calls on generators of the check's own (the scale of the noise the
         function makes, which the law tests hold to the question's: an answer cannot make it large)."""
-        import numpy as np
-
         seen = []
         for _ in range(WARM_UP):
             fresh = lambda a: np.random.default_rng() if isinstance(a, np.random.Generator) else a  # noqa: E731
@@ -511,16 +505,12 @@ class AffineCheck:
 
 def _shape_of(value) -> tuple:
     """A draw's kind: its type, NumPy shape and dtype."""
-    import numpy as np
-
     a = np.asarray(value)
     return (type(value).__name__, a.shape, a.dtype.str)
 
 
 def _like(value, flat):
     """``flat`` (floats) in the type, shape and dtype of the draw ``value``."""
-    import numpy as np
-
     if isinstance(value, np.ndarray):
         return flat.astype(value.dtype).reshape(value.shape)
     if isinstance(value, np.generic):
