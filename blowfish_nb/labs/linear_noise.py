@@ -58,9 +58,11 @@ exact linear combination of independent draws with fixed coefficients, whose law
 
 **Dtypes and what is left** (gamer38e). A value must be float64, float32 or whole numbers (:data:`SAFE_DTYPES`):
 long doubles kept 11 bits the float64 comparison never saw, and a grid in them showed the count. A grid at the edge
-of the 2⁻⁴⁸ slack still tells neighbouring counts apart while count + noise stays below about 32: the floating-point
-porosity every continuous float answer has (Mironov, CCS 2012), enlarged at most 16×; the labs accept that porosity
-in every right answer.
+of the 2⁻⁴⁸ slack (N = 2⁴⁷ + 13/32) told neighbouring counts apart while count + noise stayed below about 32, so
+what the verdict grades is not the answer's own value but the sum its code states, ``f₀ + J·d`` correctly rounded
+in the value's dtype (:func:`_canonical`; a right answer's value already is it): no bit inside the slack reaches
+the grade. Left is the floating-point porosity every float answer has, ``x + rng.laplace(…)`` included (Mironov,
+CCS 2012): the labs grade the noise's law in real numbers.
 
 **Lattices** (gamer38c). A whole-number draw times a fraction, ``step * (G₁ − G₂)`` with ``step = 1 / (20.382)``
 and a jitter of ``rng.uniform(-1e-7, 1e-7)``, is linear and Laplace-like to every law test, and it puts the noise on
@@ -292,7 +294,8 @@ def _keyword_name(keywords: list[ast.keyword]) -> str:
 #: share of |f₀| or |J|·|d| (gamer38b inflated those with ``rng.normal(1.0, 0.0) * 2**70``), and not 2⁻²⁰: gamer38d
 #: rounded Laplace noise onto a grid of 1.5·10⁻¹¹, ``(L * S + 1.5 * 2**52 - 1.5 * 2**52) / S`` with S = 2³⁶ + 0.382,
 #: inside that slack, and the release showed 0.382·count mod 1. At 2⁻⁴⁸ a grid must be within 16× of the float grid
-#: every float64 answer has. A float32 value must be the float32 of the exact sum (±1 ulp): a power-of-two grid.
+#: every float64 answer has, and the verdict grades the canonical sum anyway (:func:`_canonical`). A float32 value
+#: must be the float32 of the exact sum (±1 ulp).
 RELATIVE_SLACK = 2.0 ** -48
 #: the most numbers one call may draw for the affine check (each is one replay, once per shape of the draws; lab 3's
 #: prefix sums drawn by hand are 4,096)
@@ -375,6 +378,33 @@ class DrawTape:
         return not self._replay
 
 
+def _canonical(value, expected: np.ndarray):
+    """``value`` replaced by the correctly rounded ``f₀ + J·d`` (``expected``, summed exactly) in its own dtype and
+    shape: what is graded is the affine function the code states, not the last bits its rounding chose.
+
+    A float answer within the slack of that sum may still carry a pattern in its last bits (gamer38e: a grid of
+    spacing 1/N with N = 2⁴⁷ + 13/32 told count c from c + 1 while count + noise stayed below ~32); handing the
+    verdict the canonical value leaves no such bit to the grade. A right answer's value already is the canonical one
+    (``counts + rng.laplace(…)`` is one correctly rounded addition).
+
+    Examples
+    --------
+    >>> _canonical(np.array([0.1 + 0.2]), np.array([0.3]))
+    array([0.3])
+    >>> _canonical(np.float32(1.0), np.array([1.0]))
+    np.float32(1.0)
+    """
+    arr = np.asarray(value)
+    if arr.dtype.kind != "f":
+        return value  # whole numbers: already exact (whole coefficients, whole draws)
+    canonical = expected.astype(arr.dtype).reshape(arr.shape)
+    if isinstance(value, np.ndarray):
+        return canonical
+    if arr.ndim == 0:
+        return type(value)(canonical[()]) if isinstance(value, (float, np.floating)) else canonical[()]
+    return canonical.tolist() if isinstance(value, list) else canonical
+
+
 class AffineCheck:
     """Runs the graded function ``fn`` with its draws on ``tape`` and refuses a value that is not ``f₀ + J·d``
     (see the module docstring). ``f₀`` and ``J`` are found once per shape of the draws, by replays.
@@ -450,7 +480,7 @@ class AffineCheck:
             raise NotAffine(f"its value is not the affine function of its draws that its code states (value {i} is "
                             f"{got[i]:.6g}, the code's sum of its draws {expected[i]:.6g}): floating-point rounding "
                             "that loses the noise on some draws is a branch on a draw")
-        return value
+        return _canonical(value, expected)
 
     def _coefficients(self, drawn: list, args, kwargs):
         """``(f₀, J)``: the value with every draw 0, and each unit draw's effect on it."""

@@ -536,6 +536,8 @@ def test_a_branch_made_of_floating_point_rounding_is_refused_in_the_child(what, 
 
 @pytest.mark.parametrize("source", RIGHT_AFFINE_05)
 def test_right_answers_pass_the_affine_check_and_return_the_kernels_values(source, plain_child):
+    """The child hands the verdict the correctly rounded sum the code states; for a right answer that is its own
+    value, or within a few roundings of it where the code rounds in between (``z.sum(axis=0) - z[0] - z[1]``)."""
     kernel: dict = {}
     for cell in LAB05:
         exec(cell, kernel)
@@ -543,9 +545,41 @@ def test_right_answers_pass_the_affine_check_and_return_the_kernels_values(sourc
     proxy = _lab05_proxy(source)
     try:
         for seed in range(300):
-            assert np.array_equal(proxy(np.random.default_rng(seed)), kernel["fixed_noise"](np.random.default_rng(seed)))
+            got, own = proxy(np.random.default_rng(seed)), kernel["fixed_noise"](np.random.default_rng(seed))
+            assert np.allclose(got, own, rtol=2.0 ** -48, atol=2.0 ** -48), source
+        if "z.sum" not in source:  # one correctly rounded step: the kernel's value is the canonical one
+            assert np.array_equal(got, own), source
     finally:
         proxy.close()
+
+
+def test_the_child_grades_the_sum_the_code_states_not_a_grid_in_its_last_bits(plain_child):
+    """gamer38e: Laplace noise rounded onto a grid of spacing 1/N, N = 2⁴⁷ + 13/32, is within the 2⁻⁴⁸ slack of the
+    affine sum it states, and its last bits told count c from c + 1 while count + noise stayed below ~32. The child
+    passes it and hands the verdict the canonical ``f₀ + J·L`` instead: no value on the grid is graded."""
+    from fractions import Fraction
+
+    n, c = 2.0 ** 47 + 13 / 32, 1.5 * 2.0 ** 52
+    source = f"def fixed_noise(rng):\n    return (rng.laplace(0.0, 2 / eps, size=check.K) * {n!r} + {c!r} - {c!r}) / {n!r}"
+    kernel: dict = {}
+    for cell in LAB05:
+        exec(cell, kernel)
+    exec(source, kernel)
+    jac = ((1.0 * n + c) - c) / n  # the replay's unit draw, in the code's own float steps
+    on_grid = lambda v: float(v) == float(Fraction(round(Fraction(float(v)) * Fraction(n))) / Fraction(n))  # noqa: E731
+    proxy = _lab05_proxy(source)
+    try:
+        graded, own = [], []
+        for seed in range(50):
+            got = np.asarray(proxy(np.random.default_rng(seed)))
+            draws = np.random.default_rng(seed).laplace(0.0, 2 / kernel["eps"], size=got.size)
+            assert np.array_equal(got, jac * draws)  # the canonical value: one rounded product per draw
+            graded += [on_grid(v) for v in got]
+            own += [on_grid(v) for v in kernel["fixed_noise"](np.random.default_rng(seed))]
+    finally:
+        proxy.close()
+    assert all(own) and len(own) >= 50  # the student's own values all lie on the grid
+    assert np.mean(graded) < 0.5, np.mean(graded)  # the graded ones do not (a float lands on it by chance)
 
 
 def test_the_lab03_solution_passes_the_affine_check(plain_child):
