@@ -29,6 +29,7 @@ from ..release import Release
 from ..units import range_label, span_label
 from .canvas import PolicyCanvas
 from .debounce import Debouncer
+from .readout import Readout
 from .ticks import log_ticks, nice_ticks, tick_decimals
 
 __all__ = ["CuratorExplorer", "Explorer", "FAMILIES", "QUERIES"]
@@ -65,7 +66,9 @@ class CuratorExplorer(w.VBox):
       :meth:`Release.range_answer`: no extra budget), and its expected error;
     * the readout names two sensitivities: the query's own Δ (what the canvas
       shows) and the Δ of the strategy the chosen mechanism measures, to which
-      the noise is calibrated; θ is given in bins and in data units;
+      the noise is calibrated; θ is given in bins and in data units; it leads
+      with a plain sentence, the figures behind a "details" click that stays
+      open (or closed) while the controls move (a :class:`~.readout.Readout`);
     * privacy–utility plot: root expected error against θ for several ε (legend
       under the plot, every point inside padded log axes); clicking a point
       moves ε and θ there, so the bars show that release; a note under it says
@@ -149,7 +152,7 @@ class CuratorExplorer(w.VBox):
                             (self.block_slider, "blowfish-block"), (self.family_dropdown, "blowfish-family"),
                             (self.query_dropdown, "blowfish-query"), (self.column_dropdown, "blowfish-column")):
             widget.add_class(cls)
-        self.readout = w.HTML()
+        self.readout = Readout()  # an opened "details" stays open while ε, θ or the policy move (issue 28 (6))
         self.readout.add_class("blowfish-readout")
         self.range_readout = w.HTML("<i>brush a range of bars to see that range query</i>")
         self.range_readout.add_class("blowfish-range")

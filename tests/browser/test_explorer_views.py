@@ -284,3 +284,56 @@ def test_arrow_keys_move_a_focused_slider_in_jupyterlab_too(lab, page):
     assert slider_eps > 1.0
     m = cell_text(page, "# What the kernel holds now", r"kernel sees epsilon = (?!1,)([0-9.e+-]+),")
     assert float(m.group(1)) == pytest.approx(slider_eps, rel=5e-3)
+
+
+#: the readout's details (the figures behind the plain sentence) and their summary, the click that opens them
+DETAILS = f"{EXPLORER} .blowfish-readout details.blowfish-readout-details"
+IS_OPEN = f"() => document.querySelector('{DETAILS}').open"
+
+
+def _epsilon_step(page, key: str = "ArrowLeft") -> str:
+    """One keyboard step of the ε slider; waits until the readout's details name the slider's new ε; that ε as the
+    readout writes it (3 significant digits, Python's ``g``: "0.891", where the slider shows "0.891" or "1.00")."""
+    slider = page.locator(f"{EXPLORER} .blowfish-epsilon .widget-readout")
+    before = slider.inner_text()
+    handle = page.locator(f"{EXPLORER} .blowfish-epsilon .noUi-handle")
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    handle.press(key)
+    page.wait_for_function("([s, b]) => document.querySelector(s).innerText !== b",
+                           arg=[f"{EXPLORER} .blowfish-epsilon .widget-readout", before], timeout=10_000)
+    eps = f"{float(slider.inner_text()):.3g}"
+    page.wait_for_function("([d, e]) => document.querySelector(d).textContent.includes(e)",
+                           arg=[DETAILS, f"ε = {eps} "], timeout=30_000)
+    return eps
+
+
+def details_survive_epsilon_steps(page) -> None:
+    """Issue 28 (6), on a page whose explorer is drawn at ε = 1: details the user opened stay open while ε moves, and
+    show the new ε; closed again, they stay closed (the readout's new value must not reset what the user chose)."""
+    details = page.locator(DETAILS)
+    assert page.locator(f"{EXPLORER} .blowfish-readout details").count() == 1
+    assert not page.evaluate(IS_OPEN)  # closed at first: the plain sentence leads
+    assert "ε = 1 " in details.text_content()
+    details.locator("summary").click()
+    page.wait_for_function(IS_OPEN)
+    assert "ε = 1 " in details.inner_text()  # open: the figures are on screen
+
+    eps = _epsilon_step(page)  # the kernel sends the readout's new HTML
+    assert eps != "1"
+    assert page.evaluate(IS_OPEN), "the details snapped shut on an ε step"
+    shown = details.inner_text()  # what is on screen, not only in the DOM
+    assert f"ε = {eps} " in shown and "ε = 1 " not in shown and "Δ of the query" in shown, shown
+    page.locator(EXPLORER).screenshot(path=str(ARTIFACTS / "explorer-details-open-after-epsilon-step.png"))
+
+    details.locator("summary").click()  # closed by the user
+    page.wait_for_function(f"() => !({IS_OPEN})()")
+    again = _epsilon_step(page)
+    assert again != eps and f"ε = {again} " in details.text_content()
+    assert not page.evaluate(IS_OPEN), "the closed details opened on an ε step"
+    assert "Δ of the query" not in page.locator(f"{EXPLORER} .blowfish-readout").inner_text()  # behind the click
+
+
+def test_opened_details_stay_open_while_epsilon_moves(lab, page):
+    _ready(page, lab)
+    details_survive_epsilon_steps(page)

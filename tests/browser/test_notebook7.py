@@ -86,6 +86,17 @@ def test_keyboard_moves_the_epsilon_slider(notebook7, page):
     assert float(m.group(1)) == pytest.approx(slider_eps, rel=5e-3)  # the kernel got the key's move
 
 
+def test_opened_readout_details_stay_open_while_epsilon_moves(notebook7, page):
+    """Issue 28 (6) in Notebook 7: the readout (an anywidget, tests/widgets/test_readout.py) keeps the details the
+    user opened open across ε steps, and closed ones closed (the JupyterLab side is in test_explorer_views.py)."""
+    from tests.browser.test_explorer_views import details_survive_epsilon_steps
+
+    open_notebook(page, notebook7, "quickstart.ipynb")
+    _run_all_without_errors(page)
+    page.wait_for_selector("text=kernel sees epsilon = 1,")
+    details_survive_epsilon_steps(page)
+
+
 def test_curator_and_analyst_runs_and_one_run_charges_the_session(notebook7, page):
     open_notebook(page, notebook7, "curator_and_analyst.ipynb")
     _run_all_without_errors(page)
