@@ -251,7 +251,7 @@ def _pct(k: int, n: int) -> str:
     if n == 0:
         return "–"
     if k in (0, n):  # none (all) seen: the rule of three's 95 % bound
-        return f"0 (< {300 / n:.2g})" if k == 0 else f"100 (> {100 - 300 / n:.4g})"
+        return f"0 (< {300 / n:.2g})" if k == 0 else f"100 (> {100 - 300 / n:.6g})"
     p = k / n
     return f"{100 * p:.2f} ± {100 * math.sqrt(p * (1 - p) / n):.2f}"
 
