@@ -424,7 +424,8 @@ class CodeProxy:
         self._next_token = 0
         self._deadline = time.monotonic() + total
         env = {**os.environ, "PYTHONHASHSEED": "0"}
-        self._child = subprocess.Popen([sys.executable, "-c", _CHILD_SHELL + _CHILD], stdin=subprocess.PIPE,
+        # -P: no working folder on sys.path, so no file of the submission or written by a cell is imported (gamer39)
+        self._child = subprocess.Popen([sys.executable, "-P", "-c", _CHILD_SHELL + _CHILD], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self._send((list(setup), answer, name, _kernel_argv(), bool(KERNEL_SHELL), GEN_MARK, snapshot))
         first = self._receive(CALL_TIMEOUT)  # the set-up: the interpreter starts and runs the lab's cells

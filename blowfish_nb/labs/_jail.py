@@ -72,13 +72,15 @@ import os
 import sys
 
 __all__ = ["NOBODY", "Plan", "decide", "wrap", "launcher_argv", "launch", "prepare", "strip_pickles",
-           "set_dumpable", "install", "allowed_fs", "hidden_roots", "needed_paths", "kernel_env", "kernel_pythonpath",
+           "strip_code", "set_dumpable", "install", "allowed_fs", "hidden_roots", "needed_paths", "kernel_env", "kernel_pythonpath",
            "isolate_fs", "teacher_folders"]
 
 #: the uid and gid the kernel runs as when otter runs as root (``nobody``/``nogroup``)
 NOBODY = 65534
 #: file names otter or a lab could unpickle (otter's log is ``.OTTER_LOG``, a dill pickle)
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".dill", ".pck")
+#: file names Python imports or runs from a folder on ``sys.path`` (modules, bytecode, extensions, ``.pth``)
+CODE_SUFFIXES = (".py", ".pyw", ".pyc", ".pyo", ".so", ".pyd", ".pth")
 _PR_SET_DUMPABLE = 4
 _PR_SET_PDEATHSIG = 1
 #: the size of the tmpfs that holds the kernel's ``run/`` and ``home/`` in the jail (root mode): a cell that writes
@@ -303,6 +305,46 @@ def strip_pickles(folder: str, keep: frozenset | set = frozenset()) -> list[str]
     return sorted(removed)
 
 
+def strip_code(folder: str, keep: frozenset | set = frozenset()) -> list[str]:
+    """Remove every file Python could import or run (:data:`CODE_SUFFIXES`) under ``folder``, except under the
+    top-level names in ``keep`` (the autograder's own files) and ``tests/`` (otter's hidden tests, which the plugin
+    reads and removes). Returns the removed paths, relative.
+
+    gamer39 submitted the blank lab 5 handout as a zip with a ``pandas.py``: otter unpacks a zip into the grading
+    folder, the handout's own ``import pandas as pd`` ran it in the kernel and in a code answer's child (both start
+    in a copy of that folder), and it wrapped the dump and the affine check: 7/7. Only the notebook and its data are
+    graded, so nothing of a submission is imported; the kernel and the child also start with ``python -P`` (no
+    working folder on ``sys.path``) against a file a cell writes while the notebook runs.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> for name in ("lab05.ipynb", "pandas.py", "counts.csv"):
+    ...     open(os.path.join(d, name), "w").close()
+    >>> strip_code(d), sorted(os.listdir(d))
+    (['pandas.py'], ['counts.csv', 'lab05.ipynb'])
+    """
+    removed = []
+    for base, dirs, files in os.walk(folder):
+        rel_base = os.path.relpath(base, folder)
+        top = rel_base.split(os.sep)[0]
+        if top in keep or top == "tests":
+            dirs[:] = []
+            continue
+        if rel_base == os.curdir:
+            dirs[:] = [d for d in dirs if d not in keep and d != "tests"]
+        for name in files:
+            path = os.path.join(base, name)
+            rel = os.path.relpath(path, folder)
+            if rel in keep:
+                continue
+            if name.lower().endswith(CODE_SUFFIXES) or ".so." in name.lower():
+                os.remove(path)
+                removed.append(rel)
+    return sorted(removed)
+
+
 def set_parent_death_signal(sig: int = 9) -> bool:
     """``prctl(PR_SET_PDEATHSIG, sig)`` on this process (kept across ``exec`` of ``unshare``): when the process that
     started it (otter) dies, it gets ``sig`` (SIGKILL) and ``unshare --kill-child`` takes the jail with it. False when
@@ -342,6 +384,10 @@ def install(here: str, autograder_dir: str | None = None, *, plan: Plan | None =
     if removed:
         lines.append(f"Removed from the submission before grading (otter would unpickle them in its own process): "
                      f"{', '.join(removed)}")
+    code = strip_code(here, keep)
+    if code:
+        lines.append(f"Removed from the submission before grading (Python could import them in the kernel; only the "
+                     f"notebook and its data are graded): {', '.join(code)}")
     if not set_dumpable(False):
         lines.append("WARNING: could not make otter's process non-dumpable (prctl unavailable)")
     _guard_log_server()
@@ -697,7 +743,8 @@ def _activate(plan: Plan, kernel_work: str, child_work: str):
 
     from . import _answers
 
-    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    # -P: the working folder is not on sys.path (gamer39's pandas.py; IPython honours sys.flags.safe_path too)
+    kernel = [sys.executable, "-P", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     argv = launcher_argv(plan, kernel_work, kernel, connection="{connection_file}")
 
     def get_kernel_spec(self, kernel_name, *args, **kwargs):

@@ -21,7 +21,8 @@ import uuid
 import pytest
 
 from blowfish_nb.labs import _jail
-from blowfish_nb.labs._jail import (NOBODY, Plan, decide, launch, launcher_argv, prepare, strip_pickles, wrap)
+from blowfish_nb.labs._jail import (NOBODY, Plan, decide, launch, launcher_argv, prepare, strip_code, strip_pickles,
+                                    wrap)
 
 PIDNS = ["--pid", "--fork", "--kill-child", "--mount-proc"]
 
@@ -108,6 +109,47 @@ def test_pickles_and_the_otter_log_leave_the_submission(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.csv", "sub", "teacher.pkl"]
 
 
+def test_files_python_could_import_leave_the_submission(tmp_path):
+    """gamer39: a zip submission's ``pandas.py`` ran in the kernel and in the code answer's child (7/7 on a blank
+    lab 5). Every module, package file, bytecode, extension and ``.pth`` goes; the notebook, its data, the
+    autograder's own files and otter's tests stay."""
+    for name in ("pandas.py", "sitecustomize.py", "numpy.pth", "evil.cpython-311-x86_64-linux-gnu.so", "m.pyc",
+                 "lab05.ipynb", "counts.csv", "lab05-first-attempts.json", "helper.py"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "scipy").mkdir()
+    (tmp_path / "scipy" / "__init__.py").write_text("x")
+    (tmp_path / "scipy" / "notes.txt").write_text("x")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "q1.py").write_text("x")  # otter's hidden tests: the plugin reads and removes them
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "loader.py").write_text("x")  # under a folder the autograder ships: kept
+    removed = strip_code(str(tmp_path), keep={"data", "helper.py"})
+    assert removed == sorted(["pandas.py", "sitecustomize.py", "numpy.pth", "evil.cpython-311-x86_64-linux-gnu.so",
+                              "m.pyc", os.path.join("scipy", "__init__.py")])
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert left == sorted(["lab05.ipynb", "counts.csv", "lab05-first-attempts.json", "helper.py",
+                           os.path.join("scipy", "notes.txt"), os.path.join("tests", "q1.py"),
+                           os.path.join("data", "loader.py")])
+
+
+def test_a_code_answers_child_imports_nothing_from_its_working_folder(tmp_path, monkeypatch):
+    """The child starts with ``python -P``: a module in its working folder (a submission's file, or one a cell
+    wrote while the notebook ran) is not what ``import`` finds."""
+    from blowfish_nb.labs._answers import CodeProxy
+
+    (tmp_path / "json.py").write_text("raise SystemExit('the working folder was imported')\n")
+    (tmp_path / "gamer39_payload.py").write_text("VALUE = 1\n")
+    monkeypatch.chdir(tmp_path)
+    proxy = CodeProxy(["import json\ntry:\n    import gamer39_payload\n    found = True\n"
+                       "except ImportError:\n    found = False"],
+                      "def tell(_):\n    import sys\n    return [found, json.__file__, '' in sys.path]", "tell")
+    try:
+        found, where, cwd_on_path = proxy(0)
+    finally:
+        proxy.close()
+    assert not found and not cwd_on_path and not where.startswith(str(tmp_path))
+
+
 def test_install_removes_the_log_and_serves_the_jail_for_every_kernel_name(tmp_path, monkeypatch):
     from jupyter_client.kernelspec import KernelSpecManager
     import otter.execute.logging as otter_logging
@@ -133,15 +175,17 @@ def test_install_removes_the_log_and_serves_the_jail_for_every_kernel_name(tmp_p
     sub.mkdir()
     (sub / "lab02.ipynb").write_text("{}")
     (sub / ".OTTER_LOG").write_bytes(b"\x80\x04N.")
+    (sub / "pandas.py").write_text("import numpy\nnumpy.e = 3.718281828459045\n")  # gamer39's zip submission
     lines = _jail.install(str(sub), None, plan=Plan("none", "no namespaces in this test"))
     assert not (sub / ".OTTER_LOG").exists()
     assert any(".OTTER_LOG" in line for line in lines)
+    assert not (sub / "pandas.py").exists() and any("pandas.py" in line and "import" in line for line in lines)
     assert lines[-1] == "WARNING: the notebook's kernel was NOT isolated (no namespaces in this test); it ran as the " \
                         "grading user."
     assert python_runner.grade_notebook() == "graded"
     for argv in seen["argv"]:
         assert argv[:4] == [sys.executable, "-I", "-S", "-c"]
-        assert argv[-5:] == [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        assert argv[-6:] == [sys.executable, "-P", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     assert isinstance(seen["subprocess"], _jail._JailedSubprocess)
     # outside otter's grading call nothing stays patched (a test that calls before_grading leaves no jail behind)
     assert KernelSpecManager.get_kernel_spec is unjailed and _answers.subprocess is subprocess_module
