@@ -7,10 +7,14 @@ descent (issue 28). The descent itself is the compiled routine
 ``scipy.optimize._lbfgsb.setulb``; this module loads that extension by its
 file, as ``scipy.optimize`` would (same module name, same file), and runs
 the reverse-communication loop of SciPy's ``_minimize_lbfgsb`` line for
-line, so the iterates are SciPy's own, bit for bit (a test compares them
-with ``scipy.optimize.minimize(method="L-BFGS-B")``). When the extension is
-not where SciPy 1.15–1.17 keep it, or its signature differs, the call goes
-to ``scipy.optimize.minimize`` itself.
+line (as of SciPy 1.17), so the iterates are SciPy's own, bit for bit
+(tests/strategies/test_lbfgsb.py compares them with
+``scipy.optimize.minimize(method="L-BFGS-B")`` on the installed SciPy: one
+whose driver loop changed fails there). When the extension is missing or
+its ``setulb`` has another signature (SciPy < 1.15: the Fortran routine),
+the call goes to ``scipy.optimize.minimize`` itself. Loading the extension
+registers it in ``sys.modules`` under its own name (single-phase
+initialisation); a later ``import scipy.optimize`` finds it there.
 """
 
 from __future__ import annotations
