@@ -61,6 +61,7 @@ mechanism charges.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from numbers import Integral
 
@@ -111,13 +112,17 @@ class DenseFactor(Matrix):
         # and only the winner's is ever read (issue 28: two of a cold dp range quote's three SVDs were never used)
         self._pinv = None if pinv is None else _frozen(np.array(pinv, dtype=float))
         self._inverse_gram = None if inverse_gram is None else _frozen(np.array(inverse_gram, dtype=float))
+        self._source = X if pinv is None else None  # the array X⁺ is taken from (bit for bit what it always was)
 
     @property
     def pinv(self) -> np.ndarray:
         """X⁺ (read-only), from the SVD, not from (XᵀX)⁻¹Xᵀ: the normal equations square the condition number
         (weighted marginals reached 1e6, so that form lost ~12 digits and biased noise-free answers by 0.1)."""
         if self._pinv is None:
-            self._pinv = _frozen(np.linalg.pinv(self.A.toarray()))
+            with _LAZY:  # one SVD per factor, also when threads read it at once
+                if self._pinv is None:
+                    self._pinv = _frozen(np.linalg.pinv(self._source))
+                    self._source = None
         return self._pinv
 
     @property
@@ -125,7 +130,9 @@ class DenseFactor(Matrix):
         """(XᵀX)⁻¹ = X⁺X⁺ᵀ (read-only)."""
         if self._inverse_gram is None:
             P = self.pinv
-            self._inverse_gram = _frozen(P @ P.T)
+            with _LAZY:
+                if self._inverse_gram is None:
+                    self._inverse_gram = _frozen(P @ P.T)
         return self._inverse_gram
 
     @property
@@ -611,6 +618,10 @@ def _kron_right(M: np.ndarray, kron_gram, shape) -> np.ndarray:
             T = np.moveaxis(np.tensordot(T, g, axes=([i + 1], [0])), -1, i + 1)
         out += w * T.reshape(rows, -1)
     return out
+
+
+#: guards DenseFactor's first reads of X⁺ and (XᵀX)⁻¹ (computed once, whichever thread asks first)
+_LAZY = threading.Lock()
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
