@@ -72,6 +72,7 @@ depend on its seed and ε only.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -524,6 +525,7 @@ def upper_quantile(samples: np.ndarray, p: float, confidence: float = CONFIDENCE
     return float(z[j - 1])
 
 
+@functools.lru_cache(maxsize=256)  # a quote asks the same (q, n, p) in every round (issue 28: ~1 ms a call)
 def binomial_quantile(q: float, n: int, p: float) -> int:
     """The least m with P(Binomial(n, p) ≤ m) ≥ q (``scipy.stats.binom.ppf``, without importing scipy.stats).
 

@@ -50,3 +50,14 @@ def test_a_first_monte_carlo_quote_does_not_import_scipy_stats():
 def test_the_lazy_modules_still_load_when_used(module, use):
     """The lazy imports are real imports: the first call that needs the module gets it."""
     assert module in _loaded_after(use)
+
+
+def test_a_cold_dp_range_quote_does_not_import_scipy_optimize():
+    """auto's p-identity fit drives SciPy's compiled L-BFGS-B directly (strategies/lbfgsb.py): the ~250 ms
+    ``scipy.optimize`` package import stays out of a cold dp range quote (issue 28)."""
+    code = ("import os; os.environ['BLOWFISH_NB_CACHE'] = 'off'; "  # the fit runs (no strategy read back from disk)
+            "import numpy as np; from blowfish_nb import Domain, policy; from blowfish_nb.ranges import Ranges; "
+            "from blowfish_nb.analysis.selection import choose_mechanism; "
+            "rng = np.random.default_rng(0); lo, hi = np.sort(rng.integers(0, 512, size=(2, 24)), axis=0); "
+            "choose_mechanism(Ranges(512, lo, hi), policy.dp(Domain.grid(512)), 1.0)")
+    assert "scipy.optimize" not in _loaded_after(code)

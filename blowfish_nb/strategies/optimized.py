@@ -61,6 +61,7 @@ mechanism charges.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from numbers import Integral
 
@@ -106,13 +107,33 @@ class DenseFactor(Matrix):
         if not np.isfinite(X).all():  # LAPACK's SVD does not return on inf (a hang, not an error)
             raise InvalidParameterError(f"X: a factor's entries must be finite, got {X[~np.isfinite(X)][0]!r}")
         super().__init__(X)  # self.A, the one copy every sensitivity and every measurement reads
-        # the pseudo-inverse from the SVD, not from (XᵀX)⁻¹Xᵀ: the normal equations square the condition number
-        # (weighted marginals reached 1e6, so the old form lost ~12 digits and biased noise-free answers by 0.1);
-        # a template with a closed form passes its own (weighted marginals: exact, also when X is rank-deficient)
-        self.pinv = np.linalg.pinv(X) if pinv is None else np.array(pinv, dtype=float)
-        self.inverse_gram = self.pinv @ self.pinv.T if inverse_gram is None else np.array(inverse_gram, dtype=float)
-        self.inverse_gram.setflags(write=False)
-        self.pinv.setflags(write=False)
+        # a template with a closed form passes its own (weighted marginals: exact, also when X is rank-deficient);
+        # otherwise both are computed when first read: optimize() builds a factor for every candidate it scores
+        # and only the winner's is ever read (issue 28: two of a cold dp range quote's three SVDs were never used)
+        self._pinv = None if pinv is None else _frozen(np.array(pinv, dtype=float))
+        self._inverse_gram = None if inverse_gram is None else _frozen(np.array(inverse_gram, dtype=float))
+        self._source = X if pinv is None else None  # the array X⁺ is taken from (bit for bit what it always was)
+
+    @property
+    def pinv(self) -> np.ndarray:
+        """X⁺ (read-only), from the SVD, not from (XᵀX)⁻¹Xᵀ: the normal equations square the condition number
+        (weighted marginals reached 1e6, so that form lost ~12 digits and biased noise-free answers by 0.1)."""
+        if self._pinv is None:
+            with _LAZY:  # one SVD per factor, also when threads read it at once
+                if self._pinv is None:
+                    self._pinv = _frozen(np.linalg.pinv(self._source))
+                    self._source = None
+        return self._pinv
+
+    @property
+    def inverse_gram(self) -> np.ndarray:
+        """(XᵀX)⁻¹ = X⁺X⁺ᵀ (read-only)."""
+        if self._inverse_gram is None:
+            P = self.pinv
+            with _LAZY:
+                if self._inverse_gram is None:
+                    self._inverse_gram = _frozen(P @ P.T)
+        return self._inverse_gram
 
     @property
     def X(self) -> np.ndarray:
@@ -597,6 +618,15 @@ def _kron_right(M: np.ndarray, kron_gram, shape) -> np.ndarray:
             T = np.moveaxis(np.tensordot(T, g, axes=([i + 1], [0])), -1, i + 1)
         out += w * T.reshape(rows, -1)
     return out
+
+
+#: guards DenseFactor's first reads of X⁺ and (XᵀX)⁻¹ (computed once, whichever thread asks first)
+_LAZY = threading.Lock()
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
 
 
 def _guard(fn):

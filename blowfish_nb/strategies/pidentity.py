@@ -24,6 +24,8 @@ import math
 
 import numpy as np
 
+from .lbfgsb import minimize_nonneg
+
 __all__ = ["objective", "fit", "strategy_matrix", "range_gram", "prefix_gram", "default_p", "fit_best_p"]
 
 #: L-BFGS-B's relative tolerance on f (1e-4 stops about 0.5 % above the optimum on all ranges, k = 256)
@@ -90,14 +92,12 @@ def strategy_matrix(theta: np.ndarray) -> np.ndarray:
 
 def fit(gram: np.ndarray, p: int, *, restarts: int, max_iter: int, rng: np.random.Generator,
         start: np.ndarray | None = None) -> tuple[np.ndarray, float]:
-    """The best Θ ≥ 0 (p × k) found for ``gram`` by L-BFGS-B, and f(Θ).
+    """The best Θ ≥ 0 (p × k) found for ``gram`` by L-BFGS-B (SciPy's, :mod:`.lbfgsb`), and f(Θ).
 
     Starts: ``start`` when given (a warm start), a block start (row r sums the
     r-th of p equal blocks of cells: a one-level hierarchy) and seeded random
     matrices, ``restarts`` in all; the lowest f wins.
     """
-    from scipy.optimize import minimize  # lazy: import blowfish_nb stays light (issue 28)
-
     k = gram.shape[0]
     scale = float(np.trace(gram)) / k or 1.0
     G = gram / scale  # f is linear in G: optimise a well-scaled copy
@@ -122,9 +122,9 @@ def fit(gram: np.ndarray, p: int, *, restarts: int, max_iter: int, rng: np.rando
 
     def run(T0: np.ndarray, ftol: float, iters: int = max_iter) -> tuple[np.ndarray, float]:
         """L-BFGS-B from T0 (Θ ≥ 0), and the objective at its clamped end point."""
-        res = minimize(fun, T0.reshape(-1), jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * (p * k),
-                       options={"maxiter": iters, "ftol": ftol, "maxcor": 20})
-        T = np.maximum(res.x, 0.0).reshape(p, k)
+        # SciPy's L-BFGS-B routine without the scipy.optimize import (lbfgsb.py: the same iterates; issue 28)
+        x = minimize_nonneg(fun, T0.reshape(-1), ftol=ftol, maxiter=iters, maxcor=20)
+        T = np.maximum(x, 0.0).reshape(p, k)
         return T, fun(T.reshape(-1))[0]
 
     best, best_f = None, math.inf
