@@ -246,6 +246,12 @@ def _kernel_draws(fn, runs: int, seed: int) -> dict:
 
 # --- code answers in a child interpreter ------------------------------------------------------------------------
 
+#: ``python -P`` (3.11+): the working folder is not put on ``sys.path`` (gamer39's ``pandas.py``); the kernel's and
+#: the child's command lines carry it (:mod:`._jail`)
+SAFE_PATH = ["-P"] if sys.version_info >= (3, 11) else []
+#: the child's first lines: the working folder off ``sys.path`` also where ``-P`` does not exist (Python 3.10)
+_NO_WORKING_FOLDER = "import sys\nsys.path[:] = [p for p in sys.path if p not in ('', '.')]\n"
+
 
 _CHILD = r'''
 import base64, json, os, pickle, struct, sys
@@ -425,7 +431,7 @@ class CodeProxy:
         self._deadline = time.monotonic() + total
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         # -P: no working folder on sys.path, so no file of the submission or written by a cell is imported (gamer39)
-        self._child = subprocess.Popen([sys.executable, "-P", "-c", _CHILD_SHELL + _CHILD], stdin=subprocess.PIPE,
+        self._child = subprocess.Popen([sys.executable, *SAFE_PATH, "-c", _NO_WORKING_FOLDER + _CHILD_SHELL + _CHILD], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self._send((list(setup), answer, name, _kernel_argv(), bool(KERNEL_SHELL), GEN_MARK, snapshot))
         first = self._receive(CALL_TIMEOUT)  # the set-up: the interpreter starts and runs the lab's cells

@@ -305,10 +305,13 @@ def strip_pickles(folder: str, keep: frozenset | set = frozenset()) -> list[str]
     return sorted(removed)
 
 
-def strip_code(folder: str, keep: frozenset | set = frozenset()) -> list[str]:
-    """Remove every file Python could import or run (:data:`CODE_SUFFIXES`) under ``folder``, except under the
-    top-level names in ``keep`` (the autograder's own files) and ``tests/`` (otter's hidden tests, which the plugin
-    reads and removes). Returns the removed paths, relative.
+def strip_code(folder: str, keep: frozenset | set = frozenset(), source: str | None = None) -> list[str]:
+    """Remove every file Python could import or run (:data:`CODE_SUFFIXES`) under ``folder``, except the
+    autograder's own files (under the top-level names in ``keep``: when ``source``, the autograder's
+    ``source/files``, is given, only a file equal byte for byte to its namesake there — otter copies a folder of
+    its own only where the submission has none), ``tests/`` (otter's hidden tests, which the plugin reads and
+    removes) and an empty top-level ``__init__.py`` (otter's own, it runs nothing). Returns the removed paths,
+    relative.
 
     gamer39 submitted the blank lab 5 handout as a zip with a ``pandas.py``: otter unpacks a zip into the grading
     folder, the handout's own ``import pandas as pd`` ran it in the kernel and in a code answer's child (both start
@@ -325,23 +328,27 @@ def strip_code(folder: str, keep: frozenset | set = frozenset()) -> list[str]:
     >>> strip_code(d), sorted(os.listdir(d))
     (['pandas.py'], ['counts.csv', 'lab05.ipynb'])
     """
+    import filecmp
+
     removed = []
     for base, dirs, files in os.walk(folder):
         rel_base = os.path.relpath(base, folder)
-        top = rel_base.split(os.sep)[0]
-        if top in keep or top == "tests":
-            dirs[:] = []
-            continue
         if rel_base == os.curdir:
-            dirs[:] = [d for d in dirs if d not in keep and d != "tests"]
+            dirs[:] = [d for d in dirs if d != "tests"]
         for name in files:
             path = os.path.join(base, name)
             rel = os.path.relpath(path, folder)
-            if rel in keep:
+            if not (name.lower().endswith(CODE_SUFFIXES) or ".so." in name.lower()):
                 continue
-            if name.lower().endswith(CODE_SUFFIXES) or ".so." in name.lower():
-                os.remove(path)
-                removed.append(rel)
+            if rel == "__init__.py" and os.path.getsize(path) == 0 and not os.path.islink(path):
+                continue
+            if rel.split(os.sep)[0] in keep:
+                theirs = None if source is None else os.path.join(source, rel)
+                if theirs is None or (os.path.isfile(theirs) and not os.path.islink(path)
+                                      and filecmp.cmp(path, theirs, shallow=False)):
+                    continue
+            os.remove(path)
+            removed.append(rel)
     return sorted(removed)
 
 
@@ -384,7 +391,7 @@ def install(here: str, autograder_dir: str | None = None, *, plan: Plan | None =
     if removed:
         lines.append(f"Removed from the submission before grading (otter would unpickle them in its own process): "
                      f"{', '.join(removed)}")
-    code = strip_code(here, keep)
+    code = strip_code(here, keep, os.path.join(autograder_dir, "source", "files") if keep else None)
     if code:
         lines.append(f"Removed from the submission before grading (Python could import them in the kernel; only the "
                      f"notebook and its data are graded): {', '.join(code)}")
@@ -743,8 +750,10 @@ def _activate(plan: Plan, kernel_work: str, child_work: str):
 
     from . import _answers
 
-    # -P: the working folder is not on sys.path (gamer39's pandas.py; IPython honours sys.flags.safe_path too)
-    kernel = [sys.executable, "-P", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    # no working folder on sys.path (gamer39's pandas.py): -P where Python has it (IPython ≥ 9.7 honours it too),
+    # and IPython told so itself (older IPython puts '' back; on Python 3.10 it is the only guard)
+    kernel = [sys.executable, *_answers.SAFE_PATH, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+              "--IPKernelApp.ignore_cwd=True"]
     argv = launcher_argv(plan, kernel_work, kernel, connection="{connection_file}")
 
     def get_kernel_spec(self, kernel_name, *args, **kwargs):

@@ -123,13 +123,30 @@ def test_files_python_could_import_leave_the_submission(tmp_path):
     (tmp_path / "tests" / "q1.py").write_text("x")  # otter's hidden tests: the plugin reads and removes them
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "loader.py").write_text("x")  # under a folder the autograder ships: kept
+    (tmp_path / "__init__.py").write_text("")  # otter's own, empty: runs nothing, not reported
     removed = strip_code(str(tmp_path), keep={"data", "helper.py"})
     assert removed == sorted(["pandas.py", "sitecustomize.py", "numpy.pth", "evil.cpython-311-x86_64-linux-gnu.so",
                               "m.pyc", os.path.join("scipy", "__init__.py")])
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
-    assert left == sorted(["lab05.ipynb", "counts.csv", "lab05-first-attempts.json", "helper.py",
+    assert left == sorted(["lab05.ipynb", "counts.csv", "lab05-first-attempts.json", "helper.py", "__init__.py",
                            os.path.join("scipy", "notes.txt"), os.path.join("tests", "q1.py"),
                            os.path.join("data", "loader.py")])
+
+
+def test_under_the_autograders_names_only_its_own_files_stay(tmp_path):
+    """gamer39b: otter copies a folder of the autograder's only where the submission has none, so a student's
+    folder of that name survives: a file there stays only when it is the autograder's own, byte for byte."""
+    source, sub = tmp_path / "files", tmp_path / "submission"
+    for root in (source, sub):
+        (root / "data").mkdir(parents=True)
+        (root / "data" / "loader.py").write_text("LOADER = 1\n")
+    (sub / "data" / "pandas.py").write_text("import os\n")  # the student's, under the autograder's folder name
+    (sub / "wheel.py").write_text("changed\n")  # a top-level name the autograder ships, other bytes
+    (source / "wheel.py").write_text("theirs\n")
+    (sub / "__init__.py").write_text("import os\n")  # not empty: not otter's
+    removed = strip_code(str(sub), keep={"data", "wheel.py"}, source=str(source))
+    assert removed == sorted([os.path.join("data", "pandas.py"), "wheel.py", "__init__.py"])
+    assert (sub / "data" / "loader.py").exists()
 
 
 def test_a_code_answers_child_imports_nothing_from_its_working_folder(tmp_path, monkeypatch):
@@ -185,7 +202,8 @@ def test_install_removes_the_log_and_serves_the_jail_for_every_kernel_name(tmp_p
     assert python_runner.grade_notebook() == "graded"
     for argv in seen["argv"]:
         assert argv[:4] == [sys.executable, "-I", "-S", "-c"]
-        assert argv[-6:] == [sys.executable, "-P", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        assert argv[-7:] == [sys.executable, "-P", "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                             "--IPKernelApp.ignore_cwd=True"]
     assert isinstance(seen["subprocess"], _jail._JailedSubprocess)
     # outside otter's grading call nothing stays patched (a test that calls before_grading leaves no jail behind)
     assert KernelSpecManager.get_kernel_spec is unjailed and _answers.subprocess is subprocess_module
