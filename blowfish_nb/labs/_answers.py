@@ -431,8 +431,9 @@ class CodeProxy:
         self._deadline = time.monotonic() + total
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         # -P: no working folder on sys.path, so no file of the submission or written by a cell is imported (gamer39)
-        self._child = subprocess.Popen([sys.executable, *SAFE_PATH, "-c", _NO_WORKING_FOLDER + _CHILD_SHELL + _CHILD], stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        command = [sys.executable, *SAFE_PATH, "-c", _NO_WORKING_FOLDER + _CHILD_SHELL + _CHILD]
+        self._child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL, env=env)
         self._send((list(setup), answer, name, _kernel_argv(), bool(KERNEL_SHELL), GEN_MARK, snapshot))
         first = self._receive(CALL_TIMEOUT)  # the set-up: the interpreter starts and runs the lab's cells
         if not first.get("ok"):

@@ -71,8 +71,8 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["NOBODY", "Plan", "decide", "wrap", "launcher_argv", "launch", "prepare", "strip_pickles",
-           "strip_code", "set_dumpable", "install", "allowed_fs", "hidden_roots", "needed_paths", "kernel_env", "kernel_pythonpath",
+__all__ = ["NOBODY", "Plan", "decide", "wrap", "launcher_argv", "launch", "prepare", "strip_pickles", "strip_code",
+           "set_dumpable", "install", "allowed_fs", "hidden_roots", "needed_paths", "kernel_env", "kernel_pythonpath",
            "isolate_fs", "teacher_folders"]
 
 #: the uid and gid the kernel runs as when otter runs as root (``nobody``/``nogroup``)
