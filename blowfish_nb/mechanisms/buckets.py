@@ -62,7 +62,7 @@ import scipy.sparse as sp
 from ..exceptions import PolicyError
 from ..policy import Policy, line, project, spanning_tree, stretch, transform
 from ..workload import Workload
-from .dawa import _GreedyTree, _group, hilbert_order, partition_starts
+from .dawa import _GreedyTree, _ends, _group, hilbert_order, partition_starts
 from .gram import as_sparse, bucket_gram
 
 __all__ = ["private_blocks", "private_labels", "dawa_measure", "bucket_gram_of", "greedy_matrix"]
@@ -89,7 +89,7 @@ def private_blocks(x: np.ndarray, policy: Policy, eps1: float, eps2: float, rng:
     g = _group(policy)
     order = hilbert_order(policy.domain.shape)
     starts = partition_starts(np.asarray(x, dtype=float)[order], eps1 / g, g / eps2, rng, method=method,
-                              offset=offset)
+                              offset=offset, ends=_ends(policy))
     blocks = np.empty(x.size, dtype=np.intp)
     blocks[order] = np.cumsum(np.isin(np.arange(x.size), starts)) - 1
     return _renumber(blocks)
@@ -101,7 +101,7 @@ def private_labels(x: np.ndarray, policy: Policy, eps1: float, eps2: float, rng:
     g = _group(policy)
     order = hilbert_order(policy.domain.shape)
     starts = partition_starts(np.asarray(x, dtype=float)[order], eps1 / g, g / eps2, rng, size=size, method=method,
-                              offset=offset)
+                              offset=offset, ends=_ends(policy))
     first = np.maximum.accumulate(np.where(starts, np.arange(x.size), 0), axis=1)
     labels = np.empty_like(first)
     labels[:, order] = order[first]

@@ -227,7 +227,8 @@ class DAWA(Mechanism):
         estimate = np.empty(x.size)
         estimate[order] = dawa_estimate(
             x[order], W, epsilon / _group(policy), rng, ratio=self.ratio, granularity=self.granularity,
-            decay=self.decay, partition=self.partition, offset=histogram_offset(workload, x.size))
+            decay=self.decay, partition=self.partition, offset=histogram_offset(workload, x.size),
+            ends=_ends(policy))
         return np.asarray(workload @ estimate, dtype=float)
 
     def partitions(self, x, policy: Policy, epsilon: float, size: int, rng=None, workload=None) -> np.ndarray:
@@ -248,7 +249,7 @@ class DAWA(Mechanism):
         eps = epsilon / _group(policy)
         offset = 0 if workload is None else histogram_offset(workload, x.size)
         starts = partition_starts(x[order], self.ratio * eps, 1.0 / ((1 - self.ratio) * eps), rng, size=size,
-                                  method=self.partition, offset=offset)
+                                  method=self.partition, offset=offset, ends=_ends(policy))
         first = np.maximum.accumulate(np.where(starts, np.arange(x.size), 0), axis=1)
         labels = np.empty_like(first)
         labels[:, order] = order[first]
@@ -267,7 +268,7 @@ class DAWA(Mechanism):
 
 def dawa_estimate(x, W, epsilon: float, rng: np.random.Generator, *, ratio: float = RATIO,
                   granularity: int = 100, decay: bool = True, partition: str = "privtree",
-                  score: str = "count", offset: int = 0) -> np.ndarray:
+                  score: str = "count", offset: int = 0, ends: bool = False) -> np.ndarray:
     """DAWA's estimate of the vector x (ε-DP when one record changes one entry of x by 1).
 
     Parameters
@@ -283,6 +284,9 @@ def dawa_estimate(x, W, epsilon: float, rng: np.random.Generator, *, ratio: floa
         Step 1 (see :func:`partition_starts`).
     offset : int
         PrivTree's bias level j₀ (:func:`histogram_offset`; 0 but for the histogram).
+    ends : bool
+        PrivTree tests the two end cells on their own (:func:`~.privtree.privtree_partition`; DAWA passes it on
+        one-dimensional domains).
 
     Returns
     -------
@@ -299,7 +303,7 @@ def dawa_estimate(x, W, epsilon: float, rng: np.random.Generator, *, ratio: floa
     """
     x = np.asarray(x, dtype=float)
     eps1, eps2 = ratio * epsilon, (1 - ratio) * epsilon
-    starts = partition_starts(x, eps1, 1.0 / eps2, rng, method=partition, score=score, offset=offset)
+    starts = partition_starts(x, eps1, 1.0 / eps2, rng, method=partition, score=score, offset=offset, ends=ends)
     M = bucket_gram(W, starts)
     totals = np.add.reduceat(x, starts)
     tree = _GreedyTree(M, granularity, decay)
@@ -309,14 +313,17 @@ def dawa_estimate(x, W, epsilon: float, rng: np.random.Generator, *, ratio: floa
 
 
 def partition_starts(x, epsilon: float, bucket_cost: float, rng: np.random.Generator, size: int | None = None,
-                     method: str = "privtree", score: str = "count", offset: int = 0) -> np.ndarray:
+                     method: str = "privtree", score: str = "count", offset: int = 0,
+                     ends: bool = False) -> np.ndarray:
     """DAWA step 1 (ε-DP for one entry of x changed by at most 1): the first cells of the buckets.
 
     ``method="privtree"``: :func:`~.privtree.privtree_partition` with θ =
     ``bucket_cost`` (1/ε₂, the second stage's noise per bucket) and
     ``score`` ("count", the default everywhere, or "deviation", see
-    :mod:`.privtree`); ``"l1"``: :func:`l1_partition`. With ``size``,
-    a boolean (size, k) array of bucket starts.
+    :mod:`.privtree`), the two end cells tested on their own with ``ends``
+    (one-dimensional histograms: see :mod:`.privtree`); ``"l1"``:
+    :func:`l1_partition` (``ends`` is PrivTree's only). With ``size``, a
+    boolean (size, k) array of bucket starts.
 
     Examples
     --------
@@ -328,7 +335,7 @@ def partition_starts(x, epsilon: float, bucket_cost: float, rng: np.random.Gener
         raise InvalidParameterError(f"partition must be one of {PARTITIONS}, got {method!r}")
     if method == "l1":
         return l1_partition(x, epsilon, bucket_cost, rng, size=size)
-    return privtree_partition(x, epsilon, bucket_cost, rng, score=score, size=size, offset=offset)
+    return privtree_partition(x, epsilon, bucket_cost, rng, score=score, size=size, offset=offset, ends=ends)
 
 
 def histogram_offset(workload, k: int) -> int:
@@ -712,6 +719,11 @@ class _GreedyTree:
             z[v] = (1 - p) * local[v] * uc * (1 - beta * K) / p**2 + zc - beta * uc * zc.sum()
             z[kids[0]] = z[kids[1]] = None
         return z[0]
+
+
+def _ends(policy: Policy) -> bool:
+    """Whether PrivTree tests the two end cells on their own: on one-dimensional domains (the attribute's bounds)."""
+    return len(policy.domain.shape) == 1
 
 
 def _group(policy: Policy) -> int:

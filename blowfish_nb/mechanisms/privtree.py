@@ -81,6 +81,37 @@ bound is decreasing in λ) with δ = λ ln 2. Checked exactly on small domains
 computes each one's probability in closed form on neighbours) and by the
 violation hunter; a variant with half the noise is flagged.
 
+**The two end cells (``ends=True``).** Locating one lone spike of h
+records among m candidate cells takes ε₁h of about ln m for *any* ε₁-DP
+partition (group privacy over the h records: if a spike at any of the m
+cells is a bucket of its own with probability p, then on the data without
+it each of those cells is one with probability at least p·e^{−ε₁h}, so
+m·p·e^{−ε₁h} false singletons are expected there); PrivTree needs about
+3 ln(k)/ε₁ from the root, and about θ + (D − 1 − j₀)δ from a bias level
+j₀. No rule that treats the cells alike escapes the ln k. But the cells of
+a one-dimensional histogram are not alike: its two ends are where the data
+pile up — values clamped to the bounds land there, and an attribute that is
+mostly zero (costs, capital gains, counts of events) has its zeros at the
+lower bound. Testing those two cells on their own costs a spike there ln 2,
+not ln k, and no budget:
+
+* cell 0 is a bucket of its own iff |x₀| + Lap(1/ε) > θ, cell k − 1
+  likewise (θ: the tree's own threshold, one bucket's noise), and the tree
+  runs on x[1:k − 1] at the same ε; an end cell not kept apart joins the
+  bucket next to it (post-processing).
+* *Privacy.* One entry changed by at most 1 is x₀, x_{k−1} or an entry of
+  x[1:k − 1]: it moves the input of exactly one of three independent parts
+  (|x₀| is 1-Lipschitz, so its test is ε-DP; the tree is ε-DP by the bound
+  above), and the log-ratio of any joint output is the sum of the three
+  parts' log-ratios, of which one is non-zero: at most ε (parallel
+  composition). Checked exactly at k = 8 (every partition's probability in
+  closed form on every neighbour) and by the hunter; the end test with half
+  its noise is flagged.
+* *Price where no end spike is.* An empty end cell is kept apart with
+  probability ½e^{−θε}: at most two buckets more than the tree alone, each
+  one bucket's noise on one cell. A spike of h at an end is missed with
+  probability ½e^{−(h−θ)ε}.
+
 **Why not DAWA's noisy least-cost partition.** It scores every interval of
 power-of-two length with noise and takes the least-cost partition: with noise
 dominating, the least-cost path collects the most negative draws, and no
@@ -217,7 +248,7 @@ def node_scores(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, depth: np.ndarray
 
 
 def privtree_partition(x, epsilon: float, theta: float, rng: np.random.Generator, score: str = "count",
-                       size: int | None = None, offset: int = 0) -> np.ndarray:
+                       size: int | None = None, offset: int = 0, ends: bool = False) -> np.ndarray:
     """The first cells of the buckets of a PrivTree partition of x (ε-DP for one entry changed by ≤ 1).
 
     Parameters
@@ -235,6 +266,11 @@ def privtree_partition(x, epsilon: float, theta: float, rng: np.random.Generator
         The public level j₀ at which the depth bias starts: b(v) = max(g(v) − (depth − j₀)·δ, θ − δ). The
         privacy bound does not depend on it (see the module notes); nodes above j₀ get a bonus and are split
         unless their score is far below θ. DAWA passes ⌊D/2⌋ for the histogram (see :mod:`.dawa`).
+    ends : bool
+        Test the two end cells on their own (``"count"`` only; k ≥ 4): cell 0 is a bucket of its own iff
+        |x₀| + Lap(1/ε) > θ, cell k − 1 likewise, and the tree runs on the k − 2 cells between them; an end
+        cell not kept apart joins the bucket next to it. Still ε-DP (parallel composition; module notes
+        "The two end cells"). DAWA and the partition-first releases pass it on one-dimensional domains.
 
     Examples
     --------
@@ -243,10 +279,19 @@ def privtree_partition(x, epsilon: float, theta: float, rng: np.random.Generator
     [0, 8]
     >>> privtree_partition(x, 1e3, 1.0, np.random.default_rng(1)).tolist()  # counts: dense cells alone
     [0, 8, 9, 10, 11, 12, 13, 14, 15]
+    >>> spike = np.r_[40.0, np.zeros(15)]  # a lone spike at an end: found by the end test
+    >>> privtree_partition(spike, 0.5, 2.0, np.random.default_rng(0), ends=True).tolist()
+    [0, 1, 4, 8]
     """
     x = np.asarray(x, dtype=float)
     k = x.size
     theta = float(theta)
+    if ends:
+        _check_score(score)
+        if score != "count":
+            raise InvalidParameterError(f"ends=True tests counts: it needs score='count', got {score!r}")
+        if k >= 4:
+            return _with_ends(x, epsilon, theta, rng, score, size, offset)
     lam = privtree_scale(epsilon, score)
     delta = lam * math.log(FANOUT)
     lo, hi, depth, parent = tree_nodes(k)
@@ -265,6 +310,28 @@ def privtree_partition(x, epsilon: float, theta: float, rng: np.random.Generator
     starts = np.zeros((n, k), dtype=bool)
     rows, nodes = np.nonzero(leaf)
     starts[rows, lo[nodes]] = True
+    if size is None:
+        return np.flatnonzero(starts[0]).astype(np.intp)
+    return starts
+
+
+def _with_ends(x: np.ndarray, epsilon: float, theta: float, rng: np.random.Generator, score: str,
+               size: int | None, offset: int, end_epsilon: float | None = None):
+    """:func:`privtree_partition` with ``ends=True``: the tree on x[1:k−1], each end cell tested on its own.
+
+    ``end_epsilon`` (default ε) scales the end tests' noise alone: the tests' known-bad variant uses it.
+    """
+    k = x.size
+    n = 1 if size is None else int(size)
+    inner = privtree_partition(x[1:-1], epsilon, theta, rng, score=score, size=n, offset=offset)
+    # the same threshold as the tree's nodes (one bucket's noise), Laplace of scale 1/ε on a count of one cell;
+    # drawn whatever the data (the draws and the time do not depend on x)
+    apart = np.abs(x[[0, -1]]) + noise.selection_laplace(rng, 1.0 / float(end_epsilon or epsilon), (n, 2)) > theta
+    starts = np.zeros((n, k), dtype=bool)
+    starts[:, 0] = True
+    starts[:, 1] = apart[:, 0]
+    starts[:, 2:k - 1] = inner[:, 1:]
+    starts[:, k - 1] = apart[:, 1]
     if size is None:
         return np.flatnonzero(starts[0]).astype(np.intp)
     return starts

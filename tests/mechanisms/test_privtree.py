@@ -229,3 +229,110 @@ def test_the_hunter_draws_dawa_s_partition_with_the_histogram_s_bias_level():
     for bf in (mechanisms.PartitionFirst(), mechanisms.Transformed(inner="dawa")):
         assert np.array_equal(bf.partitions(x, line, 1.0, 50, rng=5, workload=H), dp_law)
         assert not np.array_equal(bf.partitions(x, line, 1.0, 50, rng=5), dp_law)
+
+
+# -- the two end cells tested on their own (issue 25, stop 40) -----------------------------------
+def exact_distribution_with_ends(x, epsilon, theta, end_factor=1.0, offset=0):
+    """Every partition's log-probability with ``ends=True``: two end tests (Laplace 1/ε·end_factor) × the tree on x[1:k−1]."""
+    x = np.asarray(x, float)
+    k = x.size
+    b = end_factor / epsilon
+
+    def log_apart(count):  # log P[count + Lap(b) > θ] and log P[≤], exact in log space
+        u = (count - theta) / b
+        if u >= 0:
+            return math.log1p(-0.5 * math.exp(-u)), math.log(0.5) - u
+        return math.log(0.5) + u, math.log1p(-0.5 * math.exp(u))
+
+    first, last = log_apart(abs(x[0])), log_apart(abs(x[-1]))
+    out = {}
+    for inner, q in exact_distribution(x[1:-1], epsilon, theta, "count", offset=offset).items():
+        body = tuple(s + 1 for s in inner[1:])
+        for a in (0, 1):
+            for c in (0, 1):
+                starts = (0,) + ((1,) if a == 0 else ()) + body + ((k - 1,) if c == 0 else ())
+                out[starts] = q + first[a] + last[c]
+    return out
+
+
+def worst_loss_with_ends(epsilon, theta, end_factor=1.0, seed=0, offset=0):
+    worst = 0.0
+    for x, neighbours in _cases(8, np.random.default_rng(seed), "count"):
+        p = exact_distribution_with_ends(x, epsilon, theta, end_factor, offset)
+        for y in neighbours:
+            q = exact_distribution_with_ends(y, epsilon, theta, end_factor, offset)
+            worst = max(worst, max(abs(p[t] - q[t]) for t in p))
+    return worst
+
+
+@pytest.mark.parametrize("epsilon, theta, offset", [(1.0, 1 / 3, 0), (0.5, 0.0, 1), (2.0, 4.0, 2), (3.0, 0.5, 3)])
+def test_exact_loss_with_the_end_cells_tested_apart_is_at_most_epsilon(epsilon, theta, offset):
+    # the cases put counts 0–11 at the ends, around θ: the end test alone reaches its full ε there
+    worst = worst_loss_with_ends(epsilon, theta, offset=offset)
+    assert worst <= epsilon * (1 + 1e-9)
+    assert worst > 0.9 * epsilon
+
+
+def test_end_tests_with_half_their_noise_exceed_epsilon_exactly():
+    assert worst_loss_with_ends(1.0, 1 / 3, end_factor=0.5) > 1.9
+
+
+def test_the_sampler_with_ends_matches_the_closed_form():
+    x, eps, theta = np.array([4.0, 0.0, 5.0, 1.0, 0.0, 0.0, 0.0, 1.0]), 1.0, 1 / 3
+    exact = exact_distribution_with_ends(x, eps, theta, offset=1)
+    assert abs(sum(math.exp(v) for v in exact.values()) - 1) < 1e-12
+    n = 20_000
+    draws = privtree_partition(x, eps, theta, np.random.default_rng(6), size=n, offset=1, ends=True)
+    keys, counts = np.unique(draws, axis=0, return_counts=True)
+    seen = 0.0
+    for key, c in zip(keys, counts):
+        p = math.exp(exact[tuple(np.flatnonzero(key).tolist())])
+        seen += p
+        assert abs(c / n - p) <= 5 * math.sqrt(p * (1 - p) / n) + 1e-4
+    assert seen > 0.99  # the draws cover the law's mass (no partition the closed form does not know)
+
+
+def test_hunter_passes_privtree_with_ends_and_flags_half_noise_end_tests():
+    from tests.fixtures import half_noise_end_privtree_partition
+
+    probe = l1_partition_probe(partial(privtree_partition, ends=True), 1.0, 1 / 3, name="privtree count, ends")
+    result = hunt(probe, policy.dp(Domain.grid(8)), rng=31, **PARTITION)
+    assert not result.violation, str(result)
+    bad = hunt(l1_partition_probe(half_noise_end_privtree_partition, 1.0, 1 / 3), policy.dp(Domain.grid(8)),
+               rng=32, **PARTITION)
+    assert bad.violation, str(bad)
+
+
+def test_a_lone_spike_at_an_end_is_found_and_an_empty_end_costs_at_most_a_bucket():
+    # ε₁h = 6 < ln k = 8.3: the tree alone rarely isolates it (its lone-cell level is θ + (D − 1)δ from the root),
+    # the end test misses it with probability ½e^{−(h − θ)ε} ≈ 0.0013
+    k, eps, theta = 4096, 0.01, 1 / 0.03
+    x = np.zeros(k)
+    x[0] = 600.0
+    rng = np.random.default_rng(40)
+    alone = privtree_partition(x, eps, theta, rng, size=400)
+    tested = privtree_partition(x, eps, theta, rng, size=400, ends=True)
+    isolated = [float(np.mean(s[:, 0] & s[:, 1])) for s in (alone, tested)]
+    assert isolated[0] < 0.2 and isolated[1] > 0.99, isolated
+    # on empty data the end tests add at most two buckets (each with probability ½e^{−θε} = 0.36)
+    empty = np.zeros(k)
+    more = (privtree_partition(empty, eps, theta, rng, size=2000, ends=True).sum(axis=1).mean()
+            - privtree_partition(empty, eps, theta, rng, size=2000).sum(axis=1).mean())
+    assert abs(more - 2 * 0.5 * math.exp(-theta * eps)) < 0.1, more
+
+
+def test_ends_need_counts_and_only_one_dimensional_dawa_uses_them():
+    with pytest.raises(InvalidParameterError, match="ends"):
+        privtree_partition(np.zeros(8), 1.0, 1.0, np.random.default_rng(0), score="deviation", ends=True)
+    # k < 4: the tree alone (nothing between the ends)
+    assert privtree_partition(np.r_[9.0, 0.0, 0.0], 1e3, 1.0, np.random.default_rng(0), ends=True).tolist() == [0, 1]
+    x = np.zeros(64)
+    x[0] = 300.0
+    def alone(labels):  # share of draws where cell 0 is a bucket of its own
+        return float(np.mean((labels == labels[:, :1]).sum(axis=1) == 1))
+
+    # ε₁h = 7.5: the end test keeps the spike apart (misses ½e^{−(h − θ)ε₁} ≈ 0.0003), the tree from the root
+    # would need about θ + 5δ = 430 records
+    assert alone(mechanisms.DAWA().partitions(x, policy.dp(Domain.grid(64)), 0.1, 300, rng=2)) > 0.99
+    # the grid's Hilbert curve starts at the same cell, but a grid has no two ends to test apart
+    assert alone(mechanisms.DAWA().partitions(x, policy.dp(Domain.grid((8, 8))), 0.1, 300, rng=2)) < 0.3
