@@ -67,7 +67,8 @@ def conditional(x, W, truth, pol, eps, seed, runs, ranges: bool) -> tuple[float,
     if ranges:
         bf["PartitionFirst"] = []
     for r in range(runs):
-        starts = partition_starts(x, RATIO * eps / 2, 1.0 / (e2 / 2), np.random.default_rng([*seed, r]), offset=offset)
+        starts = partition_starts(x, RATIO * eps / 2, 1.0 / (e2 / 2), np.random.default_rng([*seed, r]), offset=offset,
+                                  ends=True)  # DP DAWA on a 1-D domain (stop 40)
         blocks = private_blocks(x, pol, RATIO * eps, e2, np.random.default_rng([*seed, r]), offset=offset)
         if not np.array_equal(np.r_[0, np.flatnonzero(np.diff(blocks)) + 1], starts):
             raise RuntimeError("the Blowfish partition differs from DP DAWA's at ε/2 under common random numbers")

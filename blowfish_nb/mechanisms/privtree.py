@@ -92,25 +92,33 @@ j₀. No rule that treats the cells alike escapes the ln k. But the cells of
 a one-dimensional histogram are not alike: its two ends are where the data
 pile up — values clamped to the bounds land there, and an attribute that is
 mostly zero (costs, capital gains, counts of events) has its zeros at the
-lower bound. Testing those two cells on their own costs a spike there ln 2,
-not ln k, and no budget:
+lower bound. Testing those two cells on their own puts a spike there
+among two candidates, not k (it is kept apart with probability
+1 − ½e^{−(h − θ)ε} once h > θ, where the tree needs about θ + (D − 1 − j₀)δ),
+and costs no budget:
 
 * cell 0 is a bucket of its own iff |x₀| + Lap(1/ε) > θ, cell k − 1
   likewise (θ: the tree's own threshold, one bucket's noise), and the tree
-  runs on x[1:k − 1] at the same ε; an end cell not kept apart joins the
-  bucket next to it (post-processing).
+  runs at the same ε on x with x₀ and x_{k−1} set to 0 (so it reads only
+  x[1:k − 1], and its nodes are those of k cells); the partition is the
+  tree's with a bucket boundary added after cell 0 and before cell k − 1
+  when those are kept apart (post-processing).
 * *Privacy.* One entry changed by at most 1 is x₀, x_{k−1} or an entry of
   x[1:k − 1]: it moves the input of exactly one of three independent parts
   (|x₀| is 1-Lipschitz, so its test is ε-DP; the tree is ε-DP by the bound
-  above), and the log-ratio of any joint output is the sum of the three
-  parts' log-ratios, of which one is non-zero: at most ε (parallel
-  composition). Checked exactly at k = 8 (every partition's probability in
-  closed form on every neighbour) and by the hunter; the end test with half
-  its noise is flagged.
+  above), and the log-ratio of any joint output of the three is the sum of
+  their log-ratios, of which one is non-zero: at most ε (parallel
+  composition); the partition is a function of that joint output. Checked
+  exactly at k = 8 (every partition's probability in closed form on every
+  neighbour) and by the hunter; the end test with half its noise is
+  flagged.
 * *Price where no end spike is.* An empty end cell is kept apart with
-  probability ½e^{−θε}: at most two buckets more than the tree alone, each
-  one bucket's noise on one cell. A spike of h at an end is missed with
-  probability ½e^{−(h−θ)ε}.
+  probability ½e^{−θε} (0.36 in DAWA, whose θε = ε₁/ε₂ = 1/3): at most two
+  cells more kept apart, each one bucket's noise on one cell. The tree keeps
+  the nodes of k cells: a first version ran it on the k − 2 cells between
+  the ends, whose nodes then straddle the dyadic points of k, and lost
+  1.4–1.8× on SEARCHLOGS (ε = 0.01, 0.1) against the tree alone
+  (``benchmarks/dawa_ends.py``, stop 40).
 
 **Why not DAWA's noisy least-cost partition.** It scores every interval of
 power-of-two length with noise and takes the least-cost partition: with noise
@@ -268,8 +276,8 @@ def privtree_partition(x, epsilon: float, theta: float, rng: np.random.Generator
         unless their score is far below θ. DAWA passes ⌊D/2⌋ for the histogram (see :mod:`.dawa`).
     ends : bool
         Test the two end cells on their own (``"count"`` only; k ≥ 4): cell 0 is a bucket of its own iff
-        |x₀| + Lap(1/ε) > θ, cell k − 1 likewise, and the tree runs on the k − 2 cells between them; an end
-        cell not kept apart joins the bucket next to it. Still ε-DP (parallel composition; module notes
+        |x₀| + Lap(1/ε) > θ, cell k − 1 likewise, and the tree runs on x with those two counts set to 0; an
+        end cell not kept apart stays in the tree's bucket. Still ε-DP (parallel composition; module notes
         "The two end cells"). DAWA and the partition-first releases pass it on one-dimensional domains.
 
     Examples
@@ -317,21 +325,20 @@ def privtree_partition(x, epsilon: float, theta: float, rng: np.random.Generator
 
 def _with_ends(x: np.ndarray, epsilon: float, theta: float, rng: np.random.Generator, score: str,
                size: int | None, offset: int, end_epsilon: float | None = None):
-    """:func:`privtree_partition` with ``ends=True``: the tree on x[1:k−1], each end cell tested on its own.
+    """:func:`privtree_partition` with ``ends=True``: the tree on x with its end counts set to 0, each end tested apart.
 
     ``end_epsilon`` (default ε) scales the end tests' noise alone: the tests' known-bad variant uses it.
     """
     k = x.size
     n = 1 if size is None else int(size)
-    inner = privtree_partition(x[1:-1], epsilon, theta, rng, score=score, size=n, offset=offset)
+    inner = x.copy()
+    inner[[0, -1]] = 0.0  # the tree never reads the end counts: its nodes stay where they are for k cells
+    starts = privtree_partition(inner, epsilon, theta, rng, score=score, size=n, offset=offset)
     # the same threshold as the tree's nodes (one bucket's noise), Laplace of scale 1/ε on a count of one cell;
     # drawn whatever the data (the draws and the time do not depend on x)
     apart = np.abs(x[[0, -1]]) + noise.selection_laplace(rng, 1.0 / float(end_epsilon or epsilon), (n, 2)) > theta
-    starts = np.zeros((n, k), dtype=bool)
-    starts[:, 0] = True
-    starts[:, 1] = apart[:, 0]
-    starts[:, 2:k - 1] = inner[:, 1:]
-    starts[:, k - 1] = apart[:, 1]
+    starts[:, 1] |= apart[:, 0]
+    starts[:, k - 1] |= apart[:, 1]
     if size is None:
         return np.flatnonzero(starts[0]).astype(np.intp)
     return starts

@@ -233,26 +233,28 @@ def test_the_hunter_draws_dawa_s_partition_with_the_histogram_s_bias_level():
 
 # -- the two end cells tested on their own (issue 25, stop 40) -----------------------------------
 def exact_distribution_with_ends(x, epsilon, theta, end_factor=1.0, offset=0):
-    """Every partition's log-probability with ``ends=True``: two end tests (Laplace 1/ε·end_factor) × the tree on x[1:k−1]."""
+    """Every partition's log-probability with ``ends=True``: the tree on x with its end counts set to 0, a boundary
+    after cell 0 and before cell k − 1 added when the end tests (Laplace 1/ε·end_factor) keep those cells apart."""
     x = np.asarray(x, float)
     k = x.size
     b = end_factor / epsilon
 
-    def log_apart(count):  # log P[count + Lap(b) > θ] and log P[≤], exact in log space
+    def log_apart(count):  # (log P[count + Lap(b) > θ], log P[≤]), exact in log space
         u = (count - theta) / b
         if u >= 0:
             return math.log1p(-0.5 * math.exp(-u)), math.log(0.5) - u
         return math.log(0.5) + u, math.log1p(-0.5 * math.exp(u))
 
     first, last = log_apart(abs(x[0])), log_apart(abs(x[-1]))
-    out = {}
-    for inner, q in exact_distribution(x[1:-1], epsilon, theta, "count", offset=offset).items():
-        body = tuple(s + 1 for s in inner[1:])
-        for a in (0, 1):
+    inner = x.copy()
+    inner[[0, -1]] = 0.0
+    terms = {}
+    for tree, q in exact_distribution(inner, epsilon, theta, "count", offset=offset).items():
+        for a in (0, 1):  # 0: kept apart
             for c in (0, 1):
-                starts = (0,) + ((1,) if a == 0 else ()) + body + ((k - 1,) if c == 0 else ())
-                out[starts] = q + first[a] + last[c]
-    return out
+                starts = set(tree) | ({1} if a == 0 else set()) | ({k - 1} if c == 0 else set())
+                terms.setdefault(tuple(sorted(starts)), []).append(q + first[a] + last[c])
+    return {t: float(np.logaddexp.reduce(v)) for t, v in terms.items()}
 
 
 def worst_loss_with_ends(epsilon, theta, end_factor=1.0, seed=0, offset=0):
