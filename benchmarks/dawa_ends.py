@@ -1,7 +1,7 @@
 """DAWA with the end cells tested on their own against the tree alone, many runs a cell (issue 25, stop 40).
 
-Run: ``BLOWFISH_DATA=/work/shared/data python -m benchmarks.dawa_ends [--runs N] [--range-runs M]`` (writes
-benchmarks/results/dawa_ends.md).
+Run: ``BLOWFISH_DATA=/work/shared/data python -m benchmarks.dawa_ends [--runs N] [--range-runs M]
+[--cells SET:EPS:WORKLOAD ...] [--out PATH]`` (writes benchmarks/results/dawa_ends.md, or ``--out``).
 
 ``mechanisms.DAWA()`` (PrivTree tests the two end cells of a 1-D histogram on their own, :mod:`blowfish_nb.mechanisms.
 privtree`) against ``mechanisms.DAWA(ends=False)`` (the tree alone, main before stop 40), and ``mechanisms.Adaptive()``
@@ -45,7 +45,10 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--range-runs", type=int, default=12)
+    parser.add_argument("--cells", nargs="*", default=None, help="only these (set:ε:identity|ranges)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    wanted = None if args.cells is None else {(n, float(e), w) for n, e, w in (c.split(":") for c in args.cells)}
     started = time.perf_counter()
     pol = policy.dp(Domain.grid(K))
     loads = {"identity": workload.identity(K), "ranges": random_ranges(K, 2000, rng=7)}
@@ -60,6 +63,8 @@ def main(argv=None) -> None:
         x = dpbench(f"{name}.n4096").astype(float)
         for eps in EPSILONS:
             for wname, W in loads.items():
+                if wanted is not None and (name, eps, wname) not in wanted:
+                    continue
                 truth = W @ x
                 runs = args.runs if wname == "identity" else args.range_runs
                 stats = {}
@@ -75,11 +80,13 @@ def main(argv=None) -> None:
                              _ratio(stats["Adaptive, ends"], stats["Adaptive, tree alone"])])
                 print(" | ".join(str(c) for c in rows[-1]), flush=True)
     summary = [[w, f"{np.median(r):.3f}", f"{min(r):.3f}", f"{max(r):.3f}", sum(v > 1.1 for v in r)]
-               for w, r in ratios.items()]
-    publish(RESULTS, "\n\n".join([
+               for w, r in ratios.items() if r]
+    publish(args.out, "\n\n".join([
         "# DAWA's end cells tested on their own, against the tree alone (issue 25, stop 40)",
         f"Command: `BLOWFISH_DATA=/work/shared/data python -m benchmarks.dawa_ends --runs {args.runs} "
-        f"--range-runs {args.range_runs}` ({time.perf_counter() - started:.0f} s). Columns: the module notes; "
+        f"--range-runs {args.range_runs}" + ("" if args.cells is None else " --cells " + " ".join(args.cells))
+        + ("" if args.out == RESULTS else f" --out {args.out}")
+        + f"` ({time.perf_counter() - started:.0f} s). Columns: the module notes; "
         "*end counts* are cells 0 and k − 1.",
         markdown_table(["data", "ε", "workload", "runs", "end counts", *(f"{c} (mean ± SE)" for c in columns),
                         "DAWA: ends / tree alone", "Adaptive: ends / tree alone"], rows),

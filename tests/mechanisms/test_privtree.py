@@ -338,3 +338,42 @@ def test_ends_need_counts_and_only_one_dimensional_dawa_uses_them():
     assert alone(mechanisms.DAWA().partitions(x, policy.dp(Domain.grid(64)), 0.1, 300, rng=2)) > 0.99
     # the grid's Hilbert curve starts at the same cell, but a grid has no two ends to test apart
     assert alone(mechanisms.DAWA().partitions(x, policy.dp(Domain.grid((8, 8))), 0.1, 300, rng=2)) < 0.3
+
+
+def test_exact_loss_of_a_record_moved_between_any_two_cells_is_at_most_epsilon_with_ends():
+    # policies with cell edges (line, threshold, custom graphs): one record moves i → j, two counts change by 1;
+    # the partition runs at ε/2 with θ = 2/ε₂ (buckets._group), so each changed count costs ε/2 in whichever part
+    # reads it (the tree, or an end test): a move from an end cell into the tree, or from one end to the other,
+    # included
+    epsilon, theta = 1.0, 2 / 3
+    worst = 0.0
+    for x, _ in _cases(8, np.random.default_rng(3), "count"):
+        p = exact_distribution_with_ends(x, epsilon / 2, theta, offset=1)
+        for i in range(8):
+            if x[i] < 1:
+                continue
+            for j in range(8):
+                if j == i:
+                    continue
+                y = x.copy()
+                y[i] -= 1
+                y[j] += 1
+                q = exact_distribution_with_ends(y, epsilon / 2, theta, offset=1)
+                worst = max(worst, max(abs(p[t] - q[t]) for t in p))
+    assert worst <= epsilon * (1 + 1e-9)
+    assert worst > 0.6 * epsilon
+
+
+@pytest.mark.parametrize("mechanism", ["PartitionFirst", "Transformed"])
+@pytest.mark.parametrize("pol_name", ["line", "threshold", "custom"])
+def test_hunter_passes_the_blowfish_partitions_with_ends_under_cell_edges_and_bottom(mechanism, pol_name):
+    from blowfish_nb import workload
+    from blowfish_nb.analysis.probes import partition_probe
+
+    d = Domain.grid(8)
+    pol = {"line": policy.line(d), "threshold": policy.threshold(d, 2),
+           "custom": policy.custom(d, [(0, 7), (1, 2), (3, "⊥"), (7, "⊥"), (4, 6)])}[pol_name]
+    m = mechanisms.PartitionFirst() if mechanism == "PartitionFirst" else mechanisms.Transformed(inner="dawa")
+    probe = partition_probe(m, pol, 4.0, workload=workload.identity(8))
+    result = hunt(probe, pol, rng=41, **PARTITION)
+    assert not result.violation, str(result)
