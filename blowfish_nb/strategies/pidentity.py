@@ -42,7 +42,7 @@ MAXCOR = 20
 #: loose phase then a polish that dropped the memory, with (1 + POLISH_ITER)·max_iter iterations, this memory (SciPy's
 #: default: the routine rebuilds a 2m × 2m matrix from m corrections of all p·k parameters every step, half the
 #: descent's time at m = 20, p·k = 1,024), and its block start at :data:`QUICK_START_WEIGHT` (issue 28: the cold
-#: 64-range dp quote's fit, ≈ 20 → 8 ms; benchmarks/results/quote_cold.md)
+#: 64-range dp quote's descent with its start, ≈ 22 → 10 ms; benchmarks/results/quote_cold.md)
 QUICK_MAXCOR = 10
 #: the block start's weight for a lone start: the fitted Θ's column sums were 0.74–0.94 (median) on the dp range
 #: quotes of the sweep (k = 126–129 classes, p = 7–8), so a start at 1 (half of each column's L1 on its Θ row) is near
