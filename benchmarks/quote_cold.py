@@ -1,7 +1,8 @@
 """Cold (α, β) → ε quotes at k = 4,096 (issue 28: ≤ 50 ms each), each in a fresh interpreter.
 
 Run: ``nice -n 10 .venv/bin/python -m benchmarks.quote_cold`` (writes benchmarks/results/quote_cold.md);
-``--against PATH`` times a baseline checkout and this tree alternately; ``--line-seeds PATH`` compares the ε and
+``--against PATH`` times a baseline checkout and this tree alternately (its table becomes the results file's first
+section, the earlier ones kept below); ``--line-seeds PATH`` compares the ε and
 time of the range quote under the line policy over 16 range sets; ``--policy-seeds PATH`` the same under dp and
 G^θ (θ = 2, 4, 8) over 32 range sets each (q = 64 and 32, seeds 0–15).
 A quote is ``plan_budget(plan, accuracy=(50, 0.05))`` on a prepared plan: the mechanism choice among the linear
@@ -182,6 +183,13 @@ def compare(against: str, repeats: int = COMPARE_REPEATS) -> str:
                            "before ÷ after (warm)"], rows)
 
 
+def prepend(path: Path, text: str) -> None:
+    """``text`` as a new first section of the results file (the earlier runs kept below it), and printed."""
+    earlier = path.read_text() if path.exists() else ""
+    path.write_text(text + ("\n\n---\n\n" + earlier if earlier else "\n"))
+    print(text)
+
+
 def main() -> None:
     if "--policy-seeds" in sys.argv:
         print(policy_seeds(sys.argv[sys.argv.index("--policy-seeds") + 1]))
@@ -204,7 +212,7 @@ def main() -> None:
             "",
             table,
         ])
-        print(text)
+        prepend(RESULTS, text)
         return
     rows = []
     one_thread = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}

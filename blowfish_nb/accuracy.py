@@ -49,8 +49,8 @@ to find the least ε:
   The guess aims where the certifying order statistic sits: the ε at which
   the (j/n)-quantile of max |error| is α. A mechanism that knows its
   answers' exact error variances σ_i² (``answer_variances``; answers that
-  sum many noise terms, e.g. OrderedHierarchical's prefixes) gets it
-  analytically (issue 28: it saves the guessing round): Gaussian tails with
+  sum many noise terms: OrderedHierarchical's prefixes, a fitted
+  ``Optimized`` strategy's ranges) gets it analytically (issue 28: it saves the guessing round): Gaussian tails with
   those variances, P(max |error| > α) ≈ the union Σ_i 2Φ̄(α/σ_i(ε)), for
   prefix sums tightened by Hunter's chain bound over consecutive prefixes,
   set equal to 1 − j/n and solved for ε, then one 1 % step up

@@ -165,3 +165,39 @@ def test_chain_bound_solves_its_equation_by_an_independent_integration():
             [tail((a[i - 1] - rho * v) / math.sqrt(1 - rho**2)) for v in x])
         total -= 2 * float(np.sum((f[1:] + f[:-1]) / 2 * np.diff(x)))
     assert total == pytest.approx(room, rel=1e-3)
+
+
+def _fitted_ranges(seed=4, k=96, q=20):
+    from blowfish_nb.analysis.selection import optimized_for
+    from blowfish_nb.ranges import Ranges
+
+    rng = np.random.default_rng(seed)
+    lo, hi = np.sort(rng.integers(0, k, size=(2, q)), axis=0)
+    W, pol = Ranges(k, lo, hi), policy.dp(Domain.grid(k))
+    return optimized_for(W, pol), W, pol
+
+
+def test_optimized_answer_variances_are_the_errors_variances():
+    """Auto's fitted p-identity (issue 28): each range's error w A⁺η has the variance answer_variances says
+    (4 standard errors, as above), and None for a workload that is not ranges."""
+    m, W, pol = _fitted_ranges()
+    v = m.answer_variances(W, pol, 0.6)
+    n = 20_000
+    emp = np.var(error_draws(m, W, pol, 0.6, n, seed=9), axis=0)
+    assert np.all(np.abs(emp - v) <= 4 * v * math.sqrt(3.0 / n))
+    assert m.answer_variances(_not_ranges(W.shape[1]), pol, 1.0) is None
+
+
+def test_a_fitted_range_quote_starts_from_the_guess_and_is_certified(monkeypatch):
+    """The dp range quote of a fitted strategy draws no round at ε = 1 and returns an ε its last round certified;
+    fresh releases at it cover 1 − β (3 standard errors)."""
+    accuracy.clear_memory()
+    seen, spy = _spy_rounds(monkeypatch)
+    spy.beta = BETA
+    m, W, pol = _fitted_ranges()
+    alpha = 3.0 * math.sqrt(m.expected_error(W, pol, 1.0))
+    eps = epsilon_for_accuracy(m, W, pol, alpha, BETA, seed=5)
+    assert seen and seen[0][0] == 1 and seen[-1][1] == eps and seen[-1][2] <= alpha
+    n = 8_000
+    z = np.abs(error_draws(m, W, pol, eps, n, seed=11)).max(axis=1)
+    assert float(np.mean(z <= alpha)) >= 1 - BETA - 3 * math.sqrt(BETA * (1 - BETA) / n)

@@ -336,6 +336,31 @@ class Optimized(MatrixMechanism):
             v = v - np.asarray(workload @ n1, dtype=float) ** 2 / n1.sum()
         return v
 
+    def answer_variances(self, workload: Workload, policy: Policy, epsilon: float) -> np.ndarray | None:
+        """Each range's exact error variance at ``epsilon``: the lattice noise's variance · w (AᵀA)⁻¹ wᵀ (None for a
+        workload that is not ranges, or without a strategy).
+
+        A range's error is w A⁺ η, a weighted sum of every measurement's noise (the p-identity's k + p rows):
+        the many-term sums :mod:`blowfish_nb.accuracy` starts its Monte Carlo from with a Gaussian guess instead of
+        a round of draws at ε = 1 (issue 28: one round of the cold dp range quote). The ε returned is still one a
+        round of draws certified.
+
+        Examples
+        --------
+        >>> from blowfish_nb import Domain, policy
+        >>> from blowfish_nb.ranges import Ranges
+        >>> W, g = Ranges(16, [0, 3, 5], [9, 12, 5]), policy.dp(Domain.grid(16))
+        >>> m = Optimized.fit(W, g, restarts=1, max_iter=30)
+        >>> v = m.answer_variances(W, g, 0.5)
+        >>> v.shape, bool(np.isclose(v.mean(), m.expected_error(W, g, 0.5)))
+        ((3,), True)
+        """
+        if self.optimized is None or as_ranges(workload) is None:
+            return None
+        epsilon = check_epsilon(epsilon)
+        _check_workload(workload, policy.domain.size)
+        return self.noise_variance(policy, epsilon) * np.asarray(self.query_variances(workload, policy), dtype=float)
+
     def _n1(self) -> np.ndarray:
         """N 1 = (A₁ᵀA₁)⁻¹1 ⊗ … ⊗ (A_dᵀA_d)⁻¹1 (C order)."""
         out = np.ones(1)

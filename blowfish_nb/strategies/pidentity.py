@@ -36,6 +36,18 @@ POLISH_FTOL = 1e-7
 #: start stops at its ``max_iter`` = 300 iterations still moving, so the iterations go to the start that won (with
 #: 1× the side-by-side's ours/HDMM was 1.0000, a tie; with 3× it is below 1: benchmarks/results/hdmm_side_by_side.md)
 POLISH_ITER = 3
+#: L-BFGS-B's memory (corrections kept) when there are several starts to choose among
+MAXCOR = 20
+#: a lone start (auto's fit: ``restarts=1``, nothing to choose among) is one descent to :data:`POLISH_FTOL`, no
+#: loose phase then a polish that dropped the memory, with (1 + POLISH_ITER)·max_iter iterations, this memory (SciPy's
+#: default: the routine rebuilds a 2m × 2m matrix from m corrections of all p·k parameters every step, half the
+#: descent's time at m = 20, p·k = 1,024), and its block start at :data:`QUICK_START_WEIGHT` (issue 28: the cold
+#: 64-range dp quote's descent with its start, ≈ 22 → 10 ms; benchmarks/results/quote_cold.md)
+QUICK_MAXCOR = 10
+#: the block start's weight for a lone start: the fitted Θ's column sums were 0.74–0.94 (median) on the dp range
+#: quotes of the sweep (k = 126–129 classes, p = 7–8), so a start at 1 (half of each column's L1 on its Θ row) is near
+#: them; the multi-start fit keeps √(k/p) (a one-level hierarchy's weight; its results are the side-by-side's)
+QUICK_START_WEIGHT = 1.0
 
 
 def default_p(k: int) -> tuple[int, ...]:
@@ -50,7 +62,7 @@ def default_p(k: int) -> tuple[int, ...]:
 
 
 def objective(theta: np.ndarray, gram: np.ndarray) -> tuple[float, np.ndarray]:
-    """(tr(G (AᵀA)⁻¹), its gradient in Θ) for A = [I; Θ]·D.
+    """(tr(G (AᵀA)⁻¹), its gradient in Θ) for A = [I; Θ]·D (G symmetric: a workload's Gram WᵀW).
 
     Examples
     --------
@@ -63,15 +75,18 @@ def objective(theta: np.ndarray, gram: np.ndarray) -> tuple[float, np.ndarray]:
     p, k = T.shape
     s = 1.0 + T.sum(axis=0)
     R = np.linalg.inv(np.eye(p) + T @ T.T)
-    GS = gram * s[None, :]  # G S
-    C = GS * s[:, None]  # S G S
-    TC = T @ C  # p × k
+    # C = S G S is never formed: Θ C = ((Θ S) G) S and, G symmetric, G S Θᵀ = (Θ S G)ᵀ, so one p × k × k product
+    # gives both (the same quantities as through C, rounded differently in the last bits; two k × k temporaries and
+    # a second product fewer: issue 28)
+    TG = (T * s) @ gram  # Θ S G
+    TC = TG * s  # Θ C
     TCT = TC @ T.T
-    f = float(np.trace(C) - np.sum(R * TCT))
+    gd = np.diag(gram)
+    f = float(np.dot(gd, s * s) - np.sum(R * TCT))  # tr(C) = Σ_j G_jj s_j²
     RT = R @ T
     grad = -2.0 * (R @ TC - (R @ TCT) @ RT)
-    # diag(G S N) = diag(GS) − diag((G S Θᵀ)(R Θ))
-    dg = np.diag(GS) - np.einsum("ir,ri->i", GS @ T.T, RT)
+    # diag(G S N) = diag(G) s − diag((G S Θᵀ)(R Θ)), the second column by column from (Θ S G) and R Θ
+    dg = gd * s - np.einsum("ri,ri->i", TG, RT)
     grad += 2.0 * dg[None, :]
     return f, grad
 
@@ -96,7 +111,18 @@ def fit(gram: np.ndarray, p: int, *, restarts: int, max_iter: int, rng: np.rando
 
     Starts: ``start`` when given (a warm start), a block start (row r sums the
     r-th of p equal blocks of cells: a one-level hierarchy) and seeded random
-    matrices, ``restarts`` in all; the lowest f wins.
+    matrices, ``restarts`` in all; each descends to :data:`FTOL`, the lowest f
+    wins and is polished to :data:`POLISH_FTOL`. A lone start (``restarts=1``)
+    is one descent to :data:`POLISH_FTOL` instead (:data:`QUICK_MAXCOR`,
+    :data:`QUICK_START_WEIGHT`).
+
+    Examples
+    --------
+    >>> lo, hi = np.triu_indices(32)  # all ranges of 32 cells
+    >>> G = range_gram(lo, hi, 32)
+    >>> T, f = fit(G, 2, restarts=1, max_iter=100, rng=np.random.default_rng(0))
+    >>> T.shape, round(float(f / np.trace(G)), 3)  # 11 % below the identity's tr(G)
+    ((2, 32), 0.893)
     """
     k = gram.shape[0]
     scale = float(np.trace(gram)) / k or 1.0
@@ -107,7 +133,9 @@ def fit(gram: np.ndarray, p: int, *, restarts: int, max_iter: int, rng: np.rando
     blocks = np.zeros((p, k))
     for r, cells in enumerate(np.array_split(np.arange(k), p)):
         blocks[r, cells] = 1.0
-    starts.append(blocks * max(1.0, math.sqrt(k / p)) + 0.01 * rng.random((p, k)))
+    lone = max(restarts, 1) == 1
+    weight = QUICK_START_WEIGHT if lone else max(1.0, math.sqrt(k / p))
+    starts.append(blocks * weight + 0.01 * rng.random((p, k)))
     while len(starts) < max(restarts, 1):
         starts.append(rng.random((p, k)))
 
@@ -120,13 +148,18 @@ def fit(gram: np.ndarray, p: int, *, restarts: int, max_iter: int, rng: np.rando
             return math.inf, np.zeros_like(z)
         return f, g.reshape(-1)
 
-    def run(T0: np.ndarray, ftol: float, iters: int = max_iter) -> tuple[np.ndarray, float]:
+    def run(T0: np.ndarray, ftol: float, iters: int = max_iter, memory: int = MAXCOR) -> tuple[np.ndarray, float]:
         """L-BFGS-B from T0 (Θ ≥ 0), and the objective at its clamped end point."""
         # SciPy's L-BFGS-B routine without the scipy.optimize import (lbfgsb.py: the same iterates; issue 28)
-        x = minimize_nonneg(fun, T0.reshape(-1), ftol=ftol, maxiter=iters, maxcor=20)
+        x = minimize_nonneg(fun, T0.reshape(-1), ftol=ftol, maxiter=iters, maxcor=memory)
         T = np.maximum(x, 0.0).reshape(p, k)
         return T, fun(T.reshape(-1))[0]
 
+    if lone:  # nothing to choose among: one descent, with its memory, to the polish's tolerance
+        T, f = run(starts[0], POLISH_FTOL, (1 + POLISH_ITER) * max_iter, QUICK_MAXCOR)
+        if not math.isfinite(f):  # the start failed numerically: the identity
+            return np.zeros((p, k)), float(np.trace(G)) * scale
+        return T, f * scale
     best, best_f = None, math.inf
     for T0 in starts[:max(restarts, 1)]:
         T, f = run(T0, FTOL)
