@@ -46,7 +46,7 @@ Two steps, ε = ε₁ + ε₂ (``ratio`` = ε₁/ε):
    on their own (``ends``, :mod:`.privtree`: parallel composition, no
    budget), so a spike there is one of two candidates, not one of k, and
    ε₁h = 6.96 is far above ln 2: MEDCOST at ε = 0.01 went from 1,363 ± 26
-   to 77.7 ± 7.2 a cell (Adaptive 1,398 → 70.4 ± 3.0, 1.18 ± 0.25 × the
+   to 68.0 ± 2.7 a cell (Adaptive 1,398 → 78.1 ± 3.1, 1.31 ± 0.28 × the
    reference's 59.5 ± 12; ``dawa_sparse.md``, 250 runs). The principle is
    where one-dimensional data pile up (values clamped to the bounds, the
    zeros of a mostly-zero attribute), not this set; a lone spike inside
